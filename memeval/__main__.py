@@ -1,0 +1,58 @@
+"""`python -m memeval COMMAND [hydra overrides…]`: the subcommand word is stripped before Hydra."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+USAGE = """usage: python -m memeval COMMAND [options]
+
+commands:
+  run     run an experiment: python -m memeval run +experiment=three_pass [key=value …]
+"""
+
+
+def _run(args: list[str]) -> int:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import DictConfig
+
+    from memeval.config import register_resolvers
+    from memeval.registry import ConfigError
+    from memeval.runner import run_experiment
+
+    register_resolvers()
+    status = {"code": 0}
+
+    @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
+    def job(cfg: DictConfig) -> None:
+        from pathlib import Path
+
+        try:
+            run_experiment(cfg, Path(HydraConfig.get().runtime.output_dir))
+        except ConfigError as err:
+            print(f"memeval: configuration error: {err}", file=sys.stderr)
+            status["code"] = 2
+
+    sys.argv = [f"{sys.argv[0]} run", *args]
+    job()
+    return status["code"]
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if args else 2
+    command = COMMANDS.get(args[0])
+    if command is None:
+        print(f"memeval: unknown command '{args[0]}'\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return command(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

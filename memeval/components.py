@@ -1,0 +1,34 @@
+"""Imports every built-in component module so each registers itself with its registry.
+
+A new component is one module plus one line here (and one YAML file under conf/).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+BUILTIN_MODULES = (
+    "memeval.data.labeled_jsonl",
+    "memeval.engine.embedders.hashing",
+    "memeval.engine.embedders.sentence_transformer",
+    "memeval.engine.embedders.openai_http",
+    "memeval.engine.judges.labels",
+    "memeval.engine.judges.classifier",
+    "memeval.engine.judges.anthropic",
+    "memeval.engine.judges.openai_chat",
+    "memeval.engine.scorers.memoryd",
+    "memeval.engine.scorers.knn_margin",
+    "memeval.engine.scorers.logistic",
+    "memeval.engine.gate.prefilter",
+    "memeval.engine.gate.length",
+    "memeval.engine.gate.content_score",
+    "memeval.engine.gate.judge_stage",
+    "memeval.experiments.three_pass",
+    "memeval.experiments.holdout",
+    "memeval.experiments.feedback_loop",
+)
+
+
+def load_builtin_components() -> None:
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)

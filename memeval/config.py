@@ -1,0 +1,59 @@
+"""Config resolvers and whole-config validation, run before any work starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memeval.components import load_builtin_components
+from memeval.data.base import DATASETS
+from memeval.engine.embedders.base import EMBEDDERS
+from memeval.engine.gate.gate import GateConfig
+from memeval.engine.judges.base import JUDGES
+from memeval.engine.scorers.base import SCORERS
+from memeval.experiments.base import EXPERIMENTS
+from memeval.registry import ConfigError, to_dataclass
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+
+
+def data_path(relative: str) -> str:
+    """`${memeval_data:labeled/x.jsonl}` → a bundled data file, wherever memeval is checked out."""
+    return str(DATA_DIR / relative)
+
+
+def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("memeval_data"):
+        OmegaConf.register_new_resolver("memeval_data", data_path)
+
+
+@dataclass
+class Validated:
+    """Every component's config as its schema dataclass; composing one never loads anything."""
+
+    experiment: Any
+    dataset: Any
+    embedder: Any
+    scorer: Any
+    judge: Any
+    gate: GateConfig
+
+
+def validate(cfg: DictConfig) -> Validated:
+    load_builtin_components()
+    if "experiment" not in cfg:
+        raise ConfigError("no experiment chosen: add +experiment=NAME "
+                          f"(known: {', '.join(EXPERIMENTS.names())})")
+    gate = OmegaConf.to_container(cfg.gate, resolve=True)
+    assert isinstance(gate, dict)
+    return Validated(
+        experiment=EXPERIMENTS.validate(cfg.experiment),
+        dataset=DATASETS.validate(cfg.dataset),
+        embedder=EMBEDDERS.validate(cfg.embedder),
+        scorer=SCORERS.validate(cfg.scorer),
+        judge=JUDGES.validate(cfg.judge),
+        gate=to_dataclass(GateConfig, gate, "gate"),
+    )

@@ -1,0 +1,94 @@
+"""Reads any JSONL file in the labelled schema: user_prompt, assistant_response, label.
+
+Bad lines are reported with file and line, then skipped (`on_error: skip`) or abort the load before
+any work starts (`on_error: raise`): a run never dies halfway over one malformed line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memeval.data.base import DATASETS, Dataset, LoadReport
+from memeval.data.entry import Entry, normalise_label
+
+ON_ERROR = ("skip", "raise")
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used as configured."""
+
+
+@dataclass
+class LabeledJsonlConfig:
+    path: str = "???"
+    on_error: str = "skip"
+    limit: int | None = None
+
+    def validate(self) -> None:
+        if self.on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got '{self.on_error}'")
+        if self.limit is not None and self.limit <= 0:
+            raise ValueError("limit must be positive")
+
+
+def _parse_row(row: Any, default_id: str) -> Entry:
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    for key in ("user_prompt", "assistant_response", "label"):
+        if key not in row:
+            raise ValueError(f"missing field '{key}'")
+    prompt, response = row["user_prompt"], row["assistant_response"]
+    if not isinstance(prompt, str) or not isinstance(response, str):
+        raise ValueError("user_prompt and assistant_response must be strings")
+    if not isinstance(row["label"], str):
+        raise ValueError("label must be a string")
+    meta = {k: v for k, v in row.items() if k not in {"id", "user_prompt", "assistant_response",
+                                                      "label", "label_source"}}
+    return Entry(
+        id=str(row.get("id") or default_id),
+        user_prompt=prompt,
+        assistant_response=response,
+        label=normalise_label(row["label"]),
+        label_source=str(row.get("label_source") or "human"),
+        meta=meta,
+    )
+
+
+def load_labeled_jsonl(path: str | Path, on_error: str = "skip",
+                       limit: int | None = None) -> Dataset:
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DatasetError(f"labelled dataset file not found: {file} (set dataset.path=FILE)")
+    report = LoadReport(source=str(file))
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            report.rows_read += 1
+            try:
+                entry = _parse_row(json.loads(raw.decode("utf-8")), f"{file.stem}:{number}")
+                if entry.id in seen:
+                    raise ValueError(f"duplicate id '{entry.id}'")
+            except (ValueError, UnicodeDecodeError) as err:
+                problem = f"{file}:{number}: {err}"
+                if on_error == "raise":
+                    raise DatasetError(problem) from None
+                report.problems.append(problem)
+                continue
+            seen.add(entry.id)
+            entries.append(entry)
+            if limit is not None and len(entries) >= limit:
+                break
+    if not entries:
+        raise DatasetError(f"{file}: no usable entries ({report.skipped} bad lines)")
+    return Dataset(name=file.stem, entries=entries, report=report)
+
+
+@DATASETS.register("labeled_jsonl", LabeledJsonlConfig)
+def build_labeled_jsonl(cfg: LabeledJsonlConfig) -> Dataset:
+    return load_labeled_jsonl(cfg.path, cfg.on_error, cfg.limit)

@@ -1,0 +1,42 @@
+"""Content-addressed embedding cache: passes 2–3 and re-runs never re-embed the same text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memeval.engine.embedders.base import Embedder
+from memeval.engine.kvcache import SqliteKV, content_key
+
+
+class CachedEmbedder:
+    """Wraps an embedder; keys are sha256(embedder identity, text), values raw float32 bytes."""
+
+    def __init__(self, inner: Embedder, path: str | Path) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self.store = SqliteKV(path, "embeddings")
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [content_key(self.identity, text) for text in texts]
+        found = self.store.get_many(sorted(set(keys)))
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
+        if missing:
+            vectors = self.inner.embed([text for _, text in missing])
+            fresh = {key: vectors[i].astype(np.float32).tobytes()
+                     for i, (key, _) in enumerate(missing)}
+            self.store.put_many(fresh.items())
+            found.update(fresh)
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys])

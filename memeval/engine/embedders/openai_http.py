@@ -1,0 +1,126 @@
+"""OpenAI-compatible `/embeddings` client: OpenAI, or a local llama.cpp/TEI/vLLM server.
+
+Lets a sweep compare embedding models served over HTTP without adding them as Python deps; the
+default base_url is a llama.cpp `llama-server --embeddings` on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import numpy as np
+
+from memeval.engine.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
+from memeval.engine.http_retry import HttpRetryError, post_json
+
+
+@dataclass
+class OpenAIHttpConfig:
+    """`dim: 0` learns the width from the first response; a non-zero dim is checked against it."""
+
+    base_url: str = "http://127.0.0.1:8080/v1"
+    model: str = "local"
+    api_key_env: str | None = None
+    batch_size: int = 64
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    dim: int = 0
+
+    def validate(self) -> None:
+        if not self.model.strip():
+            raise ValueError("model must be set")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"base_url must start with http:// or https:// (got {self.base_url!r})"
+            )
+        if self.batch_size <= 0:
+            raise ValueError("batch_size must be positive")
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if self.dim < 0:
+            raise ValueError("dim must be >= 0 (0 = learn from the first response)")
+
+
+class OpenAIHttpEmbedder:
+    def __init__(self, cfg: OpenAIHttpConfig, *, client: httpx.Client | None = None) -> None:
+        self.cfg = cfg
+        self.base_url = cfg.base_url.rstrip("/")
+        self.url = f"{self.base_url}/embeddings"
+        self.identity = f"openai_http:{self.base_url}:{cfg.model}"
+        self.dim = cfg.dim
+        self._client = client if client is not None else httpx.Client()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        env = self.cfg.api_key_env
+        if env:
+            key = os.environ.get(env, "").strip()
+            if not key:
+                raise EmbeddingError(
+                    f"environment variable {env} is not set; "
+                    f"it must hold the API key for {self.url}"
+                )
+            headers["authorization"] = f"Bearer {key}"
+        return headers
+
+    def _parse(self, data: Any, expected: int) -> np.ndarray:
+        """Rows ordered by `index`: the spec lets servers return them in any order."""
+        try:
+            items = sorted(data["data"], key=lambda item: int(item["index"]))
+            indices = [int(item["index"]) for item in items]
+            rows = np.asarray([item["embedding"] for item in items], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as err:
+            raise EmbeddingError(
+                f"unexpected response shape from {self.url} ({type(err).__name__}: {err})"
+            ) from err
+        if indices != list(range(expected)):
+            raise EmbeddingError(
+                f"{self.url} returned indices {indices[:10]} for {expected} input(s)"
+            )
+        if rows.ndim != 2 or rows.shape[1] == 0:
+            raise EmbeddingError(f"{self.url} returned embeddings of shape {rows.shape}")
+        if not np.isfinite(rows).all():
+            raise EmbeddingError(f"{self.url} returned non-finite embedding values")
+        return rows
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        headers = self._headers()
+        out: list[np.ndarray] = []
+        for start in range(0, len(texts), self.cfg.batch_size):
+            batch = list(texts[start : start + self.cfg.batch_size])
+            try:
+                result = post_json(
+                    self.url,
+                    {"model": self.cfg.model, "input": batch},
+                    headers=headers,
+                    timeout_s=self.cfg.timeout_s,
+                    max_retries=self.cfg.max_retries,
+                    client=self._client,
+                )
+            except HttpRetryError as err:
+                raise EmbeddingError(f"embedding request failed: {err}") from err
+            rows = self._parse(result.data, len(batch))
+            if self.dim == 0:
+                self.dim = int(rows.shape[1])
+            elif rows.shape[1] != self.dim:
+                raise EmbeddingError(
+                    f"{self.url} returned {rows.shape[1]}-dim embeddings; expected {self.dim}"
+                )
+            out.append(rows)
+        return l2_normalise(np.concatenate(out, axis=0))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+@EMBEDDERS.register("openai_http", OpenAIHttpConfig)
+def build_openai_http(cfg: OpenAIHttpConfig, **_: Any) -> OpenAIHttpEmbedder:
+    return OpenAIHttpEmbedder(cfg)

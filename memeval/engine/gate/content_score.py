@@ -1,0 +1,114 @@
+"""Content-score gate: skip the judge when the text scores like the judge's past rejections.
+
+It rebuilds its prototypes at start-up and after every `rebuild_every` additions to the stores it
+learns from. While learning, a seeded `audit_rate` share of would-be rejections goes to the judge
+anyway: once the gate is active the judge no longer sees what it filters, so without audits the
+scorer starves of negative examples and never learns from its own mistakes. Graceful degradation:
+with too little learned data, or when embedding fails, the stage passes everything (the judge
+decides) — never a false rejection.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.engine.gate.base import STAGES, Candidate, StageResult
+from memeval.engine.scorers.base import ContentScorer, Prototypes
+from memeval.engine.scorers.threshold import resolve_policy
+from memeval.engine.store.ring_store import RingStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ContentScoreConfig:
+    learn_last: int = 150
+    rebuild_every: int = 25
+    audit_rate: float = 0.0
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.learn_last < 1 or self.rebuild_every < 1:
+            raise ValueError("learn_last and rebuild_every must be at least 1")
+        if not 0.0 <= self.audit_rate <= 1.0:
+            raise ValueError("audit_rate must be in [0, 1]")
+
+
+class ContentScoreGate:
+    name = "content_score"
+
+    def __init__(self, cfg: ContentScoreConfig, scorer: ContentScorer, embedder: Embedder,
+                 rejections: RingStore, accepts: RingStore) -> None:
+        self.cfg = cfg
+        self.scorer = scorer
+        self.policy = resolve_policy(scorer.cfg.threshold.policy)
+        self.embedder = embedder
+        self.rejections = rejections
+        self.accepts = accepts
+        self.threshold: float | None = None
+        self.unavailable = "not built yet"
+        self.rebuilds = 0
+        self.auditing = True
+        self._audit_draws = np.random.default_rng(cfg.seed)
+        self._since_rebuild = 0
+        self._static: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return self.embedder.embed(texts)
+
+    def rebuild(self) -> None:
+        """(Re)learn prototypes and threshold from the stores, as the daemon does at start-up."""
+        self.rebuilds += 1
+        self._since_rebuild = 0
+        try:
+            if self._static is None:
+                self._static = (self._embed(self.scorer.static_quality_texts),
+                                self._embed(self.scorer.static_noise_texts))
+            noise_texts = self.rejections.recent_texts(self.cfg.learn_last)
+            quality_texts = self.accepts.recent_texts(self.cfg.learn_last)
+            protos = Prototypes(
+                static_quality=self._static[0], static_noise=self._static[1],
+                learned_noise=self._embed(noise_texts), learned_quality=self._embed(quality_texts),
+                learned_noise_texts=noise_texts, learned_quality_texts=quality_texts,
+            )
+        except EmbeddingError as err:
+            log.warning("content scorer unavailable, gate skipped: %s", err)
+            self.threshold, self.unavailable = None, f"embedding failed: {err}"
+            return
+        if not self.scorer.fit(protos):
+            self.threshold, self.unavailable = None, "too little learned data"
+            return
+        settings = self.scorer.cfg.threshold
+        if settings.refresh or self.threshold is None:
+            self.threshold = self.policy(settings, self.scorer, protos)
+        self.unavailable = "" if self.threshold is not None else "threshold not calibrated yet"
+
+    def note_addition(self) -> None:
+        self._since_rebuild += 1
+        if self._since_rebuild >= self.cfg.rebuild_every:
+            self.rebuild()
+
+    def __call__(self, item: Candidate) -> StageResult:
+        if self.threshold is None:
+            return StageResult(self.name, passed=True, detail=f"skipped: {self.unavailable}")
+        if item.vector is None:
+            return StageResult(self.name, passed=True, detail="skipped: no embedding")
+        score = float(self.scorer.score(item.vector[None, :], [item.text])[0])
+        passed = score >= self.threshold
+        audited = (not passed and self.auditing and self.cfg.audit_rate > 0
+                   and self._audit_draws.random() < self.cfg.audit_rate)
+        return StageResult(self.name, passed=passed or audited, score=score,
+                           threshold=self.threshold, detail="audit" if audited else "")
+
+
+@STAGES.register("content_score", ContentScoreConfig)
+def build_content_score(cfg: ContentScoreConfig, *, scorer: ContentScorer, embedder: Embedder,
+                        rejections: RingStore, accepts: RingStore,
+                        **_: object) -> ContentScoreGate:
+    return ContentScoreGate(cfg, scorer, embedder, rejections, accepts)

@@ -1,0 +1,207 @@
+"""The gate: stages in configured order, the write pipeline, and the learning feedback.
+
+Which rejections feed the rejection store is configuration (`feed_stages`, default the judge's
+SKIPs only). Feeding the content scorer's own rejections back is the positive-feedback loop the
+memoryd authors hit; it is allowed only so the `feedback_loop` experiment can show the collapse.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memeval.data.entry import Entry
+from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
+from memeval.engine.gate.content_score import ContentScoreGate
+from memeval.engine.gate.write import WriteConfig, WritePipeline
+from memeval.engine.judges.base import Judge
+from memeval.engine.scorers.base import ContentScorer
+from memeval.engine.store.memory_store import MemoryStore
+from memeval.engine.store.ring_store import RingStore
+from memeval.registry import ConfigError
+
+
+@dataclass
+class StoreConfig:
+    capacity: int = 500
+    text_chars: int = 500
+    distinct: bool = True
+
+
+@dataclass
+class RejectionStoreConfig(StoreConfig):
+    feed_stages: list[str] = field(default_factory=lambda: ["judge"])
+
+
+@dataclass
+class GateConfig:
+    order: list[str] = field(default_factory=list)
+    stages: dict[str, Any] = field(default_factory=dict)
+    write: WriteConfig = field(default_factory=WriteConfig)
+    rejection_store: RejectionStoreConfig = field(default_factory=RejectionStoreConfig)
+    accept_store: StoreConfig = field(default_factory=StoreConfig)
+
+    def validate(self) -> None:
+        self.write.validate()
+        for name in self.order:
+            if name not in self.stages:
+                raise ConfigError(f"gate.order names '{name}' but gate.stages has no '{name}'")
+            STAGES.validate({"name": name, **(self.stages[name] or {})})
+        for stage in self.rejection_store.feed_stages:
+            if stage not in self.order:
+                raise ConfigError(f"rejection_store.feed_stages names unknown stage '{stage}' "
+                                  f"(stages: {', '.join(self.order)})")
+
+
+@dataclass
+class Decision:
+    """One entry's path through the gate in one pass: a row of decisions.parquet."""
+
+    pass_no: int
+    phase: str
+    entry_id: str
+    label: str | None
+    label_source: str | None
+    asst_len: int
+    outcome: str
+    retained: bool
+    score: float | None = None
+    threshold: float | None = None
+    scorer_note: str = ""
+    audited: bool = False
+    judge_called: bool = False
+    judge_skip: bool | None = None
+    judge_cached: bool = False
+    judge_error: bool = False
+    judge_tokens_in: int = 0
+    judge_tokens_out: int = 0
+    judge_cost_usd: float = 0.0
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    arm: str = "main"
+
+
+class Gate:
+    def __init__(self, cfg: GateConfig, *, embedder: Embedder, judge: Judge,
+                 scorer: ContentScorer, redact: Callable[[str], str], state_dir: Path) -> None:
+        self.cfg = cfg
+        self.embedder = embedder
+        self.redact = redact
+        self.rejections = self._store(state_dir / "rejection_store.jsonl", cfg.rejection_store)
+        self.accepts = self._store(state_dir / "accept_store.jsonl", cfg.accept_store)
+        deps = {"embedder": embedder, "judge": judge, "scorer": scorer,
+                "rejections": self.rejections, "accepts": self.accepts}
+        self.stages: list[Stage] = [
+            STAGES.build({"name": name, **(cfg.stages[name] or {})}, **deps) for name in cfg.order
+        ]
+        self.memories = MemoryStore(embedder.dim)
+        self.writer = WritePipeline(cfg.write, embedder, redact, self.memories)
+        self._learning = True
+
+    @property
+    def learning(self) -> bool:
+        """Whether verdicts feed the stores (and content-score audits run); off for evaluation."""
+        return self._learning
+
+    @learning.setter
+    def learning(self, value: bool) -> None:
+        self._learning = value
+        if self.content_gate is not None:
+            self.content_gate.auditing = value
+
+    @staticmethod
+    def _store(path: Path, cfg: StoreConfig) -> RingStore:
+        return RingStore(path, cfg.capacity, cfg.text_chars, cfg.distinct)
+
+    @property
+    def content_gate(self) -> ContentScoreGate | None:
+        return next((s for s in self.stages if isinstance(s, ContentScoreGate)), None)
+
+    def restart(self, wipe_memories: bool = True) -> None:
+        """A daemon restart: reload stores from disk, rebuild the scorer, maybe wipe memories."""
+        self.rejections.reload()
+        self.accepts.reload()
+        if wipe_memories:
+            self.memories = MemoryStore(self.embedder.dim)
+            self.writer.store = self.memories
+        if self.content_gate is not None:
+            self.content_gate.rebuild()
+
+    def prepare(self, entries: Sequence[Entry]) -> list[Candidate]:
+        """Redact once, embed every whole text in one batch (cached): the scorer reads vectors."""
+        prompts = [self.redact(e.user_prompt) for e in entries]
+        texts = [self.redact(e.assistant_response) for e in entries]
+        vectors: list[np.ndarray | None]
+        try:
+            matrix = self.embedder.embed(texts) if self.content_gate is not None else None
+            vectors = list(matrix) if matrix is not None else [None] * len(texts)
+        except EmbeddingError:
+            vectors = [None] * len(texts)
+        return [Candidate(e, p, t, v)
+                for e, p, t, v in zip(entries, prompts, texts, vectors, strict=True)]
+
+    def _learn(self, rejected_by: StageResult | None, item: Candidate,
+               kept: StageResult | None) -> None:
+        if not self._learning:
+            return
+        if rejected_by is not None and rejected_by.stage in self.cfg.rejection_store.feed_stages:
+            self.rejections.add(rejected_by.stage, item.user_prompt, item.text, item.entry.id)
+            self._notify()
+        if kept is not None and kept.verdict is not None and not kept.verdict.skip:
+            self.accepts.add("judge", item.user_prompt, item.text, item.entry.id)
+            self._notify()
+
+    def _notify(self) -> None:
+        if self.content_gate is not None:
+            self.content_gate.note_addition()
+
+    def process(self, item: Candidate, pass_no: int, phase: str = "eval") -> Decision:
+        decision = Decision(pass_no, phase, item.entry.id, item.entry.label,
+                            item.entry.label_source, len(item.text), outcome="", retained=False)
+        judged: StageResult | None = None
+        for stage in self.stages:
+            start = time.perf_counter()
+            result = stage(item)
+            decision.latency_ms[stage.name] = (time.perf_counter() - start) * 1000
+            self._record(decision, result)
+            if result.stage == "judge":
+                judged = result
+            if not result.passed:
+                decision.outcome = result.stage
+                self._learn(result, item, None)
+                return decision
+        start = time.perf_counter()
+        memory_text = judged.verdict.memory if judged and judged.verdict else None
+        written = self.writer.write(item, memory_text, pass_no)
+        decision.latency_ms["write"] = (time.perf_counter() - start) * 1000
+        decision.outcome = written.stage
+        decision.retained = written.stage in ("stored", "dedup")
+        self._learn(None, item, judged)
+        return decision
+
+    @staticmethod
+    def _record(decision: Decision, result: StageResult) -> None:
+        if result.stage == "content_score":
+            decision.score, decision.threshold = result.score, result.threshold
+            decision.scorer_note = result.detail
+            decision.audited = result.detail == "audit"
+        elif result.stage == "judge":
+            decision.judge_called = True
+            decision.judge_error = result.verdict is None
+            if result.verdict is not None:
+                verdict = result.verdict
+                decision.judge_skip = verdict.skip
+                decision.judge_cached = verdict.cached
+                decision.judge_tokens_in = verdict.input_tokens
+                decision.judge_tokens_out = verdict.output_tokens
+                decision.judge_cost_usd = verdict.cost_usd
+
+    def run_pass(self, items: Sequence[Candidate], pass_no: int,
+                 phase: str = "eval") -> Iterator[Decision]:
+        for item in items:
+            yield self.process(item, pass_no, phase)

@@ -1,0 +1,69 @@
+"""Write pipeline: clean, drop residual noise, redact, embed, dedup, store (memoryd's Stage 5)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.engine.gate.base import Candidate, StageResult
+from memeval.engine.store.memory_store import SCALES, Memory, MemoryStore, to_cosine
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass
+class WriteConfig:
+    max_chars: int = 50_000
+    min_chars: int = 40
+    min_alnum_ratio: float = 0.40
+    dedup_threshold: float = 0.92
+    dedup_scale: str = "cosine"
+
+    def validate(self) -> None:
+        if self.dedup_scale not in SCALES:
+            raise ValueError(f"dedup_scale must be one of {SCALES}, got '{self.dedup_scale}'")
+        if not 0.0 <= self.min_alnum_ratio <= 1.0:
+            raise ValueError("min_alnum_ratio must be in [0, 1]")
+
+
+def clean(text: str, max_chars: int) -> str:
+    return _THINK.sub("", text).strip()[:max_chars]
+
+
+def alnum_ratio(text: str) -> float:
+    return sum(ch.isalnum() for ch in text) / len(text) if text else 0.0
+
+
+class WritePipeline:
+    def __init__(self, cfg: WriteConfig, embedder: Embedder, redact: Callable[[str], str],
+                 store: MemoryStore) -> None:
+        self.cfg = cfg
+        self.embedder = embedder
+        self.redact = redact
+        self.store = store
+        self.dedup_cosine = to_cosine(cfg.dedup_threshold, cfg.dedup_scale)
+
+    def write(self, item: Candidate, memory_text: str | None, pass_no: int) -> StageResult:
+        text = clean(memory_text if memory_text is not None else item.text, self.cfg.max_chars)
+        if len(text) < self.cfg.min_chars or alnum_ratio(text) < self.cfg.min_alnum_ratio:
+            return StageResult("noise_check", passed=False, score=alnum_ratio(text),
+                               threshold=self.cfg.min_alnum_ratio)
+        text = self.redact(text)
+        note = ""
+        try:
+            vector = self.embedder.embed([text])[0]
+        except EmbeddingError as err:  # keep the memory; it just cannot be deduplicated
+            vector, note = np.zeros(self.store.dim, dtype=np.float32), f"; not embedded: {err}"
+        nearest, similarity = self.store.top1(vector)
+        if similarity >= self.dedup_cosine:
+            return StageResult("dedup", passed=False, score=similarity,
+                               threshold=self.dedup_cosine,
+                               detail=f"duplicate of {self.store.memories[nearest].id}")
+        memory_id = f"m{pass_no}-{len(self.store)}"
+        self.store.add(Memory(memory_id, text, item.entry.id, pass_no), vector)
+        return StageResult("stored", passed=True, score=similarity if nearest >= 0 else None,
+                           threshold=self.dedup_cosine, detail=memory_id + note)

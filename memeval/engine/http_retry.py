@@ -1,0 +1,181 @@
+"""One JSON-over-HTTP POST with bounded retries, shared by every HTTP judge and embedder.
+
+Hosted APIs rate-limit (429) and wobble (5xx, dropped connections); a local llama.cpp server stalls
+while it loads a model. Retrying those with capped exponential backoff keeps a long sweep alive,
+while a 4xx that no retry can fix (bad key, bad model name) fails at once with the server's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import httpx
+
+BODY_PREVIEW_CHARS = 300
+
+# Transport failures worth another try; configuration errors such as UnsupportedProtocol are not.
+_RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    httpx.RemoteProtocolError,
+)
+
+
+class HttpRetryError(RuntimeError):
+    """The POST gave no usable JSON; callers re-raise it as their own JudgeError/EmbeddingError.
+
+    `exhausted` tells "gave up after retries" from "rejected at once" (non-retryable 4xx, bad JSON).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        attempts: int,
+        status: int | None = None,
+        exhausted: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.attempts = attempts
+        self.status = status
+        self.exhausted = exhausted
+
+
+class PostResult(NamedTuple):
+    """`latency_ms` is the whole call's wall time, backoff waits included: what a caller waits."""
+
+    data: Any
+    latency_ms: float
+    attempts: int
+
+
+def preview(text: str, limit: int = BODY_PREVIEW_CHARS) -> str:
+    """Shorten a response body for an error message."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    """`retry-after` in seconds; None when absent or an HTTP date (we back off instead)."""
+    raw = response.headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        return None
+    return max(value, 0.0) if value == value else None  # NaN check
+
+
+def backoff_delay(
+    retry_index: int,
+    *,
+    base_s: float,
+    max_s: float,
+    jitter: float,
+    rand: Callable[[], float],
+) -> float:
+    """base·2^i, capped, times a random factor in [1-jitter, 1+jitter] so clients desynchronise."""
+    delay = min(max_s, base_s * (2.0**retry_index))
+    factor = 1.0 - jitter + 2.0 * jitter * rand()
+    return float(min(max_s, max(0.0, delay * factor)))
+
+
+def post_json(
+    url: str,
+    payload: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout_s: float = 60.0,
+    max_retries: int = 3,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    rand: Callable[[], float] = random.random,
+    backoff_base_s: float = 0.5,
+    backoff_max_s: float = 30.0,
+    jitter: float = 0.25,
+    retry_after_cap_s: float = 60.0,
+) -> PostResult:
+    """POST `payload` as JSON and return (parsed JSON, latency ms, attempts).
+
+    Retries HTTP 429, 5xx, timeouts and connection errors up to `max_retries` times after the
+    first attempt, waiting `retry-after` seconds (capped at `retry_after_cap_s`) when the server
+    sends one and exponential backoff with jitter otherwise. Raises HttpRetryError naming the URL
+    and the last status or exception.
+    """
+    if max_retries < 0:
+        raise ValueError("max_retries must be >= 0")
+    if timeout_s <= 0:
+        raise ValueError("timeout_s must be positive")
+    own_client = client is None
+    http = client if client is not None else httpx.Client()
+    started = time.perf_counter()
+    attempts = 0
+    try:
+        while True:
+            attempts += 1
+            wait: float | None = None
+            last_status: int | None = None
+            try:
+                response = http.post(
+                    url, json=dict(payload), headers=dict(headers or {}), timeout=timeout_s
+                )
+            except _RETRYABLE_EXCEPTIONS as err:
+                last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            except httpx.HTTPError as err:
+                raise HttpRetryError(
+                    f"POST {url} failed: {type(err).__name__}: {err}", url=url, attempts=attempts
+                ) from err
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    try:
+                        data = response.json()
+                    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                        raise HttpRetryError(
+                            f"POST {url} returned HTTP {status} with a body that is not JSON: "
+                            f"{preview(response.text)!r}",
+                            url=url,
+                            attempts=attempts,
+                            status=status,
+                        ) from err
+                    latency_ms = (time.perf_counter() - started) * 1000.0
+                    return PostResult(data, latency_ms, attempts)
+                if status != 429 and not 500 <= status < 600:
+                    raise HttpRetryError(
+                        f"POST {url} was rejected with HTTP {status} (not retried): "
+                        f"{preview(response.text)!r}",
+                        url=url,
+                        attempts=attempts,
+                        status=status,
+                    )
+                last = f"HTTP {status}: {preview(response.text)!r}"
+                last_status = status
+                hinted = _retry_after_s(response)
+                if hinted is not None:
+                    wait = min(hinted, retry_after_cap_s)
+            if attempts > max_retries:
+                raise HttpRetryError(
+                    f"POST {url} failed after {attempts} attempt(s); last error: {last}",
+                    url=url,
+                    attempts=attempts,
+                    status=last_status,
+                    exhausted=True,
+                )
+            if wait is None:
+                wait = backoff_delay(
+                    attempts - 1,
+                    base_s=backoff_base_s,
+                    max_s=backoff_max_s,
+                    jitter=jitter,
+                    rand=rand,
+                )
+            sleep(wait)
+    finally:
+        if own_client:
+            http.close()

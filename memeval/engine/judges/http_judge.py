@@ -1,0 +1,227 @@
+"""Shared machinery for judges that call an LLM over HTTP: prompt, retries, cost, response cache.
+
+Providers differ only in wire format (endpoint, headers, body, where the text and token counts
+live), so each subclass supplies those four pieces and inherits everything that must behave the
+same across providers: the memoryd prompt, retry policy, cost accounting and the offline cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from memeval.data.entry import Entry
+from memeval.engine.http_retry import HttpRetryError, post_json, preview
+from memeval.engine.judges.base import JudgeError, Verdict
+from memeval.engine.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
+from memeval.engine.kvcache import SqliteKV, content_key
+
+CACHE_FILE = "judge.sqlite"
+CACHE_TABLE = "judge_responses"
+
+
+@dataclass
+class HttpJudgeConfig:
+    """Fields every HTTP judge accepts; prices are USD per million tokens, for cost accounting.
+
+    `temperature: None` leaves it out of the request (the provider default), as the memoryd
+    daemon did. `api_key_env` names the environment variable holding the key, never the key.
+    """
+
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    max_tokens: int = 1024
+    temperature: float | None = None
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    cache: bool = True
+
+    def validate(self) -> None:
+        if not self.model.strip():
+            raise ValueError("model must be set")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"base_url must start with http:// or https:// (got {self.base_url!r})"
+            )
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if self.max_tokens <= 0:
+            raise ValueError("max_tokens must be positive")
+        if self.temperature is not None and self.temperature < 0:
+            raise ValueError("temperature must be >= 0 (or null to leave it unset)")
+        if self.price_input_per_mtok < 0 or self.price_output_per_mtok < 0:
+            raise ValueError("prices must be >= 0")
+
+
+class HttpJudge:
+    """Base class: subclasses set `provider` and implement the wire-format hooks."""
+
+    provider = "http"
+
+    def __init__(
+        self,
+        cfg: HttpJudgeConfig,
+        *,
+        cache_dir: Path | None = None,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.cfg = cfg
+        self.base_url = cfg.base_url.rstrip("/")
+        self.name = f"{self.provider}:{cfg.model}"
+        self._client = client if client is not None else httpx.Client()
+        self._sleep = sleep
+        self._cache: SqliteKV | None = None
+        if cache_dir is not None and cfg.cache:
+            self._cache = SqliteKV(Path(cache_dir) / CACHE_FILE, CACHE_TABLE)
+
+    # -- wire-format hooks ------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def body(self, system: str, user: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def extract(self, data: Any) -> tuple[str, int, int]:
+        """(reply text, input tokens, output tokens); KeyError/TypeError on a bad shape."""
+        raise NotImplementedError
+
+    # -- shared behaviour -------------------------------------------------------------------
+
+    def api_key(self) -> str | None:
+        """The key from `api_key_env`; asked only when a request is about to be sent."""
+        env = self.cfg.api_key_env
+        if not env:
+            return None
+        key = os.environ.get(env, "").strip()
+        if not key:
+            raise JudgeError(
+                f"{self.name}: environment variable {env} is not set; it must hold the API key "
+                f"for {self.base_url} (or set api_key_env to another variable)"
+            )
+        return key
+
+    def cache_key(self, system: str, user: str) -> str:
+        return content_key(
+            self.provider,
+            self.base_url,
+            self.cfg.model,
+            PROMPT_VERSION,
+            str(self.cfg.temperature),
+            str(self.cfg.max_tokens),
+            system,
+            user,
+        )
+
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+        return (
+            input_tokens * self.cfg.price_input_per_mtok
+            + output_tokens * self.cfg.price_output_per_mtok
+        ) / 1_000_000
+
+    def _verdict(
+        self,
+        raw: str,
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        latency_ms: float,
+        cached: bool,
+    ) -> Verdict:
+        skip, memory = parse_verdict(raw)
+        return Verdict(
+            skip=skip,
+            model=self.name,
+            memory=memory,
+            latency_ms=latency_ms,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=0.0 if cached else self.cost_usd(input_tokens, output_tokens),
+            cached=cached,
+            raw=raw,
+        )
+
+    def _from_cache(self, key: str) -> Verdict | None:
+        """A cached reply: no request, latency 0, cost 0; tokens are the original call's counts."""
+        if self._cache is None:
+            return None
+        stored = self._cache.get(key)
+        if stored is None:
+            return None
+        try:
+            record = json.loads(stored)
+            raw, tin, tout = str(record["text"]), int(record["input_tokens"]), int(
+                record["output_tokens"]
+            )
+        except (ValueError, KeyError, TypeError):
+            return None  # unreadable entry: ask the model again and overwrite it
+        return self._verdict(raw, tin, tout, latency_ms=0.0, cached=True)
+
+    def judge(self, entry: Entry, user_prompt: str, assistant_text: str) -> Verdict:
+        system, user = build_messages(user_prompt, assistant_text)
+        key = self.cache_key(system, user)
+        hit = self._from_cache(key)
+        if hit is not None:
+            return hit
+        headers = self.headers(self.api_key())
+        try:
+            result = post_json(
+                self.url,
+                self.body(system, user),
+                headers=headers,
+                timeout_s=self.cfg.timeout_s,
+                max_retries=self.cfg.max_retries,
+                client=self._client,
+                sleep=self._sleep,
+            )
+        except HttpRetryError as err:
+            raise JudgeError(f"{self.name} on entry '{entry.id}': {err}") from err
+        try:
+            raw, tin, tout = self.extract(result.data)
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise JudgeError(
+                f"{self.name}: unexpected response shape from {self.url} "
+                f"({type(err).__name__}: {err}): {preview(json.dumps(result.data))!r}"
+            ) from err
+        if not raw.strip():
+            raise JudgeError(
+                f"{self.name}: empty reply from {self.url} for entry '{entry.id}' "
+                f"(expected SKIP or a memory): {preview(json.dumps(result.data))!r}"
+            )
+        if self._cache is not None:
+            record = {"text": raw, "input_tokens": tin, "output_tokens": tout}
+            self._cache.put(key, json.dumps(record).encode("utf-8"))
+        return self._verdict(raw, tin, tout, latency_ms=result.latency_ms, cached=False)
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cache is not None:
+            self._cache.close()
+
+
+def _int(value: Any) -> int:
+    """Token counts may be missing (some local servers omit `usage`): count them as 0."""
+    return int(value) if value is not None else 0
+
+
+def usage_tokens(usage: Any, input_field: str, output_field: str) -> tuple[int, int]:
+    if not isinstance(usage, dict):
+        return 0, 0
+    return _int(usage.get(input_field)), _int(usage.get(output_field))

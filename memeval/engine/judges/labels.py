@@ -1,0 +1,53 @@
+"""Oracle judge: answers from ground truth, with an optional seeded error rate.
+
+Replaying with a perfect judge isolates what the cheap stages cost in recall; the error rate
+studies how judge noise propagates into the learned noise prototypes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from memeval.data.entry import LABELS, Entry
+from memeval.engine.judges.base import JUDGES, JudgeError, Verdict
+
+
+@dataclass
+class LabelJudgeConfig:
+    keep_labels: list[str] = field(default_factory=lambda: ["substantive"])
+    error_rate: float = 0.0
+    seed: int = 0
+
+    def validate(self) -> None:
+        unknown = set(self.keep_labels) - set(LABELS)
+        if unknown:
+            raise ValueError(f"keep_labels has unknown labels {sorted(unknown)}")
+        if not 0.0 <= self.error_rate <= 1.0:
+            raise ValueError("error_rate must be in [0, 1]")
+
+
+class LabelJudge:
+    def __init__(self, cfg: LabelJudgeConfig) -> None:
+        self.cfg = cfg
+        self.name = "labels" if cfg.error_rate == 0 else f"labels(err={cfg.error_rate:g})"
+
+    def _flipped(self, entry_id: str) -> bool:
+        """Deterministic per (seed, entry): the same entry gets the same wrong answer every pass."""
+        if self.cfg.error_rate == 0:
+            return False
+        digest = hashlib.sha256(f"{self.cfg.seed}:{entry_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") / 2**64 < self.cfg.error_rate
+
+    def judge(self, entry: Entry, user_prompt: str, assistant_text: str) -> Verdict:
+        if entry.label is None:
+            raise JudgeError(f"label judge needs labelled entries; '{entry.id}' has no label")
+        keep = entry.label in self.cfg.keep_labels
+        if self._flipped(entry.id):
+            keep = not keep
+        return Verdict(skip=not keep, model=self.name, raw="SKIP" if not keep else "")
+
+
+@JUDGES.register("labels", LabelJudgeConfig)
+def build_label_judge(cfg: LabelJudgeConfig, **_: object) -> LabelJudge:
+    return LabelJudge(cfg)

@@ -1,0 +1,99 @@
+"""Scorer contract, the prototype sets it learns from, and the scorer registry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from memeval.registry import Registry
+
+
+@dataclass
+class ThresholdConfig:
+    """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances."""
+
+    policy: str = "fixed"
+    value: float = 0.35
+    target_recall: float = 0.98
+    estimator: str = "empirical"
+    margin: float = 0.0
+    min_accepted: int = 20
+    # False: keep the first calibrated cut for good ("tuned once", as memoryd's 0.35 was).
+    refresh: bool = True
+
+    def validate(self) -> None:
+        from memeval.engine.scorers.threshold import resolve_policy
+
+        resolve_policy(self.policy)
+        if self.estimator not in ("empirical", "normal"):
+            raise ValueError(f"threshold.estimator must be 'empirical' or 'normal', "
+                             f"got '{self.estimator}'")
+        if not 0.0 < self.target_recall <= 1.0:
+            raise ValueError("threshold.target_recall must be in (0, 1]")
+        if self.min_accepted < 1:
+            raise ValueError("threshold.min_accepted must be at least 1")
+
+
+@dataclass
+class ScorerConfig:
+    threshold: ThresholdConfig = field(default_factory=ThresholdConfig)
+
+    def validate(self) -> None:
+        self.threshold.validate()
+
+
+@dataclass
+class Prototypes:
+    """Embedded prototype sets: static ones from config, learned ones from the judge's verdicts
+    (with their texts, for scorers that read more than the embedding)."""
+
+    static_quality: np.ndarray
+    static_noise: np.ndarray
+    learned_noise: np.ndarray
+    learned_quality: np.ndarray
+    learned_noise_texts: list[str] = field(default_factory=list)
+    learned_quality_texts: list[str] = field(default_factory=list)
+
+
+class ContentScorer(Protocol):
+    name: str
+
+    @property
+    def cfg(self) -> ScorerConfig: ...
+
+    @property
+    def static_quality_texts(self) -> list[str]: ...
+
+    @property
+    def static_noise_texts(self) -> list[str]: ...
+
+    def fit(self, protos: Prototypes) -> bool:
+        """Adopt the prototypes; False when there is too little to score with (gate skipped)."""
+        ...
+
+    def score(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """Higher = more like quality; `texts` are the embedded texts, row for row."""
+        ...
+
+    def calibration_scores(self) -> np.ndarray:
+        """Scores of the learned quality prototypes (judge acceptances), each computed without
+        that text's own influence, so a threshold set from them estimates recall honestly."""
+        ...
+
+
+IDENTICAL = 1.0 - 1e-4
+
+
+def top_k_mean(sims: np.ndarray, k: int) -> np.ndarray:
+    """Row-wise mean of the k largest values (all of them when fewer than k)."""
+    if sims.shape[1] == 0:
+        return np.zeros(sims.shape[0], dtype=np.float32)
+    k = max(1, min(k, sims.shape[1]))
+    top = np.partition(sims, sims.shape[1] - k, axis=1)[:, -k:]
+    return top.mean(axis=1)
+
+
+SCORERS: Registry[ContentScorer] = Registry("scorer")

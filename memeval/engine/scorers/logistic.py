@@ -1,0 +1,90 @@
+"""Logistic scorer: a linear classifier trained online on the judge's verdicts.
+
+Positives are the judge's acceptances, negatives its rejections (the rejection store). Features are
+the text's embedding plus lexical anchor densities (see lexical.py), scaled by `lexical_weight`.
+Unlike prototype similarity, a linear model learns WHICH directions separate substantive from
+procedural text, so it needs no static descriptions and no embedder-specific cut. Calibration
+scores come from K-fold models that never saw the scored acceptance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold
+
+from memeval.engine.scorers.base import SCORERS, Prototypes, ScorerConfig
+from memeval.engine.scorers.lexical import LexicalFeatures
+
+
+@dataclass
+class LogisticConfig(ScorerConfig):
+    c: float = 10.0
+    min_learned: int = 10
+    calibration_folds: int = 5
+    seed: int = 0
+    lexical_weight: float = 0.3
+    lexical_features: dict[str, str] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.c <= 0 or self.lexical_weight < 0:
+            raise ValueError("c must be positive and lexical_weight non-negative")
+        if self.min_learned < 2 or self.calibration_folds < 2:
+            raise ValueError("min_learned and calibration_folds must be at least 2")
+        LexicalFeatures(self.lexical_features)  # a bad regex fails at composition
+
+
+class LogisticScorer:
+    name = "logistic"
+
+    def __init__(self, cfg: LogisticConfig) -> None:
+        self.cfg = cfg
+        self.static_quality_texts: list[str] = []  # learns both sides; no static prototypes
+        self.static_noise_texts: list[str] = []
+        self.lexical = LexicalFeatures(cfg.lexical_features)
+        self._model: LogisticRegression | None = None
+        self._quality = np.zeros((0, 0), dtype=np.float32)
+        self._noise = np.zeros((0, 0), dtype=np.float32)
+
+    def _features(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        if self.cfg.lexical_weight == 0 or not self.cfg.lexical_features:
+            return vectors
+        return np.hstack([vectors, self.cfg.lexical_weight * self.lexical(texts)])
+
+    def _fit(self, quality: np.ndarray, noise: np.ndarray) -> LogisticRegression:
+        features = np.concatenate([quality, noise])
+        targets = np.concatenate([np.ones(len(quality)), np.zeros(len(noise))])
+        model = LogisticRegression(C=self.cfg.c, class_weight="balanced", max_iter=5000)
+        return model.fit(features, targets)
+
+    def fit(self, protos: Prototypes) -> bool:
+        self._quality = self._features(protos.learned_quality, protos.learned_quality_texts)
+        self._noise = self._features(protos.learned_noise, protos.learned_noise_texts)
+        if min(len(self._quality), len(self._noise)) < self.cfg.min_learned:
+            self._model = None
+            return False
+        self._model = self._fit(self._quality, self._noise)
+        return True
+
+    def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
+        if self._model is None:
+            raise RuntimeError("logistic scorer used before fit() succeeded")
+        return self._model.decision_function(self._features(vectors, texts)).astype(np.float32)
+
+    def calibration_scores(self) -> np.ndarray:
+        folds = min(self.cfg.calibration_folds, len(self._quality))
+        scores = np.zeros(len(self._quality), dtype=np.float32)
+        splitter = KFold(folds, shuffle=True, random_state=self.cfg.seed)
+        for train, held_out in splitter.split(self._quality):
+            model = self._fit(self._quality[train], self._noise)
+            scores[held_out] = model.decision_function(self._quality[held_out])
+        return scores
+
+
+@SCORERS.register("logistic", LogisticConfig)
+def build_logistic(cfg: LogisticConfig) -> LogisticScorer:
+    return LogisticScorer(cfg)

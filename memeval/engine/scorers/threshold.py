@@ -1,0 +1,48 @@
+"""Threshold policies: where the content-score cut sits, and why.
+
+memoryd's 0.35 was tuned for voyage-4-nano; cosine scales differ between embedders, so a fixed
+number does not transfer. `judge_quantile` re-derives the cut at every rebuild from the judge's own
+acceptances: it takes the (1 − target_recall) quantile of their held-out scores, so that about
+`target_recall` of what the judge keeps would still pass the gate — with any embedder, on any data.
+`estimator: normal` reads that quantile off a normal fit (mean − z·sd), steadier than the empirical
+quantile when only a few dozen acceptances exist and the target sits in the extreme tail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from statistics import NormalDist
+
+import numpy as np
+
+from memeval.engine.scorers.base import ContentScorer, Prototypes, ThresholdConfig
+from memeval.registry import ConfigError, did_you_mean
+
+Policy = Callable[[ThresholdConfig, ContentScorer, Prototypes], float | None]
+
+
+def fixed(cfg: ThresholdConfig, scorer: ContentScorer, protos: Prototypes) -> float | None:
+    return cfg.value
+
+
+def judge_quantile(cfg: ThresholdConfig, scorer: ContentScorer,
+                   protos: Prototypes) -> float | None:
+    if len(protos.learned_quality) < cfg.min_accepted:
+        return None
+    scores = scorer.calibration_scores()
+    if cfg.estimator == "normal":
+        z = NormalDist().inv_cdf(cfg.target_recall) if cfg.target_recall < 1 else 4.0
+        cut = float(scores.mean() - z * scores.std(ddof=1))
+    else:
+        cut = float(np.quantile(scores, 1.0 - cfg.target_recall))
+    return cut - cfg.margin
+
+
+POLICIES: dict[str, Policy] = {"fixed": fixed, "judge_quantile": judge_quantile}
+
+
+def resolve_policy(name: str) -> Policy:
+    if name not in POLICIES:
+        raise ConfigError(f"unknown threshold policy '{name}'{did_you_mean(name, POLICIES)} "
+                          f"(known: {', '.join(sorted(POLICIES))})")
+    return POLICIES[name]

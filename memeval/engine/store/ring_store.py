@@ -1,0 +1,94 @@
+"""JSONL ring buffer of judged texts, persisted by whole-file atomic rewrite (as memoryd does).
+
+The rejection store holds the most recent `capacity` rejections and feeds the learned noise
+prototypes; the same structure holds judge acceptances for scorers that learn both sides.
+A damaged file loads every valid line and reports the rest instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memeval.engine.atomic import write_text_atomic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoreRecord:
+    """The memoryd rejection-store fields (plus the entry id, for analysis); texts are redacted
+    before they get here."""
+
+    time: float
+    stage: str
+    user_len: int
+    asst_len: int
+    user_prefix: str
+    asst_text: str
+    source_id: str = ""
+
+
+class RingStore:
+    def __init__(self, path: str | Path | None, capacity: int = 500, text_chars: int = 500,
+                 distinct: bool = True) -> None:
+        if capacity <= 0:
+            raise ValueError("capacity must be positive")
+        self.path = Path(path) if path is not None else None
+        self.capacity = capacity
+        self.text_chars = text_chars
+        self.distinct = distinct
+        self.records: deque[StoreRecord] = deque(maxlen=capacity)
+        self.load_problems: list[str] = []
+        self.additions = 0
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the persisted buffer (a daemon restart); bad lines are reported, not fatal."""
+        self.records.clear()
+        self.load_problems = []
+        if self.path is None or not self.path.exists():
+            return
+        for number, line in enumerate(self.path.read_bytes().splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                self.records.append(StoreRecord(**json.loads(line.decode("utf-8"))))
+            except (ValueError, TypeError, UnicodeDecodeError) as err:
+                self.load_problems.append(f"{self.path}:{number}: {err}")
+        for problem in self.load_problems:
+            log.warning("skipped damaged store line %s", problem)
+
+    def add(self, stage: str, user_prompt: str, assistant_text: str, source_id: str = "") -> None:
+        """Append; with `distinct`, a text already held moves to most-recent instead of repeating
+        (replayed passes would otherwise fill the buffer with copies of the same texts)."""
+        text = assistant_text[: self.text_chars]
+        if self.distinct:
+            kept = [r for r in self.records if r.asst_text != text]
+            if len(kept) != len(self.records):
+                self.records = deque(kept, maxlen=self.capacity)
+        self.records.append(StoreRecord(
+            time=time.time(), stage=stage, user_len=len(user_prompt),
+            asst_len=len(assistant_text), user_prefix=user_prompt[:100],
+            asst_text=text, source_id=source_id,
+        ))
+        self.additions += 1
+        self.flush()
+
+    def flush(self) -> None:
+        if self.path is None:
+            return
+        lines = [json.dumps(asdict(r), ensure_ascii=False) for r in self.records]
+        write_text_atomic(self.path, "".join(line + "\n" for line in lines))
+
+    def recent_texts(self, n: int) -> list[str]:
+        """The most recent n texts, oldest first."""
+        items = list(self.records)[-n:] if n > 0 else []
+        return [r.asst_text for r in items]
+
+    def __len__(self) -> int:
+        return len(self.records)

@@ -1,0 +1,93 @@
+"""Experiment contract and registry; the run context that builds components from config."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from memeval.data.base import Dataset
+from memeval.engine.embedders.cache import CachedEmbedder
+from memeval.engine.gate.gate import Decision, Gate, GateConfig
+from memeval.engine.judges.base import Judge
+from memeval.engine.redact import redact
+from memeval.engine.scorers.base import SCORERS
+from memeval.metrics.gate_metrics import pass_metrics
+from memeval.registry import Registry, to_dataclass
+
+T = TypeVar("T")
+
+
+@dataclass
+class ExperimentResult:
+    """`passes` are the evaluated passes (metrics.json's top-level list); `extra` is free-form."""
+
+    passes: list[dict[str, Any]]
+    decisions: list[Decision]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    cfg: DictConfig
+    run_dir: Path
+    dataset: Dataset
+    embedder: CachedEmbedder
+    judge: Judge
+
+    @property
+    def seed(self) -> int:
+        return int(self.cfg.seed)
+
+    def gate_config(self, **overrides: Any) -> GateConfig:
+        node = OmegaConf.merge(self.cfg.gate, overrides)
+        params = OmegaConf.to_container(node, resolve=True)
+        assert isinstance(params, dict)
+        return to_dataclass(GateConfig, params, "gate")
+
+    def build_gate(self, state_name: str = "state", gate_cfg: GateConfig | None = None) -> Gate:
+        """A fresh gate whose persistent stores live in RUN_DIR/<state_name>/."""
+        return Gate(gate_cfg or self.gate_config(), embedder=self.embedder, judge=self.judge,
+                    scorer=SCORERS.build(self.cfg.scorer), redact=redact,
+                    state_dir=self.run_dir / state_name)
+
+    def progress(self, items: Iterable[T], total: int, desc: str) -> Iterator[T]:
+        yield from tqdm(items, total=total, desc=desc, disable=not self.cfg.progress,
+                        unit="entry", leave=False)
+
+    def measure(self, decisions: list[Decision], gate: Gate, pass_no: int) -> dict[str, Any]:
+        """Metrics of one pass plus the learning state the gate ended it with."""
+        metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
+                               seed=self.seed + pass_no)
+        content = gate.content_gate
+        labels = {e.id: e.label for e in self.dataset.entries}
+        return {"pass": pass_no, **metrics,
+                "rejection_store_size": len(gate.rejections),
+                "rejection_store_by_stage": dict(Counter(r.stage for r in gate.rejections.records)),
+                "rejection_store_by_label": dict(Counter(
+                    str(labels.get(r.source_id)) for r in gate.rejections.records)),
+                "accept_store_size": len(gate.accepts),
+                "scorer_rebuilds": content.rebuilds if content else 0}
+
+
+class Experiment(Protocol):
+    def run(self, ctx: RunContext) -> ExperimentResult: ...
+
+
+EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+
+
+def replay(ctx: RunContext, gate: Gate, entries: list[Any], pass_no: int, phase: str,
+           arm: str = "main") -> list[Decision]:
+    """Run one pass of prepared candidates through the gate, with a progress bar."""
+    decisions = []
+    for decision in ctx.progress(gate.run_pass(entries, pass_no, phase), len(entries),
+                                 f"{arm} pass {pass_no} ({phase})"):
+        decision.arm = arm
+        decisions.append(decision)
+    return decisions

@@ -1,0 +1,59 @@
+"""Leakage-free three-pass protocol: learn on one split, evaluate on a disjoint split.
+
+Each pass k: restart, replay the learning split with learning on (the stores grow across passes as
+in the seed's protocol), then wipe memories, freeze learning and replay the evaluation split. No
+evaluated text ever enters the learned prototypes or the threshold calibration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memeval.data.splits import stratified_split
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+
+
+@dataclass
+class HoldoutConfig:
+    passes: int = 3
+    learn_fraction: float = 0.5
+
+    def validate(self) -> None:
+        if self.passes < 1:
+            raise ValueError("passes must be at least 1")
+        if not 0.0 < self.learn_fraction < 1.0:
+            raise ValueError("learn_fraction must be in (0, 1)")
+
+
+class Holdout:
+    def __init__(self, cfg: HoldoutConfig) -> None:
+        self.cfg = cfg
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        learn, evaluate = stratified_split(ctx.dataset.entries, self.cfg.learn_fraction, ctx.seed)
+        gate = ctx.build_gate()
+        learn_items, eval_items = gate.prepare(learn), gate.prepare(evaluate)
+        passes: list[dict[str, Any]] = []
+        learn_passes: list[dict[str, Any]] = []
+        decisions = []
+        for pass_no in range(1, self.cfg.passes + 1):
+            gate.learning = True
+            gate.restart(wipe_memories=True)
+            rows = replay(ctx, gate, learn_items, pass_no, "learn")
+            learn_passes.append(ctx.measure(rows, gate, pass_no))
+            decisions.extend(rows)
+            gate.restart(wipe_memories=True)
+            gate.learning = False
+            rows = replay(ctx, gate, eval_items, pass_no, "eval")
+            passes.append(ctx.measure(rows, gate, pass_no))
+            decisions.extend(rows)
+        split = {"learn": len(learn), "eval": len(evaluate), "seed": ctx.seed,
+                 "learn_fraction": self.cfg.learn_fraction}
+        return ExperimentResult(passes, decisions, {"protocol": "three_pass_holdout",
+                                                    "split": split, "learn_passes": learn_passes})
+
+
+@EXPERIMENTS.register("three_pass_holdout", HoldoutConfig)
+def build_holdout(cfg: HoldoutConfig) -> Holdout:
+    return Holdout(cfg)

@@ -1,0 +1,72 @@
+"""Per-pass write-gate metrics: what was stored and dropped, where, and at what judge cost."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memeval.data.entry import LABELS
+from memeval.engine.gate.gate import Decision
+from memeval.metrics.bootstrap import bootstrap_ci
+
+PREJUDGE_STAGES = ("prefilter", "length", "content_score")
+OUTCOMES = (*PREJUDGE_STAGES, "judge", "noise_check", "dedup", "stored")
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _latency(decisions: Sequence[Decision]) -> dict[str, dict[str, float]]:
+    samples: dict[str, list[float]] = {}
+    for d in decisions:
+        for stage, ms in d.latency_ms.items():
+            samples.setdefault(stage, []).append(ms)
+    return {stage: {"p50_ms": float(np.percentile(v, 50)), "p95_ms": float(np.percentile(v, 95)),
+                    "n": len(v)} for stage, v in sorted(samples.items())}
+
+
+def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) -> dict[str, Any]:
+    """Ground-truth metrics use human-labelled rows only; stage counts use every row."""
+    total = len(decisions)
+    stage_counts = Counter(d.outcome for d in decisions)
+    human = [d for d in decisions if d.label is not None and d.label_source == "human"]
+    per_label: dict[str, dict[str, Any]] = {}
+    for label in LABELS:
+        rows = [d for d in human if d.label == label]
+        kept = sum(d.retained for d in rows)
+        per_label[label] = {"n": len(rows), "retained": kept, "filtered": len(rows) - kept,
+                            "retained_rate": _rate(kept, len(rows)),
+                            "filtered_rate": _rate(len(rows) - kept, len(rows)),
+                            "outcomes": dict(Counter(d.outcome for d in rows))}
+    substantive = np.array([d.retained for d in human if d.label == "substantive"], dtype=float)
+    low, high = bootstrap_ci(substantive, resamples, seed)
+    prejudge = sum(stage_counts[s] for s in PREJUDGE_STAGES)
+    judge_calls = sum(d.judge_called for d in decisions)
+    thresholds = [d.threshold for d in decisions if d.threshold is not None]
+    return {
+        "entries": total,
+        "substantive_recall": float(substantive.mean()) if substantive.size else None,
+        "substantive_recall_ci95": [low, high],
+        "noise_stored": per_label["noise"]["retained"],
+        "low_value_filtered_rate": per_label["low_value"]["filtered_rate"],
+        "per_label": per_label,
+        "stage_counts": {stage: stage_counts.get(stage, 0) for stage in OUTCOMES},
+        "prejudge_filter_rate": _rate(prejudge, total),
+        "judge_calls": judge_calls,
+        "judge_calls_judge_only": total,
+        "judge_call_saving": _rate(total - judge_calls, total),
+        "judge_errors": sum(d.judge_error for d in decisions),
+        "audits": sum(d.audited for d in decisions),
+        "audits_kept_by_judge": sum(d.audited and d.judge_skip is False for d in decisions),
+        "judge_cached": sum(d.judge_cached for d in decisions),
+        "judge_cost_usd": float(sum(d.judge_cost_usd for d in decisions)),
+        "judge_tokens": {"input": sum(d.judge_tokens_in for d in decisions),
+                         "output": sum(d.judge_tokens_out for d in decisions)},
+        "content_score_threshold": {"first": thresholds[0], "last": thresholds[-1]}
+        if thresholds else None,
+        "latency": _latency(decisions),
+    }

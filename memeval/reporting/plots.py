@@ -1,0 +1,88 @@
+"""matplotlib figures of a run directory: funnel, learning curve, score distributions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from memeval.metrics.gate_metrics import OUTCOMES
+from memeval.results.run_dir import read_decisions, read_metrics
+
+LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
+
+
+def funnel(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
+    passes = metrics["passes"]
+    width = 0.8 / max(len(passes), 1)
+    for i, p in enumerate(passes):
+        counts = [p["stage_counts"][s] for s in OUTCOMES]
+        xs = [x + i * width for x in range(len(OUTCOMES))]
+        ax.bar(xs, counts, width=width, label=f"pass {p['pass']}")
+    ax.set_xticks([x + width * (len(passes) - 1) / 2 for x in range(len(OUTCOMES))])
+    ax.set_xticklabels(OUTCOMES, rotation=30, ha="right")
+    ax.set_ylabel("entries ending at stage")
+    ax.set_title("Where entries stop, per pass")
+    ax.legend()
+
+
+def learning_curve(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
+    arms = metrics.get("arms") or {"main": metrics["passes"]}
+    for arm, passes in arms.items():
+        xs = [p["pass"] for p in passes]
+        suffix = "" if arm == "main" else f" ({arm})"
+        ax.plot(xs, [p["substantive_recall"] for p in passes], "o-", label="substantive recall"
+                + suffix)
+        ax.plot(xs, [p["prejudge_filter_rate"] for p in passes], "s--",
+                label="pre-judge filter rate" + suffix)
+    ax.set_xlabel("pass")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("Learning over passes")
+    ax.legend(fontsize=8)
+
+
+def score_distributions(metrics: dict[str, Any], decisions: pd.DataFrame, ax: plt.Axes) -> None:
+    scored = decisions[decisions["score"].notna() & (decisions["phase"] == "eval")]
+    if scored.empty:
+        ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
+        return
+    last = scored[scored["pass_no"] == scored["pass_no"].max()]
+    for label, colour in LABEL_COLOURS.items():
+        values = last[last["label"] == label]["score"]
+        if not values.empty:
+            ax.hist(values, bins=30, alpha=0.5, color=colour, label=f"{label} (n={len(values)})")
+    threshold = last["threshold"].dropna()
+    if not threshold.empty:
+        ax.axvline(float(threshold.iloc[-1]), color="black", linestyle="--", label="threshold")
+    ax.set_xlabel("content score")
+    ax.set_title(f"Content scores per label, pass {int(last['pass_no'].max())}")
+    ax.legend(fontsize=8)
+
+
+FIGURES: dict[str, Callable[[dict[str, Any], pd.DataFrame, plt.Axes], None]] = {
+    "funnel": funnel, "learning_curve": learning_curve,
+    "score_distributions": score_distributions,
+}
+
+
+def make_figures(run_dir: str | Path) -> list[Path]:
+    """Render every figure into RUN_DIR/figures/; returns the files written."""
+    metrics, decisions = read_metrics(run_dir), read_decisions(run_dir)
+    out = Path(run_dir) / "figures"
+    out.mkdir(exist_ok=True)
+    written = []
+    for name, draw in FIGURES.items():
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        draw(metrics, decisions, ax)
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

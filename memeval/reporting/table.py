@@ -1,0 +1,40 @@
+"""The per-pass table printed at the end of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _ci(bounds: list[float | None] | None) -> str:
+    if not bounds or bounds[0] is None or bounds[1] is None:
+        return ""
+    return f" [{100 * bounds[0]:.0f}–{100 * bounds[1]:.0f}]"
+
+
+def pass_table(passes: list[dict[str, Any]]) -> str:
+    header = ("pass", "subst. recall [95% CI]", "noise stored", "low filtered", "pre-judge",
+              "judge calls", "saved", "prefilter", "length", "content", "judge SKIP", "dedup",
+              "stored", "threshold", "rej. store")
+    rows = []
+    for p in passes:
+        counts = p["stage_counts"]
+        threshold = p.get("content_score_threshold")
+        rows.append((
+            str(p.get("arm", "")) + str(p["pass"]),
+            _pct(p["substantive_recall"]) + _ci(p.get("substantive_recall_ci95")),
+            str(p["noise_stored"]), _pct(p["low_value_filtered_rate"]),
+            _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]),
+            _pct(p["judge_call_saving"]), str(counts["prefilter"]), str(counts["length"]),
+            str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
+            str(counts["stored"]),
+            f"{threshold['last']:.3f}" if threshold else "off",
+            str(p["rejection_store_size"]),
+        ))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""Where a run came from: code version, package versions, command line."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("memeval", "numpy", "pandas", "scikit-learn", "torch", "sentence-transformers",
+            "hydra-core", "omegaconf", "datasets", "httpx", "matplotlib")
+
+
+def _git(*args: str) -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                             timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def provenance() -> dict[str, Any]:
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(status) if status is not None else None,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "argv": sys.argv,
+        "packages": package_versions(),
+    }

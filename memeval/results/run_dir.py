@@ -1,0 +1,72 @@
+"""Write and read a self-describing run directory.
+
+Layout: metrics.json (schema-versioned), decisions.parquet (one row per entry per pass),
+config.yaml (resolved), provenance.json, figures/. Readers accept every schema version so far.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from memeval.engine.atomic import write_text_atomic
+from memeval.engine.gate.gate import Decision
+
+SCHEMA_VERSION = 1
+METRICS = "metrics.json"
+DECISIONS = "decisions.parquet"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def decisions_frame(decisions: list[Decision]) -> pd.DataFrame:
+    rows = []
+    for d in decisions:
+        row = asdict(d)
+        latency = row.pop("latency_ms")
+        row.update({f"latency_{stage}_ms": ms for stage, ms in latency.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
+              config_yaml: str, provenance: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    frame = decisions_frame(decisions)
+    tmp = run_dir / f".{DECISIONS}.tmp"
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(run_dir / DECISIONS)
+    write_text_atomic(run_dir / "config.yaml", config_yaml)
+    write_text_atomic(run_dir / "provenance.json", json.dumps(_jsonable(provenance), indent=2))
+    body = {"schema_version": SCHEMA_VERSION, **metrics}
+    write_text_atomic(run_dir / METRICS, json.dumps(_jsonable(body), indent=2,
+                                                    ensure_ascii=False))
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, Any]:
+    path = Path(run_dir) / METRICS
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: is {run_dir} a memeval run directory?")
+    data: dict[str, Any] = json.loads(path.read_text())
+    version = data.get("schema_version")
+    if version is None or version > SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {version} is not readable by this memeval "
+                         f"(reads up to {SCHEMA_VERSION})")
+    return data
+
+
+def read_decisions(run_dir: str | Path) -> pd.DataFrame:
+    return pd.read_parquet(Path(run_dir) / DECISIONS)

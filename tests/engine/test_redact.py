@@ -1,0 +1,679 @@
+"""Redaction: every planted secret is gone and counted, ordinary code and prose are untouched.
+
+All secrets are generated here from a seeded RNG and carry FAKE/EXAMPLE markers where the shape
+allows: correctly shaped, never real, and never a literal token in the source tree (so secret
+scanners on the repo stay quiet).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import re
+import string
+import time
+from collections.abc import Callable
+
+import pytest
+
+from memeval.engine.redact import (
+    DEFAULT_PATTERNS,
+    DEFAULT_REDACTOR,
+    RedactionPattern,
+    Redactor,
+    redact,
+)
+
+_rng = random.Random(20240601)
+UPPER_ALNUM = string.ascii_uppercase + string.digits
+ALNUM = string.ascii_letters + string.digits
+B64 = ALNUM + "+/"
+B64URL = ALNUM + "-_"
+HEX = "0123456789abcdef"
+
+
+def fake(alphabet: str, n: int) -> str:
+    """Random run of `alphabet` that always contains a digit (as real keys do)."""
+    body = [_rng.choice(alphabet) for _ in range(n)]
+    if not any(c.isdigit() for c in body) and any(c.isdigit() for c in alphabet):
+        body[n // 2] = "7"
+    return "".join(body)
+
+
+def b64url(obj: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+AWS_KEY_ID = "AKIAFAKE" + fake(UPPER_ALNUM, 12)
+AWS_STS_KEY_ID = "ASIAFAKE" + fake(UPPER_ALNUM, 12)
+AWS_SECRET = "FAKEsecret/" + fake(B64, 29)
+GITHUB_PAT_CLASSIC = "ghp_FAKE" + fake(ALNUM, 32)
+GITHUB_OAUTH = "gho_FAKE" + fake(ALNUM, 32)
+GITHUB_APP = "ghs_FAKE" + fake(ALNUM, 32)
+GITHUB_FINE = "github_pat_FAKE" + fake(ALNUM + "_", 78)
+SLACK_BOT = "xoxb-0000000000-" + fake(ALNUM, 24)
+SLACK_USER = "xoxp-1111111111-" + fake(ALNUM, 24)
+STRIPE_LIVE = "sk_live_FAKE" + fake(ALNUM, 24)
+STRIPE_TEST = "sk_test_FAKE" + fake(ALNUM, 24)
+STRIPE_RESTRICTED = "rk_live_FAKE" + fake(ALNUM, 24)
+OPENAI_KEY = "sk-proj-FAKE" + fake(B64URL, 40)
+OPENAI_LEGACY = "sk-FAKE" + fake(ALNUM, 44)
+ANTHROPIC_KEY = "sk-ant-api03-FAKE" + fake(B64URL, 80)
+GOOGLE_KEY = "AIza" + "FAKE" + fake(B64URL, 31)
+HF_TOKEN = "hf_FAKE" + fake(ALNUM, 30)
+JWT = ".".join(
+    (
+        b64url({"alg": "HS256", "typ": "JWT"}),
+        b64url({"sub": "fake-user-0001", "iat": 1700000000}),
+        fake(B64URL, 43),
+    )
+)
+GENERIC = "FAKEgeneric" + fake(ALNUM, 29)
+PASSWORD = "Hunter2-FAKE!"
+SHORT_PASSWORD = "Zq9!"
+HEX_TOKEN = "fa4e" + fake(HEX, 36)
+SLACK_WEBHOOK_PATH = "T0FAKE000/B0FAKE000/" + fake(ALNUM, 24)
+DB_PASSWORD = "p4ss-FAKE-" + fake(ALNUM, 6)
+SSH_PUB = "AAAAC3NzaC1lZDI1NTE5AAAAI" + fake(B64, 43)
+SSH_RSA = "AAAAB3NzaC1yc2EAAAADAQABAAABgQ" + fake(B64, 300)
+EMAIL = "jane.doe+fake@example.com"
+PEM_BODY_LINES = [fake(B64, 64) for _ in range(6)] + [fake(B64, 20) + "=="]
+
+
+def pem(kind: str = "RSA ", newline: str = "\n") -> tuple[str, list[str]]:
+    block = newline.join(
+        [f"-----BEGIN {kind}PRIVATE KEY-----", *PEM_BODY_LINES, f"-----END {kind}PRIVATE KEY-----"]
+    )
+    return block, PEM_BODY_LINES
+
+
+# (class, text, secrets that must disappear)
+CASES: list[tuple[str, str, list[str]]] = [
+    ("aws_access_key_id", f"aws_access_key_id = {AWS_KEY_ID}", [AWS_KEY_ID]),
+    ("aws_access_key_id", f'{{"AccessKeyId": "{AWS_STS_KEY_ID}"}}', [AWS_STS_KEY_ID]),
+    ("aws_secret_access_key", f"aws_secret_access_key = {AWS_SECRET}", [AWS_SECRET]),
+    ("aws_secret_access_key", f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", [AWS_SECRET]),
+    ("aws_secret_access_key", f'"SecretAccessKey": "{AWS_SECRET}",', [AWS_SECRET]),
+    (
+        "aws_secret_access_key",
+        f"aws configure set aws_secret_access_key {AWS_SECRET}",
+        [AWS_SECRET],
+    ),
+    (
+        "github_token",
+        f"git remote set-url origin https://{GITHUB_PAT_CLASSIC}@github.com/o/r",
+        [GITHUB_PAT_CLASSIC],
+    ),
+    ("github_token", f"GH_TOKEN={GITHUB_OAUTH}", [GITHUB_OAUTH]),
+    ("github_token", f"installation token {GITHUB_APP} expires in 1h", [GITHUB_APP]),
+    ("github_token", f"token: {GITHUB_FINE}", [GITHUB_FINE]),
+    ("slack_token", f"SLACK_BOT_TOKEN={SLACK_BOT}", [SLACK_BOT]),
+    ("slack_token", f"client = WebClient(token='{SLACK_USER}')", [SLACK_USER]),
+    ("stripe_key", f"stripe.api_key = '{STRIPE_LIVE}'", [STRIPE_LIVE]),
+    ("stripe_key", f"STRIPE_SECRET_KEY={STRIPE_TEST}", [STRIPE_TEST]),
+    ("stripe_key", f"restricted key {STRIPE_RESTRICTED} for reporting", [STRIPE_RESTRICTED]),
+    ("openai_key", f"export OPENAI_API_KEY={OPENAI_KEY}", [OPENAI_KEY]),
+    ("openai_key", f'client = OpenAI(api_key="{OPENAI_LEGACY}")', [OPENAI_LEGACY]),
+    ("anthropic_key", f"ANTHROPIC_API_KEY={ANTHROPIC_KEY}", [ANTHROPIC_KEY]),
+    (
+        "anthropic_key",
+        f"curl -H 'x-api-key: {ANTHROPIC_KEY}' https://api.example.com",
+        [ANTHROPIC_KEY],
+    ),
+    ("google_api_key", f"https://maps.example.com/api?key={GOOGLE_KEY}&q=x", [GOOGLE_KEY]),
+    ("huggingface_token", f"huggingface-cli login --token {HF_TOKEN}", [HF_TOKEN]),
+    ("jwt", f"session cookie: {JWT}; Path=/", [JWT]),
+    ("jwt", f'{{"id_token": "{JWT}"}}', [JWT]),
+    ("authorization_header", f"Authorization: Bearer {GENERIC}", [GENERIC]),
+    ("authorization_header", f'-H "authorization: token {GENERIC}"', [GENERIC]),
+    ("authorization_header", f'{{"Authorization": "Basic {GENERIC}=="}}', [GENERIC]),
+    ("authorization_header", f"headers = {{'Authorization': 'Bearer {GENERIC}'}}", [GENERIC]),
+    ("authorization_header", f"using Bearer {GENERIC} for the call", [GENERIC]),
+    ("basic_auth", f"curl -u admin:{PASSWORD} https://registry.example.com", [PASSWORD]),
+    ("basic_auth", f"curl --user 'svc:{DB_PASSWORD}' https://x.example.com", [DB_PASSWORD]),
+    ("secret_assignment", f"api_key={GENERIC}", [GENERIC]),
+    ("secret_assignment", f"apikey: {GENERIC}", [GENERIC]),
+    ("secret_assignment", f'"access_token": "{GENERIC}"', [GENERIC]),
+    ("secret_assignment", f"client_secret = '{GENERIC}'", [GENERIC]),
+    ("secret_assignment", f"  private_key: {GENERIC}", [GENERIC]),
+    ("secret_assignment", f"bearer={GENERIC}", [GENERIC]),
+    ("secret_assignment", f'SECRET_KEY = "{GENERIC}"', [GENERIC]),
+    ("secret_assignment", f"export MY_SERVICE_TOKEN={GENERIC}", [GENERIC]),
+    ("secret_assignment", f"config.apiKey = `{GENERIC}`", [GENERIC]),
+    ("secret_assignment", f"deploy --api-key {GENERIC} --region eu", [GENERIC]),
+    ("secret_assignment", f'TOKEN := "{GENERIC}"', [GENERIC]),
+    ("secret_assignment", f"'secret' => '{GENERIC}',", [GENERIC]),
+    ("secret_assignment", f'{{\\"api_key\\": \\"{GENERIC}\\"}}', [GENERIC]),
+    ("secret_assignment", f"X-Api-Key: {GENERIC}", [GENERIC]),
+    ("secret_assignment", f"token={HEX_TOKEN}", [HEX_TOKEN]),
+    ("password_assignment", f"password={PASSWORD}", [PASSWORD]),
+    ("password_assignment", f"mysqladmin --db-password {DB_PASSWORD} status", [DB_PASSWORD]),
+    ("password_assignment", f"passwd: {PASSWORD}", [PASSWORD]),
+    ("password_assignment", f"pwd={SHORT_PASSWORD}", [SHORT_PASSWORD]),
+    ("password_assignment", f'{{"password": "{PASSWORD}"}}', [PASSWORD]),
+    ("password_assignment", f"DB_PASSWORD='{DB_PASSWORD}'", [DB_PASSWORD]),
+    (
+        "password_assignment",
+        'PASSPHRASE="correct horse battery staple"',
+        ["correct horse battery staple"],
+    ),
+    ("password_assignment", f"Server=db;User Id=sa;Password={DB_PASSWORD};", [DB_PASSWORD]),
+    ("password_assignment", f"login(user='bob', password='{PASSWORD}')", [PASSWORD]),
+    (
+        "uri_credentials",
+        f"DATABASE_URL=postgres://app:{DB_PASSWORD}@db.internal:5432/app",
+        [DB_PASSWORD],
+    ),
+    ("uri_credentials", f"postgresql://app:{DB_PASSWORD}@localhost/app", [DB_PASSWORD]),
+    ("uri_credentials", f"mysql://root:{DB_PASSWORD}@127.0.0.1:3306/db", [DB_PASSWORD]),
+    (
+        "uri_credentials",
+        f"mongodb+srv://admin:{DB_PASSWORD}@cluster0.example.net/?w=majority",
+        [DB_PASSWORD],
+    ),
+    ("uri_credentials", f"mongodb://u:{DB_PASSWORD}@h1:27017,h2:27017/db", [DB_PASSWORD]),
+    ("uri_credentials", f"redis://:{DB_PASSWORD}@cache:6379/0", [DB_PASSWORD]),
+    ("uri_credentials", f"rediss://default:{DB_PASSWORD}@cache.example.com:6380", [DB_PASSWORD]),
+    ("uri_credentials", f"amqp://guest:{DB_PASSWORD}@rabbit:5672/", [DB_PASSWORD]),
+    ("uri_credentials", f"amqps://svc:{DB_PASSWORD}@mq.example.com/vhost", [DB_PASSWORD]),
+    (
+        "uri_credentials",
+        f"https://deploy:{DB_PASSWORD}@artifacts.example.com/simple/",
+        [DB_PASSWORD],
+    ),
+    ("ssh_key", f"ssh-ed25519 {SSH_PUB} dev laptop", [SSH_PUB]),
+    ("ssh_key", f'command="x" ssh-rsa {SSH_RSA}', [SSH_RSA]),
+    (
+        "slack_webhook",
+        f"SLACK_WEBHOOK_URL=https://hooks.slack.com/services/{SLACK_WEBHOOK_PATH}",
+        [SLACK_WEBHOOK_PATH],
+    ),
+    ("email", f"Author: Jane Doe <{EMAIL}>", [EMAIL]),
+    ("email", "mailto:ops-team@mail.example.co.uk", ["ops-team@mail.example.co.uk"]),
+    ("email", "напишите josé.garcía@exämple.org сегодня", ["josé.garcía@exämple.org"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "text", "secrets"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_each_class_is_redacted_and_counted(cls: str, text: str, secrets: list[str]) -> None:
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    for secret in secrets:
+        assert secret not in out, out
+    assert counts.get(cls, 0) >= 1, (out, counts)
+    assert f"[REDACTED:{cls}]" in out
+
+
+@pytest.mark.parametrize("kind", ["", "RSA ", "EC ", "OPENSSH ", "ENCRYPTED ", "DSA "])
+def test_pem_blocks_of_every_kind(kind: str) -> None:
+    block, lines = pem(kind)
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(f"key file:\n{block}\ndone")
+    assert out == "key file:\n[REDACTED:pem_private_key]\ndone"
+    assert counts == {"pem_private_key": 1}
+    assert not any(line in out for line in lines)
+
+
+def test_pem_inside_json_string_with_escaped_newlines() -> None:
+    """GCP service-account JSON: PEM goes before generic assignments, so it is one redaction."""
+    block, lines = pem("", newline="\\n")
+    text = f'{{"type": "service_account", "private_key": "{block}\\n", "client_email": "{EMAIL}"}}'
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    assert '"private_key": "[REDACTED:pem_private_key]\\n"' in out
+    assert counts == {"pem_private_key": 1, "email": 1}
+    assert not any(line in out for line in lines)
+
+
+def test_pem_with_encryption_headers_and_crlf() -> None:
+    block = "\r\n".join(
+        [
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "Proc-Type: 4,ENCRYPTED",
+            "DEK-Info: AES-128-CBC,0FAKE0" + fake(HEX.upper(), 26),
+            "",
+            *PEM_BODY_LINES,
+            "-----END RSA PRIVATE KEY-----",
+        ]
+    )
+    out = redact(block)
+    assert out == "[REDACTED:pem_private_key]"
+
+
+def test_truncated_pem_body_lines_are_redacted_prose_after_is_mostly_kept() -> None:
+    text = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(PEM_BODY_LINES[:3])
+    text += "\n... output truncated (exit 0). Next, run the tests."
+    out = redact(text)
+    assert not any(line in out for line in PEM_BODY_LINES[:3])
+    assert out.startswith("[REDACTED:pem_private_key]")
+    assert "output truncated (exit 0). Next, run the tests." in out
+
+
+def test_context_is_kept_around_secrets() -> None:
+    assert redact(f"api_key={GENERIC}") == "api_key=[REDACTED:secret_assignment]"
+    assert (
+        redact(f"postgres://admin:{DB_PASSWORD}@db.internal:5432/app")
+        == "postgres://[REDACTED:uri_credentials]@db.internal:5432/app"
+    )
+    assert (
+        redact(f'{{"password": "{PASSWORD}"}}') == '{"password": "[REDACTED:password_assignment]"}'
+    )
+    assert redact(f"Authorization: Bearer {GENERIC}") == (
+        "Authorization: Bearer [REDACTED:authorization_header]"
+    )
+    assert redact(f"ssh-ed25519 {SSH_PUB} me") == "ssh-ed25519 [REDACTED:ssh_key] me"
+    assert redact(f"export OPENAI_API_KEY={OPENAI_KEY}") == (
+        "export OPENAI_API_KEY=[REDACTED:openai_key]"
+    )
+
+
+def test_uri_credentials_win_over_email() -> None:
+    """`pass@host.tld` looks like an e-mail; URIs run first so the right class is counted."""
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(
+        f"mongodb://admin:{DB_PASSWORD}@mongo.example.com:27017"
+    )
+    assert counts == {"uri_credentials": 1}
+    assert out == "mongodb://[REDACTED:uri_credentials]@mongo.example.com:27017"
+
+
+def test_vendor_format_wins_over_generic_assignment() -> None:
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(f'GITHUB_TOKEN="{GITHUB_PAT_CLASSIC}"')
+    assert out == 'GITHUB_TOKEN="[REDACTED:github_token]"'
+    assert counts == {"github_token": 1}
+
+
+# --- secrets in realistic containers ---------------------------------------------------------
+
+
+def _assert_all_gone(text: str, secrets: list[str], expected: dict[str, int]) -> str:
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    for secret in secrets:
+        assert secret not in out, (secret, out)
+    assert counts == expected, (counts, out)
+    return out
+
+
+def test_json_tool_output() -> None:
+    text = json.dumps(
+        {
+            "Credentials": {
+                "AccessKeyId": AWS_STS_KEY_ID,
+                "SecretAccessKey": AWS_SECRET,
+                "SessionToken": "FQoFAKE" + fake(B64, 120),
+            },
+            "user": {"email": EMAIL, "password": PASSWORD},
+        },
+        indent=2,
+    )
+    out = _assert_all_gone(
+        text,
+        [AWS_STS_KEY_ID, AWS_SECRET, EMAIL, PASSWORD],
+        {
+            "aws_access_key_id": 1,
+            "aws_secret_access_key": 1,
+            "secret_assignment": 1,
+            "password_assignment": 1,
+            "email": 1,
+        },
+    )
+    assert '"SessionToken": "[REDACTED:secret_assignment]"' in out
+    json.loads(out)  # still valid JSON
+
+
+def test_yaml_config() -> None:
+    text = (
+        "database:\n"
+        "  host: db.internal\n"
+        f"  password: {DB_PASSWORD}\n"
+        "  url: postgres://app:" + DB_PASSWORD + "@db.internal/app\n"
+        "slack:\n"
+        f"  bot_token: {SLACK_BOT}\n"
+        "openai:\n"
+        f'  api_key: "{OPENAI_KEY}"\n'
+        "secret_name: db-creds\n"
+    )
+    out = _assert_all_gone(
+        text,
+        [DB_PASSWORD, SLACK_BOT, OPENAI_KEY],
+        {"password_assignment": 1, "uri_credentials": 1, "slack_token": 1, "openai_key": 1},
+    )
+    assert "secret_name: db-creds" in out
+    assert "host: db.internal" in out
+
+
+def test_shell_exports_and_env_dump() -> None:
+    text = (
+        f"export AWS_ACCESS_KEY_ID={AWS_KEY_ID}\n"
+        f"export AWS_SECRET_ACCESS_KEY='{AWS_SECRET}'\n"
+        f'export ANTHROPIC_API_KEY="{ANTHROPIC_KEY}"\n'
+        f"export HF_TOKEN={HF_TOKEN}\n"
+        "PWD=/home/dev/project\n"
+        "OLDPWD=/home/dev\n"
+        "PATH=/usr/local/bin:/usr/bin\n"
+    )
+    out = _assert_all_gone(
+        text,
+        [AWS_KEY_ID, AWS_SECRET, ANTHROPIC_KEY, HF_TOKEN],
+        {
+            "aws_access_key_id": 1,
+            "aws_secret_access_key": 1,
+            "anthropic_key": 1,
+            "huggingface_token": 1,
+        },
+    )
+    assert "PWD=/home/dev/project\nOLDPWD=/home/dev\nPATH=/usr/local/bin:/usr/bin" in out
+
+
+def test_curl_command_line() -> None:
+    text = (
+        "curl -sS -X POST https://api.example.com/v1/messages \\\n"
+        f'  -H "Authorization: Bearer {GENERIC}" \\\n'
+        f"  -H 'x-api-key: {ANTHROPIC_KEY}' \\\n"
+        f"  -u deploy:{DB_PASSWORD} \\\n"
+        f'  -d \'{{"password":"{PASSWORD}","to":"{EMAIL}"}}\''
+    )
+    _assert_all_gone(
+        text,
+        [GENERIC, ANTHROPIC_KEY, DB_PASSWORD, PASSWORD, EMAIL],
+        {
+            "authorization_header": 1,
+            "anthropic_key": 1,
+            "basic_auth": 1,
+            "password_assignment": 1,
+            "email": 1,
+        },
+    )
+
+
+def test_python_dict_and_kwargs() -> None:
+    text = (
+        "settings = {\n"
+        f"    'api_key': '{GENERIC}',\n"
+        f"    'stripe': '{STRIPE_LIVE}',\n"
+        f"    'PASSWORD': '{DB_PASSWORD}',\n"
+        "    'PASSWORD_HASHERS': [],\n"
+        "}\n"
+        f'client = Client(token="{GITHUB_APP}", password=password)\n'
+    )
+    out = _assert_all_gone(
+        text,
+        [GENERIC, STRIPE_LIVE, DB_PASSWORD, GITHUB_APP],
+        {
+            "secret_assignment": 1,
+            "stripe_key": 1,
+            "password_assignment": 1,
+            "github_token": 1,
+        },
+    )
+    assert "password=password)" in out
+    assert "'PASSWORD_HASHERS': []" in out
+
+
+def test_url_query_parameters() -> None:
+    text = (
+        f"GET https://api.example.com/v2/items?access_token={GENERIC}&page=2&limit=50 "
+        f"and https://svc.example.com/login?user=bob&password={PASSWORD}&next=%2Fhome"
+    )
+    out = _assert_all_gone(
+        text, [GENERIC, PASSWORD], {"secret_assignment": 1, "password_assignment": 1}
+    )
+    assert "&page=2&limit=50" in out
+    assert "?user=bob&password=[REDACTED:password_assignment]&next=%2Fhome" in out
+
+
+def test_log_lines() -> None:
+    text = (
+        "2024-05-01T12:00:00Z INFO  auth: issued "
+        f"jwt={JWT} for user={EMAIL}\n"
+        f"2024-05-01T12:00:01Z DEBUG http: Authorization: Basic {GENERIC}\n"
+        f"2024-05-01T12:00:02Z WARN  retrying with token={GENERIC[::-1]}\n"
+    )
+    _assert_all_gone(
+        text,
+        [JWT, EMAIL, GENERIC, GENERIC[::-1]],
+        {"jwt": 1, "email": 1, "authorization_header": 1, "secret_assignment": 1},
+    )
+
+
+def test_markdown_code_fences() -> None:
+    text = (
+        "Set your keys:\n\n"
+        "```bash\n"
+        f"export OPENAI_API_KEY={OPENAI_KEY}\n"
+        f"export STRIPE_KEY={STRIPE_TEST}\n"
+        "```\n\n"
+        "```python\n"
+        f'client = Anthropic(api_key="{ANTHROPIC_KEY}")\n'
+        "token = tokenizer.encode(text)\n"
+        "```\n"
+    )
+    out = _assert_all_gone(
+        text,
+        [OPENAI_KEY, STRIPE_TEST, ANTHROPIC_KEY],
+        {"openai_key": 1, "stripe_key": 1, "anthropic_key": 1},
+    )
+    assert "```bash\n" in out
+    assert "token = tokenizer.encode(text)" in out
+
+
+def test_many_secrets_in_one_text_are_all_counted() -> None:
+    block, lines = pem("EC ")
+    parts = [
+        f"first {AWS_KEY_ID}",
+        f"gh {GITHUB_PAT_CLASSIC} and {GITHUB_FINE}",
+        f"mail {EMAIL} / other-dev@example.org",
+        block,
+        f"redis://:{DB_PASSWORD}@cache:6379",
+        f"jwt {JWT}",
+    ]
+    out, counts = DEFAULT_REDACTOR.redact_with_counts("\n".join(parts))
+    assert counts == {
+        "pem_private_key": 1,
+        "uri_credentials": 1,
+        "aws_access_key_id": 1,
+        "github_token": 2,
+        "jwt": 1,
+        "email": 2,
+    }
+    for secret in [AWS_KEY_ID, GITHUB_PAT_CLASSIC, GITHUB_FINE, EMAIL, DB_PASSWORD, JWT, *lines]:
+        assert secret not in out
+
+
+def test_unicode_around_secrets() -> None:
+    text = (
+        f'🔑 clé API : api_key="{GENERIC}" — ok ✅\n'
+        f"密码：password={PASSWORD}。\n"
+        f"Контакт: {EMAIL}, ключ {OPENAI_KEY}…\n"
+        f"ñandú\u00a0{GITHUB_OAUTH}\u200b fin"
+    )
+    out = _assert_all_gone(
+        text,
+        [GENERIC, PASSWORD, EMAIL, OPENAI_KEY, GITHUB_OAUTH],
+        {
+            "secret_assignment": 1,
+            "password_assignment": 1,
+            "email": 1,
+            "openai_key": 1,
+            "github_token": 1,
+        },
+    )
+    assert "🔑 clé API" in out and "✅" in out and "ñandú" in out
+
+
+# --- stability ---------------------------------------------------------------------------------
+
+ALL_CASE_TEXTS = [text for _, text, _ in CASES]
+
+
+@pytest.mark.parametrize("text", [*ALL_CASE_TEXTS, pem()[0], pem("", "\\n")[0]])
+def test_idempotent(text: str) -> None:
+    once = redact(text)
+    twice, counts = DEFAULT_REDACTOR.redact_with_counts(once)
+    assert twice == once
+    assert counts == {}, "a redaction marker was matched again"
+
+
+FALSE_POSITIVES = [
+    "token = tokenizer.encode(text)",
+    "tokens = tokenizer(batch, max_length=512, truncation=True)",
+    "password_field = forms.CharField(widget=forms.PasswordInput)",
+    "def get_api_key(self):",
+    "    return self._api_key",
+    "secret_name: db-creds",
+    "secret: db-creds",
+    "git clone git@github.com:org/repo.git",
+    "remote.origin.url=git@gitlab.example.com:group/sub/project.git",
+    "ssh://git@github.com/org/repo.git",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b",
+    "Merge: 9fceb02 d7a3e5f",
+    "request id 550e8400-e29b-41d4-a716-446655440000",
+    "see /home/dev/project/src/memeval/engine/redact.py:42",
+    r"C:\Users\dev\AppData\Local\secret_store\tokens.json",
+    "numpy==1.26.4, torch 2.13.0+cu121, version v3.11.7-rc1",
+    "def login(user: str, password: str) -> None:",
+    "password: Optional[str] = None",
+    "password = getpass.getpass()",
+    "password = request.form['password']",
+    "password=password",
+    "the password DB_PASSWORD is read from the vault",
+    "docker login --password-stdin < token.txt",
+    "self.password = password",
+    "user.set_password(password=new_password)",
+    "auth:\n  password:\n    from_secret: db_password_ref\n",
+    "token:\n  valueFrom: secretKeyRef1234567890abcdef\n",
+    "if password == expected:",
+    "pad_token = self.tokenizer.eos_token",
+    "next_token = model.generate_next_token_from_logits_v2(x)",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "api_key = os.environ.get('OPENAI_API_KEY')",
+    "api_key = settings.openai_api_key",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    'GITHUB_TOKEN: "${GITHUB_TOKEN_FROM_THE_ENVIRONMENT}"',
+    "private_key_path: ~/.ssh/id_ed25519_deploy_2024",
+    "max_new_tokens=2048, temperature=0.2",
+    "Bearer tokens are sent in the Authorization header.",
+    "Authorization: see the docs",
+    "use std::token::Token;",
+    "img src=logo@2x.png",
+    "npm install lodash@4.17.21 @types/node@20.11.5",
+    "@app.route('/login', methods=['POST'])",
+    "user@localhost",
+    "PWD=/home/dev/project",
+    "docker run -u 1000:1000 image",
+    "scikit-learn and risk-assessment-module-for-2024-release",
+    "the sk- prefix marks OpenAI keys",
+    "Basic authentication uses base64",
+    "cache key: a3f1c2",
+    "postgres://db.internal:5432/app",
+    "http://[::1]:8080/path",
+    "The password is stored hashed; tokens expire after 1h.",
+    "echo $HOME && cd ~/src && ls -la",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", FALSE_POSITIVES)
+def test_ordinary_code_and_prose_is_unchanged(text: str) -> None:
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    assert out == text
+    assert counts == {}
+
+
+# --- linear time -------------------------------------------------------------------------------
+
+TWO_MB = 2_000_000
+# Generous for a slow, shared machine: a safety net against catastrophic backtracking (which
+# would take minutes or hours), not a benchmark.
+TIME_LIMIT_S = 10.0
+
+
+def _random_b64(n_bytes: int) -> str:
+    return base64.b64encode(random.Random(7).randbytes(n_bytes)).decode()
+
+
+ADVERSARIAL: dict[str, Callable[[], str]] = {
+    "a=": lambda: "a=" * (TWO_MB // 2),
+    "aaaa": lambda: "a" * TWO_MB,
+    "base64": lambda: _random_b64(TWO_MB * 3 // 4),
+    "base64_lines": lambda: re.sub("(.{64})", "\\1\n", _random_b64(TWO_MB * 3 // 4)),
+    "token=": lambda: "token=" * (TWO_MB // 6),
+    'token="': lambda: 'token="' * (TWO_MB // 7),
+    'password: "a a': lambda: 'password: "' + "a " * (TWO_MB // 2),
+    "pem_headers": lambda: "-----BEGIN RSA PRIVATE KEY-----\n" * (TWO_MB // 32),
+    "pem_no_end": lambda: "-----BEGIN PRIVATE KEY-----\n" + "QUJD\n" * (TWO_MB // 5),
+    "scheme": lambda: "a://b:c" * (TWO_MB // 7),
+    "at": lambda: "a.b@" * (TWO_MB // 4),
+    "eyJ": lambda: "eyJaaaaaaaaa." * (TWO_MB // 13),
+    "bearer": lambda: "Bearer " * (TWO_MB // 7),
+    "--token": lambda: "--token " * (TWO_MB // 8),
+    "unicode": lambda: "é" * TWO_MB,
+}
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_no_catastrophic_backtracking_on_2mb_inputs(name: str) -> None:
+    text = ADVERSARIAL[name]()
+    start = time.perf_counter()
+    redact(text)
+    elapsed = time.perf_counter() - start
+    assert elapsed < TIME_LIMIT_S, f"{name}: {elapsed:.1f}s"
+
+
+def test_large_realistic_text_keeps_every_secret_redacted() -> None:
+    filler = "def f(x):\n    return x + 1  # ordinary code\n" * 20_000
+    text = filler + f"api_key={GENERIC}\n" + filler + f"{EMAIL}\n"
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    assert counts == {"secret_assignment": 1, "email": 1}
+    assert GENERIC not in out and EMAIL not in out
+
+
+# --- the Redactor API --------------------------------------------------------------------------
+
+
+def test_module_redact_uses_default_redactor() -> None:
+    text = f"{EMAIL} {AWS_KEY_ID}"
+    assert (
+        redact(text)
+        == DEFAULT_REDACTOR.redact(text)
+        == ("[REDACTED:email] [REDACTED:aws_access_key_id]")
+    )
+
+
+def test_counts_only_list_classes_seen() -> None:
+    assert DEFAULT_REDACTOR.redact_with_counts("nothing here") == ("nothing here", {})
+
+
+def test_default_order_puts_broad_patterns_last() -> None:
+    names = DEFAULT_REDACTOR.names()
+    assert names[0] == "pem_private_key"
+    assert names.index("uri_credentials") < names.index("email")
+    assert names.index("uri_credentials") < names.index("secret_assignment")
+    assert names.index("github_token") < names.index("secret_assignment")
+    assert names[-1] == "email"
+    assert names == [p.name for p in DEFAULT_PATTERNS]
+
+
+def test_custom_pattern_and_without() -> None:
+    ticket = RedactionPattern("internal_ticket", re.compile(r"SEC-\d{4,}"), hints=("sec-",))
+    redactor = Redactor([*DEFAULT_PATTERNS, ticket])
+    out, counts = redactor.redact_with_counts(f"see SEC-12345 from {EMAIL}")
+    assert out == "see [REDACTED:internal_ticket] from [REDACTED:email]"
+    assert counts == {"internal_ticket": 1, "email": 1}
+    no_email = redactor.without("email")
+    assert no_email.redact(f"mail {EMAIL}") == f"mail {EMAIL}"
+    assert "email" not in no_email.patterns
+    with pytest.raises(KeyError):
+        redactor.without("nope")
+
+
+def test_secret_group_limits_what_is_replaced() -> None:
+    pattern = RedactionPattern("pin", re.compile(r"PIN (?P<secret>\d{4})"))
+    assert Redactor([pattern]).redact("PIN 1234 ok") == "PIN [REDACTED:pin] ok"
+
+
+def test_registration_errors() -> None:
+    pattern = RedactionPattern("pin", re.compile(r"\d{4}"))
+    with pytest.raises(ValueError, match="twice"):
+        Redactor([pattern, pattern])
+    with pytest.raises(ValueError, match="snake_case"):
+        RedactionPattern("Bad Name", re.compile("x"))

@@ -1,0 +1,135 @@
+"""A scripted HTTP server on 127.0.0.1 for wire-format tests: no test ever leaves loopback.
+
+`LoopbackServer(responder)` binds port 0 in a background thread, records every request it
+receives (path, headers, JSON body) and answers with whatever the responder returns for it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # parsed JSON, or the raw text when it was not JSON
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    json_body: Any = None
+    text: str | None = None  # sent verbatim instead of json_body when set
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # sleep before answering, to provoke client timeouts
+
+
+Responder = Callable[[Received], Reply]
+
+
+def scripted(replies: Iterable[Reply], then: Responder | Reply) -> Responder:
+    """Answer with `replies` in order, then with `then` for every later request."""
+    queue = list(replies)
+    lock = threading.Lock()
+
+    def respond(request: Received) -> Reply:
+        with lock:
+            if queue:
+                return queue.pop(0)
+        return then(request) if callable(then) else then
+
+    return respond
+
+
+class LoopbackServer:
+    """Use as a context manager; `requests` lists what arrived, `hits` counts it."""
+
+    def __init__(self, responder: Responder) -> None:
+        self.responder = responder
+        self.requests: list[Received] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def hits(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def start(self) -> LoopbackServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length).decode("utf-8")
+                try:
+                    body: Any = json.loads(raw)
+                except json.JSONDecodeError:
+                    body = raw
+                request = Received(
+                    method="POST",
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
+                )
+                with server._lock:
+                    server.requests.append(request)
+                reply = server.responder(request)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                payload = (
+                    reply.text if reply.text is not None else json.dumps(reply.json_body)
+                ).encode("utf-8")
+                try:
+                    self.send_response(reply.status)
+                    content_type = "text/plain" if reply.text is not None else "application/json"
+                    self.send_header("content-type", content_type)
+                    self.send_header("content-length", str(len(payload)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test): nothing to answer
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening: later requests to `base_url` get connection refused."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
