@@ -9,6 +9,7 @@ USAGE = """usage: python -m memeval COMMAND [options]
 
 commands:
   run     run an experiment: python -m memeval run +experiment=three_pass [key=value …]
+  bench   three passes vs one embedding pass, per-stage time: python -m memeval bench --help
 """
 
 
@@ -39,7 +40,13 @@ def _run(args: list[str]) -> int:
     return status["code"]
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run}
+def _bench(args: list[str]) -> int:
+    from memeval.bench import main as bench_main
+
+    return bench_main(args)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,16 @@ def data_path(relative: str) -> str:
     return str(DATA_DIR / relative)
 
 
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """The config `python -m memeval run` would build, without Hydra's run-directory machinery."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+
+    register_resolvers()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        return hydra_compose("config", overrides=overrides or [])
+
+
 def register_resolvers() -> None:
     if not OmegaConf.has_resolver("memeval_data"):
         OmegaConf.register_new_resolver("memeval_data", data_path)

@@ -47,8 +47,9 @@ def _parse_row(row: Any, default_id: str) -> Entry:
         raise ValueError("label must be a string")
     meta = {k: v for k, v in row.items() if k not in {"id", "user_prompt", "assistant_response",
                                                       "label", "label_source"}}
+    given_id = row.get("id")  # an explicit 0 is an id too: only a missing or empty id defaults
     return Entry(
-        id=str(row.get("id") or default_id),
+        id=default_id if given_id is None or given_id == "" else str(given_id),
         user_prompt=prompt,
         assistant_response=response,
         label=normalise_label(row["label"]),

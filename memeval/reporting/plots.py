@@ -65,9 +65,32 @@ def score_distributions(metrics: dict[str, Any], decisions: pd.DataFrame, ax: pl
     ax.legend(fontsize=8)
 
 
+def rejection_store(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
+    """What the noise prototypes learn from: the store's make-up by source label, per pass."""
+    arms = metrics.get("arms") or {"main": metrics["passes"]}
+    labels = [*LABEL_COLOURS, "None"]
+    positions, ticks = 0, []
+    for arm, passes in arms.items():
+        for p in passes:
+            bottom = 0
+            for label in labels:
+                count = p.get("rejection_store_by_label", {}).get(label, 0)
+                ax.bar(positions, count, bottom=bottom, color=LABEL_COLOURS.get(label, "grey"),
+                       label=label if positions == 0 else None)
+                bottom += count
+            ticks.append((positions, f"{'' if arm == 'main' else arm + ' '}p{p['pass']}"))
+            positions += 1
+        positions += 1
+    ax.set_xticks([t[0] for t in ticks])
+    ax.set_xticklabels([t[1] for t in ticks], rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel("texts in rejection store")
+    ax.set_title("Rejection store by source label (end of pass)")
+    ax.legend(fontsize=8)
+
+
 FIGURES: dict[str, Callable[[dict[str, Any], pd.DataFrame, plt.Axes], None]] = {
     "funnel": funnel, "learning_curve": learning_curve,
-    "score_distributions": score_distributions,
+    "score_distributions": score_distributions, "rejection_store": rejection_store,
 }
 
 

@@ -149,7 +149,11 @@ class Gate:
                kept: StageResult | None) -> None:
         if not self._learning:
             return
-        if rejected_by is not None and rejected_by.stage in self.cfg.rejection_store.feed_stages:
+        # A judge that failed (on_error: skip) gave no verdict: that is not a SKIP to learn from.
+        judge_failed = rejected_by is not None and rejected_by.stage == "judge" \
+            and rejected_by.verdict is None
+        if (rejected_by is not None and not judge_failed
+                and rejected_by.stage in self.cfg.rejection_store.feed_stages):
             self.rejections.add(rejected_by.stage, item.user_prompt, item.text, item.entry.id)
             self._notify()
         if kept is not None and kept.verdict is not None and not kept.verdict.skip:

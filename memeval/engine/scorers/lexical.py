@@ -18,12 +18,18 @@ class LexicalFeatures:
     def __init__(self, patterns: Mapping[str, str]) -> None:
         self.names = [*patterns, "log_length"]
         self._patterns = [re.compile(p) for p in patterns.values()]
+        self._memo: dict[str, np.ndarray] = {}  # store texts recur at every rebuild
+
+    def _row(self, text: str) -> np.ndarray:
+        row = self._memo.get(text)
+        if row is None:
+            per_kchar = max(len(text), 1) / 1000.0
+            counts = [sum(1 for _ in p.finditer(text)) / per_kchar for p in self._patterns]
+            row = np.array([*np.log1p(counts), np.log1p(len(text))], dtype=np.float32)
+            self._memo[text] = row
+        return row
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        rows = np.zeros((len(texts), len(self.names)), dtype=np.float32)
-        for i, text in enumerate(texts):
-            per_kchar = max(len(text), 1) / 1000.0
-            for j, pattern in enumerate(self._patterns):
-                rows[i, j] = sum(1 for _ in pattern.finditer(text)) / per_kchar
-            rows[i, -1] = np.log1p(len(text))
-        return np.log1p(rows)
+        if not texts:
+            return np.zeros((0, len(self.names)), dtype=np.float32)
+        return np.stack([self._row(text) for text in texts])

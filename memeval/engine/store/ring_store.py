@@ -43,6 +43,7 @@ class RingStore:
         self.text_chars = text_chars
         self.distinct = distinct
         self.records: deque[StoreRecord] = deque(maxlen=capacity)
+        self._lines: deque[str] = deque(maxlen=capacity)
         self.load_problems: list[str] = []
         self.additions = 0
         self.reload()
@@ -50,6 +51,7 @@ class RingStore:
     def reload(self) -> None:
         """Read the persisted buffer (a daemon restart); bad lines are reported, not fatal."""
         self.records.clear()
+        self._lines.clear()
         self.load_problems = []
         if self.path is None or not self.path.exists():
             return
@@ -57,7 +59,7 @@ class RingStore:
             if not line.strip():
                 continue
             try:
-                self.records.append(StoreRecord(**json.loads(line.decode("utf-8"))))
+                self._append(StoreRecord(**json.loads(line.decode("utf-8"))))
             except (ValueError, TypeError, UnicodeDecodeError) as err:
                 self.load_problems.append(f"{self.path}:{number}: {err}")
         for problem in self.load_problems:
@@ -67,23 +69,28 @@ class RingStore:
         """Append; with `distinct`, a text already held moves to most-recent instead of repeating
         (replayed passes would otherwise fill the buffer with copies of the same texts)."""
         text = assistant_text[: self.text_chars]
-        if self.distinct:
-            kept = [r for r in self.records if r.asst_text != text]
-            if len(kept) != len(self.records):
-                self.records = deque(kept, maxlen=self.capacity)
-        self.records.append(StoreRecord(
+        if self.distinct and any(r.asst_text == text for r in self.records):
+            kept = [(r, line) for r, line in zip(self.records, self._lines, strict=True)
+                    if r.asst_text != text]
+            self.records = deque((r for r, _ in kept), maxlen=self.capacity)
+            self._lines = deque((line for _, line in kept), maxlen=self.capacity)
+        record = StoreRecord(
             time=time.time(), stage=stage, user_len=len(user_prompt),
             asst_len=len(assistant_text), user_prefix=user_prompt[:100],
             asst_text=text, source_id=source_id,
-        ))
+        )
+        self._append(record)
         self.additions += 1
         self.flush()
 
+    def _append(self, record: StoreRecord) -> None:
+        """Serialise once, on the way in: flushing is then a join, not 500 re-encodings."""
+        self.records.append(record)
+        self._lines.append(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+
     def flush(self) -> None:
-        if self.path is None:
-            return
-        lines = [json.dumps(asdict(r), ensure_ascii=False) for r in self.records]
-        write_text_atomic(self.path, "".join(line + "\n" for line in lines))
+        if self.path is not None:
+            write_text_atomic(self.path, "".join(self._lines))
 
     def recent_texts(self, n: int) -> list[str]:
         """The most recent n texts, oldest first."""

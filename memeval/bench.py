@@ -1,0 +1,102 @@
+"""`python -m memeval bench`: what three passes cost against one embedding pass, per stage.
+
+Builds N distinct labelled entries from the bundled set (each copy tagged so every text embeds
+anew), then measures in ONE process, in this order: model load; one cold embedding pass of the N
+texts (no cache); a full three-pass run with a cold cache. Ratios come from the same run, so a
+shared, noisy machine moves both sides together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from memeval.config import compose, validate
+from memeval.data.labeled_jsonl import load_labeled_jsonl
+from memeval.engine.embedders.base import EMBEDDERS
+from memeval.engine.redact import redact
+from memeval.results.run_dir import read_decisions
+from memeval.runner import run_experiment
+
+EMBEDDER_GROUP = {"minilm": "minilm", "hashing": "hashing"}
+
+
+def scaled_dataset(entries: int, path: Path) -> None:
+    """N entries cycling through the bundled set; copies past the first get a distinct tag."""
+    base = load_labeled_jsonl(compose().dataset.path).entries
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(entries):
+            entry = base[i % len(base)]
+            copy = i // len(base)
+            tag = f"\n\n(session {copy})" if copy else ""
+            handle.write(json.dumps({"id": f"bench-{i}", "user_prompt": entry.user_prompt,
+                                     "assistant_response": entry.assistant_response + tag,
+                                     "label": entry.label}) + "\n")
+
+
+def bench(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="memeval-bench-") as tmp:
+        work = Path(tmp)
+        data = work / "bench.jsonl"
+        scaled_dataset(entries, data)
+        overrides = ["+experiment=three_pass", f"embedder={EMBEDDER_GROUP[embedder]}",
+                     "dataset=labeled_jsonl", f"dataset.path={data}",
+                     f"cache_dir={work / 'cache'}", "plots=false", "progress=false"]
+        cfg = compose(overrides)
+        validate(cfg)
+        texts = [redact(e.assistant_response) for e in load_labeled_jsonl(data).entries]
+
+        start = time.perf_counter()
+        model = EMBEDDERS.build(cfg.embedder)
+        model.embed(["warm-up"])
+        load_s = time.perf_counter() - start
+
+        start = time.perf_counter()
+        model.embed(texts)
+        embed_s = time.perf_counter() - start
+
+        tracemalloc.start()
+        start = time.perf_counter()
+        metrics = run_experiment(cfg, work / "run")
+        three_pass_s = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        decisions = read_decisions(work / "run")
+
+    stage_cols = [c for c in decisions.columns if c.startswith("latency_")]
+    stage_seconds = {c[len("latency_"):-len("_ms")]: float(decisions[c].sum()) / 1000
+                     for c in stage_cols}
+    result = {
+        "entries": entries, "embedder": metrics["embedder"]["identity"],
+        "model_load_s": round(load_s, 3),
+        "one_embedding_pass_s": round(embed_s, 3),
+        "three_pass_run_s": round(three_pass_s, 3),
+        "three_pass_over_one_embedding_pass": round(three_pass_s / embed_s, 3),
+        "embedding_cache": {"hits": metrics["embedder"]["cache_hits"],
+                            "misses": metrics["embedder"]["cache_misses"]},
+        "stage_seconds_total": {k: round(v, 3) for k, v in stage_seconds.items()},
+        "python_heap_peak_mb": round(peak / 2**20, 1),
+        "passes": [{k: p[k] for k in ("pass", "substantive_recall", "prejudge_filter_rate",
+                                      "judge_calls")} for p in metrics["passes"]],
+    }
+    if out is not None:
+        out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def main(args: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memeval bench", description=__doc__)
+    parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--embedder", choices=sorted(EMBEDDER_GROUP), default="minilm")
+    parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
+    options = parser.parse_args(args)
+    result = bench(options.entries, options.embedder, options.out)
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        print(f"{key.ljust(width)}  {value}")
+    return 0

@@ -1,0 +1,197 @@
+"""Content-score gate: graceful degradation, rebuild cadence, frozen cut, audits, failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memeval.data.entry import Entry
+from memeval.engine.embedders.hashing import HashingEmbedder
+from memeval.engine.gate.base import STAGES, Candidate
+from memeval.engine.gate.content_score import ContentScoreConfig, ContentScoreGate
+from memeval.engine.store.ring_store import RingStore
+from memeval.registry import ConfigError, to_dataclass
+from tests.engine.fakes import FailingEmbedder, FakeScorer, stage_node
+
+DIM = 64
+
+
+def item(first: float, text: str = "some text") -> Candidate:
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[0] = first
+    return Candidate(Entry("e", "q", text), "q", text, vector)
+
+
+def make(scorer: FakeScorer | None = None, embedder: object | None = None,
+         **cfg: object) -> tuple[ContentScoreGate, RingStore, RingStore]:
+    rejections, accepts = RingStore(None, capacity=50), RingStore(None, capacity=50)
+    settings = ContentScoreConfig(**{"rebuild_every": 3, "audit_rate": 0.0, **cfg})  # type: ignore[arg-type]
+    gate = ContentScoreGate(settings, scorer or FakeScorer(), embedder or HashingEmbedder(DIM),
+                            rejections, accepts)
+    return gate, rejections, accepts
+
+
+def test_shipped_stage_config() -> None:
+    cfg = to_dataclass(ContentScoreConfig, stage_node("content_score"), "content_score")
+    assert (cfg.learn_last, cfg.rebuild_every, cfg.audit_rate, cfg.seed) == (150, 25, 0.1, 0)
+
+
+def test_passes_everything_before_first_build() -> None:
+    gate, _, _ = make()
+    result = gate(item(-1.0))
+    assert result.passed
+    assert result.detail == "skipped: not built yet"
+    assert result.score is None
+
+
+def test_passes_everything_until_fitted() -> None:
+    gate, _, _ = make(FakeScorer(min_noise=2))
+    gate.rebuild()
+    assert gate.threshold is None
+    result = gate(item(-1.0))
+    assert result.passed and result.detail == "skipped: too little learned data"
+
+
+def test_rejects_below_threshold_once_fitted() -> None:
+    gate, rejections, _ = make()
+    rejections.add("judge", "q", "noise text")
+    gate.rebuild()
+    assert gate.threshold == 0.0 and gate.unavailable == ""
+    low, high, edge = gate(item(-0.5)), gate(item(0.5)), gate(item(0.0))
+    assert not low.passed and low.score == pytest.approx(-0.5) and low.threshold == 0.0
+    assert high.passed and high.detail == ""
+    assert edge.passed  # score >= threshold passes
+
+
+def test_missing_vector_passes() -> None:
+    gate, rejections, _ = make()
+    rejections.add("judge", "q", "noise")
+    gate.rebuild()
+    result = gate(Candidate(Entry("e", "q", "t"), "q", "t", None))
+    assert result.passed and result.detail == "skipped: no embedding"
+
+
+def test_rebuilds_after_rebuild_every_additions() -> None:
+    scorer = FakeScorer()
+    gate, rejections, _ = make(scorer, rebuild_every=3)
+    gate.rebuild()
+    assert gate.rebuilds == 1 and gate.threshold is None
+    for n in range(1, 3):
+        rejections.add("judge", "q", f"noise {n}")
+        gate.note_addition()
+    assert gate.rebuilds == 1 and gate.threshold is None  # 2 additions: not yet
+    rejections.add("judge", "q", "noise 3")
+    gate.note_addition()
+    assert gate.rebuilds == 2 and gate.threshold == 0.0
+    assert scorer.last is not None and scorer.last.learned_noise_texts == [
+        "noise 1", "noise 2", "noise 3"]
+    for _ in range(3):
+        gate.note_addition()
+    assert gate.rebuilds == 3
+
+
+def test_learns_only_the_last_learn_last_texts() -> None:
+    scorer = FakeScorer()
+    gate, rejections, accepts = make(scorer, learn_last=2)
+    for t in "abc":
+        rejections.add("judge", "q", t)
+        accepts.add("judge", "q", t.upper())
+    gate.rebuild()
+    assert scorer.last is not None
+    assert scorer.last.learned_noise_texts == ["b", "c"]
+    assert scorer.last.learned_quality_texts == ["B", "C"]
+    assert scorer.last.learned_noise.shape == (2, DIM)
+    np.testing.assert_allclose(scorer.last.learned_quality,
+                               HashingEmbedder(DIM).embed(["B", "C"]))
+
+
+@pytest.mark.parametrize(("refresh", "expected"), [(True, 0.4), (False, 0.1)])
+def test_refresh_false_keeps_the_first_threshold(refresh: bool, expected: float) -> None:
+    scorer = FakeScorer()
+    scorer.cfg.threshold.value, scorer.cfg.threshold.refresh = 0.1, refresh
+    gate, rejections, _ = make(scorer)
+    rejections.add("judge", "q", "noise")
+    gate.rebuild()
+    assert gate.threshold == 0.1
+    scorer.cfg.threshold.value = 0.4  # the policy would now give a different cut
+    gate.rebuild()
+    assert gate.threshold == expected
+
+
+def test_uncalibrated_threshold_skips_the_gate() -> None:
+    scorer = FakeScorer()
+    scorer.cfg.threshold.policy, scorer.cfg.threshold.min_accepted = "judge_quantile", 5
+    gate, rejections, _ = make(scorer)
+    rejections.add("judge", "q", "noise")
+    gate.rebuild()  # fitted, but fewer than min_accepted acceptances to calibrate from
+    assert gate.threshold is None
+    result = gate(item(-1.0))
+    assert result.passed and result.detail == "skipped: threshold not calibrated yet"
+
+
+def test_audit_lets_a_would_be_rejection_through() -> None:
+    gate, rejections, _ = make(audit_rate=1.0)
+    rejections.add("judge", "q", "noise")
+    gate.rebuild()
+    result = gate(item(-0.5))
+    assert result.passed and result.detail == "audit"
+    assert result.score == pytest.approx(-0.5)
+    assert gate(item(0.5)).detail == ""  # a pass is never an audit
+    gate.auditing = False
+    off = gate(item(-0.5))
+    assert not off.passed and off.detail == ""
+
+
+def test_audit_rate_is_seeded_and_about_right() -> None:
+    def draws(seed: int) -> list[bool]:
+        gate, rejections, _ = make(audit_rate=0.25, seed=seed)
+        rejections.add("judge", "q", "noise")
+        gate.rebuild()
+        return [gate(item(-1.0)).passed for _ in range(2000)]
+
+    first = draws(7)
+    assert first == draws(7)
+    assert first != draws(8)
+    assert 0.21 < np.mean(first) < 0.29
+
+
+def test_embedding_failure_during_rebuild_skips_the_gate() -> None:
+    embedder = FailingEmbedder()
+    gate, rejections, _ = make(FakeScorer(static_quality_texts=["q"]), embedder)
+    rejections.add("judge", "q", "noise")
+    gate.rebuild()  # must not raise
+    assert embedder.calls == 1
+    assert gate.threshold is None
+    assert gate.unavailable.startswith("embedding failed")
+    result = gate(item(-1.0))
+    assert result.passed and "embedding failed: server down" in result.detail
+
+
+def test_recovers_after_embedding_comes_back() -> None:
+    class Flaky(HashingEmbedder):
+        down = True
+
+        def embed(self, texts: object) -> np.ndarray:  # type: ignore[override]
+            if self.down:
+                return FailingEmbedder().embed([])
+            return super().embed(texts)  # type: ignore[arg-type]
+
+    embedder = Flaky(DIM)
+    gate, rejections, _ = make(embedder=embedder)
+    rejections.add("judge", "q", "noise")
+    gate.rebuild()
+    assert gate.threshold is None
+    embedder.down = False
+    gate.rebuild()
+    assert gate.threshold == 0.0
+    assert not gate(item(-1.0)).passed
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"audit_rate": 1.5}, "audit_rate"),
+    ({"rebuild_every": 0}, "rebuild_every"),
+    ({"learn_lst": 5}, "did you mean 'learn_last'"),
+])
+def test_invalid_config(params: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        STAGES.validate({"name": "content_score", **params})

@@ -1,0 +1,100 @@
+"""Threshold policies: fixed, and judge_quantile with empirical and normal estimators."""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from memeval.engine.scorers.base import Prototypes, ScorerConfig, ThresholdConfig
+from memeval.engine.scorers.threshold import fixed, judge_quantile, resolve_policy
+from memeval.registry import ConfigError, to_dataclass
+
+
+class KnownScores:
+    name = "known"
+    static_quality_texts: ClassVar[list[str]] = []
+    static_noise_texts: ClassVar[list[str]] = []
+
+    def __init__(self, scores: list[float] | np.ndarray) -> None:
+        self.cfg = ScorerConfig()
+        self.scores = np.asarray(scores, dtype=np.float64)
+
+    def fit(self, protos: Prototypes) -> bool:
+        return True
+
+    def score(self, vectors: np.ndarray, texts: object = ()) -> np.ndarray:
+        return np.zeros(len(vectors))
+
+    def calibration_scores(self) -> np.ndarray:
+        return self.scores
+
+
+def accepted(n: int) -> Prototypes:
+    empty = np.zeros((0, 2), dtype=np.float32)
+    return Prototypes(empty, empty, empty, np.zeros((n, 2), dtype=np.float32))
+
+
+def test_fixed_returns_the_value() -> None:
+    cfg = ThresholdConfig(policy="fixed", value=0.35)
+    assert fixed(cfg, KnownScores([]), accepted(0)) == 0.35
+
+
+def test_empirical_quantile() -> None:
+    scores = np.arange(101) / 100  # 0.00 … 1.00
+    cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.98, estimator="empirical",
+                          min_accepted=20)
+    assert judge_quantile(cfg, KnownScores(scores), accepted(101)) == pytest.approx(0.02)
+    cfg.margin = 0.005
+    assert judge_quantile(cfg, KnownScores(scores), accepted(101)) == pytest.approx(0.015)
+
+
+def test_empirical_quantile_passes_target_share() -> None:
+    scores = np.random.default_rng(0).normal(size=500)
+    cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.9, min_accepted=20)
+    cut = judge_quantile(cfg, KnownScores(scores), accepted(500))
+    assert cut is not None
+    assert (scores >= cut).mean() == pytest.approx(0.9, abs=0.005)
+
+
+def test_normal_estimator() -> None:
+    scores = [0.0, 1.0, 2.0, 3.0, 4.0]  # mean 2, sample sd √2.5
+    cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.975, estimator="normal",
+                          min_accepted=5)
+    expected = 2.0 - 1.959963985 * math.sqrt(2.5)
+    assert judge_quantile(cfg, KnownScores(scores), accepted(5)) == pytest.approx(expected,
+                                                                                  abs=1e-6)
+
+
+def test_normal_estimator_at_full_recall_uses_four_sd() -> None:
+    scores = [0.0, 1.0, 2.0, 3.0, 4.0]
+    cfg = ThresholdConfig(policy="judge_quantile", target_recall=1.0, estimator="normal",
+                          margin=0.5, min_accepted=5)
+    expected = 2.0 - 4.0 * math.sqrt(2.5) - 0.5
+    assert judge_quantile(cfg, KnownScores(scores), accepted(5)) == pytest.approx(expected)
+
+
+def test_none_below_min_accepted() -> None:
+    cfg = ThresholdConfig(policy="judge_quantile", min_accepted=20)
+    assert judge_quantile(cfg, KnownScores(np.ones(19)), accepted(19)) is None
+    assert judge_quantile(cfg, KnownScores(np.ones(20)), accepted(20)) == pytest.approx(1.0)
+
+
+def test_unknown_policy_names_the_fix() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'judge_quantile'"):
+        resolve_policy("judge_quantil")
+    assert resolve_policy("fixed") is fixed
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"policy": "fixd"}, "did you mean 'fixed'"),
+    ({"estimator": "gaussian"}, "estimator"),
+    ({"target_recall": 0.0}, "target_recall"),
+    ({"target_recall": 1.5}, "target_recall"),
+    ({"min_accepted": 0}, "min_accepted"),
+])
+def test_invalid_threshold_config(params: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        to_dataclass(ThresholdConfig, params, "scorer.threshold")

@@ -1,0 +1,130 @@
+"""Every experiment composes and runs on a tiny input; each protocol keeps its promises."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import DictConfig
+
+from memeval.registry import ConfigError
+from memeval.results.run_dir import read_decisions, read_metrics
+from memeval.runner import run_experiment
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+REQUIRED_PASS_KEYS = {"pass", "substantive_recall", "noise_stored", "prejudge_filter_rate",
+                      "judge_calls", "stage_counts"}
+
+
+def _stores(run_dir: Path, name: str = "state") -> dict[str, list[dict]]:
+    return {kind: [json.loads(line) for line in
+                   (run_dir / name / f"{kind}_store.jsonl").read_text().splitlines()]
+            for kind in ("rejection", "accept")}
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_composes_and_runs(experiment: str, tmp_path: Path,
+                                            fast_config: Callable[..., DictConfig]) -> None:
+    cfg = fast_config(f"+experiment={experiment}", "dataset.limit=70", "plots=true")
+    metrics = run_experiment(cfg, tmp_path / "run")
+    on_disk = read_metrics(tmp_path / "run")
+    assert on_disk["schema_version"] == 1
+    assert on_disk["dataset"]["fingerprint"] == metrics["dataset"]["fingerprint"]
+    assert len(on_disk["passes"]) == cfg.experiment.passes
+    for p in on_disk["passes"]:
+        assert set(p) >= REQUIRED_PASS_KEYS
+        assert sum(p["stage_counts"].values()) == p["entries"]
+    decisions = read_decisions(tmp_path / "run")
+    assert len(decisions) >= 70 * cfg.experiment.passes * 0.5
+    provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert provenance["packages"]["numpy"]
+    assert "seed: 0" in (tmp_path / "run" / "config.yaml").read_text()
+    figures = {p.name for p in (tmp_path / "run" / "figures").glob("*.png")}
+    assert {"funnel.png", "learning_curve.png", "score_distributions.png"} <= figures
+
+
+def test_three_pass_keeps_rejection_store_and_wipes_memories(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    metrics = run_experiment(fast_config("+experiment=three_pass", "dataset.limit=90"),
+                             tmp_path / "run")
+    passes = metrics["passes"]
+    sizes = [p["rejection_store_size"] for p in passes]
+    assert sizes[0] > 0 and sizes == sorted(sizes)
+    # memories wiped before each pass: nothing is a duplicate of a previous pass's memory
+    assert all(p["stage_counts"]["dedup"] == passes[0]["stage_counts"]["dedup"] for p in passes)
+    assert passes[0]["stage_counts"]["stored"] > 0
+    assert passes[0]["judge_calls"] >= passes[-1]["judge_calls"]
+
+
+def test_holdout_never_learns_from_evaluated_texts(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    run = tmp_path / "run"
+    metrics = run_experiment(fast_config("+experiment=three_pass_holdout", "dataset.limit=120"),
+                             run)
+    decisions = read_decisions(run)
+    learn_ids = set(decisions[decisions["phase"] == "learn"]["entry_id"])
+    eval_ids = set(decisions[decisions["phase"] == "eval"]["entry_id"])
+    assert learn_ids and eval_ids and not learn_ids & eval_ids
+    assert metrics["split"]["learn"] + metrics["split"]["eval"] == 120
+    stored_sources = {r["source_id"] for records in _stores(run).values() for r in records}
+    assert stored_sources and stored_sources <= learn_ids
+    assert all(p["audits"] == 0 for p in metrics["passes"])  # no audits while evaluating
+
+
+def test_feedback_loop_only_self_feeding_arm_learns_from_content_score(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    run = tmp_path / "run"
+    metrics = run_experiment(fast_config("+experiment=feedback_loop", "dataset.limit=150",
+                                         "experiment.passes=3"), run)
+    clean = _stores(run, "state_clean")["rejection"]
+    looping = _stores(run, "state_self_feeding")["rejection"]
+    assert {r["stage"] for r in clean} == {"judge"}
+    assert "content_score" in {r["stage"] for r in looping}
+    assert set(metrics["arms"]) == {"clean", "self_feeding"}
+
+
+def test_any_labelled_file_runs_by_override(tmp_path: Path,
+                                            fast_config: Callable[..., DictConfig]) -> None:
+    rows = [{"user_prompt": "why does CI fail?", "label": "substantive" if i % 3 == 0 else "low",
+             "assistant_response": f"Case {i}: the `ci.yml` job pins node 18.{i} but the lockfile "
+                                   f"needs >= 20, so `npm ci` exits 1 in step {i}." * (1 + i % 2)}
+            for i in range(30)]
+    rows.append({"user_prompt": "ok", "assistant_response": "Done.", "label": "noise"})
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
+    metrics = run_experiment(fast_config("+experiment=three_pass", "dataset=labeled_jsonl",
+                                         f"dataset.path={path}"), tmp_path / "run")
+    assert metrics["dataset"]["entries"] == 31
+    assert metrics["dataset"]["skipped"] == 1
+    assert "mine.jsonl:32" in metrics["dataset"]["problems"][0]
+    assert metrics["passes"][0]["per_label"]["low_value"]["n"] == 20
+
+
+def test_decisions_carry_one_row_per_entry_per_pass(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    run_experiment(fast_config("+experiment=three_pass", "dataset.limit=40"), tmp_path / "run")
+    decisions: pd.DataFrame = read_decisions(tmp_path / "run")
+    assert len(decisions) == 120
+    assert decisions.groupby("pass_no")["entry_id"].nunique().tolist() == [40, 40, 40]
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("embedder.name=hashng", "did you mean 'hashing'"),
+    ("scorer.threshold.policy=judge_quantil", "did you mean 'judge_quantile'"),
+    ("gate.stages.length.min_chars=-1", "min_chars must be non-negative"),
+])
+def test_config_mistakes_fail_before_any_work(override: str, message: str, tmp_path: Path,
+                                              fast_config: Callable[..., DictConfig]) -> None:
+    with pytest.raises(ConfigError, match=message):
+        run_experiment(fast_config("+experiment=three_pass", override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_experiment_names_the_choices(tmp_path: Path,
+                                              fast_config: Callable[..., DictConfig]) -> None:
+    with pytest.raises(ConfigError, match=r"\+experiment=NAME .*three_pass"):
+        run_experiment(fast_config(), tmp_path / "run")
