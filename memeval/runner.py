@@ -14,6 +14,7 @@ from memeval.data.base import DATASETS
 from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.judges.base import JUDGES
+from memeval.engine.scorers.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, RunContext
 from memeval.reporting.table import pass_table
 from memeval.results.provenance import provenance
@@ -44,8 +45,8 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "embedder": {"identity": embedder.identity, "cache_hits": embedder.hits,
                      "cache_misses": embedder.misses},
         "judge": judge.name,
-        "scorer": {"name": checked.scorer.__class__.__name__, "config_name": cfg.scorer.name,
-                   "threshold_policy": checked.scorer.threshold.policy},
+        "scorer": {"name": cfg.scorer.name, "threshold_policy": checked.scorer.threshold.policy,
+                   "threshold_rule": explain(checked.scorer.threshold)},
         "passes": result.passes,
         **result.extra,
         "wall_seconds": round(time.time() - started, 3),
@@ -53,6 +54,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     write_run(run_dir, metrics, result.decisions, OmegaConf.to_yaml(cfg, resolve=True),
               provenance())
     print(pass_table(result.passes))
+    print(f"content-score threshold: {metrics['scorer']['threshold_rule']}")
     if cfg.plots:
         try:
             from memeval.reporting.plots import make_figures

@@ -11,6 +11,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import httpx
@@ -23,6 +24,29 @@ _RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
     httpx.NetworkError,
     httpx.RemoteProtocolError,
 )
+
+
+@dataclass
+class HttpEndpointConfig:
+    """Where and how patiently to call an HTTP service; the key is named, never stored."""
+
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 3
+
+    def validate(self) -> None:
+        if not self.model.strip():
+            raise ValueError("model must be set")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"base_url must start with http:// or https:// (got {self.base_url!r})"
+            )
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
 
 
 class HttpRetryError(RuntimeError):

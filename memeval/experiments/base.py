@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from memeval.data.base import Dataset
 from memeval.engine.embedders.cache import CachedEmbedder
+from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
 from memeval.engine.judges.base import Judge
 from memeval.engine.redact import redact
@@ -59,6 +60,12 @@ class RunContext:
     def progress(self, items: Iterable[T], total: int, desc: str) -> Iterator[T]:
         yield from tqdm(items, total=total, desc=desc, disable=not self.cfg.progress,
                         unit="entry", leave=False)
+
+    def prepare(self, gate: Gate, entries: list[Any], batch: int = 256) -> list[Candidate]:
+        """Redact and embed in batches, with a progress bar: the one long step before a pass."""
+        batches = [entries[i : i + batch] for i in range(0, len(entries), batch)]
+        return [item for chunk in self.progress(batches, len(batches), "embedding")
+                for item in gate.prepare(chunk)]
 
     def measure(self, decisions: list[Decision], gate: Gate, pass_no: int) -> dict[str, Any]:
         """Metrics of one pass plus the learning state the gate ended it with."""

@@ -38,7 +38,7 @@ class FeedbackLoop:
         for arm, feed in arms.items():
             gate_cfg = ctx.gate_config(rejection_store={"feed_stages": feed})
             gate = ctx.build_gate(f"state_{arm}", gate_cfg)
-            items = gate.prepare(ctx.dataset.entries)
+            items = ctx.prepare(gate, ctx.dataset.entries)
             per_arm[arm] = []
             for pass_no in range(1, self.cfg.passes + 1):
                 gate.restart(wipe_memories=True)

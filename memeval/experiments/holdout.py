@@ -33,7 +33,7 @@ class Holdout:
     def run(self, ctx: RunContext) -> ExperimentResult:
         learn, evaluate = stratified_split(ctx.dataset.entries, self.cfg.learn_fraction, ctx.seed)
         gate = ctx.build_gate()
-        learn_items, eval_items = gate.prepare(learn), gate.prepare(evaluate)
+        learn_items, eval_items = ctx.prepare(gate, learn), ctx.prepare(gate, evaluate)
         passes: list[dict[str, Any]] = []
         learn_passes: list[dict[str, Any]] = []
         decisions = []

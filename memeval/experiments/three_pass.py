@@ -26,7 +26,7 @@ class ThreePass:
 
     def run(self, ctx: RunContext) -> ExperimentResult:
         gate = ctx.build_gate()
-        items = gate.prepare(ctx.dataset.entries)
+        items = ctx.prepare(gate, ctx.dataset.entries)
         passes, decisions = [], []
         for pass_no in range(1, self.cfg.passes + 1):
             gate.restart(wipe_memories=True)

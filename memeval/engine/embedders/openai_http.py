@@ -15,34 +15,22 @@ import httpx
 import numpy as np
 
 from memeval.engine.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
-from memeval.engine.http_retry import HttpRetryError, post_json
+from memeval.engine.http_retry import HttpEndpointConfig, HttpRetryError, post_json
 
 
 @dataclass
-class OpenAIHttpConfig:
+class OpenAIHttpConfig(HttpEndpointConfig):
     """`dim: 0` learns the width from the first response; a non-zero dim is checked against it."""
 
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "local"
-    api_key_env: str | None = None
     batch_size: int = 64
-    timeout_s: float = 60.0
-    max_retries: int = 3
     dim: int = 0
 
     def validate(self) -> None:
-        if not self.model.strip():
-            raise ValueError("model must be set")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"base_url must start with http:// or https:// (got {self.base_url!r})"
-            )
+        super().validate()
         if self.batch_size <= 0:
             raise ValueError("batch_size must be positive")
-        if self.timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
-        if self.max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
         if self.dim < 0:
             raise ValueError("dim must be >= 0 (0 = learn from the first response)")
 

@@ -6,7 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memeval.engine.judges.base import JUDGES
-from memeval.engine.judges.http_judge import HttpJudge, HttpJudgeConfig, usage_tokens
+from memeval.engine.judges.http_judge import (
+    HttpJudge,
+    HttpJudgeConfig,
+    build_with_deps,
+    usage_tokens,
+)
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -68,6 +73,4 @@ class AnthropicJudge(HttpJudge):
 
 @JUDGES.register("anthropic", AnthropicJudgeConfig)
 def build_anthropic(cfg: AnthropicJudgeConfig, **deps: Any) -> AnthropicJudge:
-    """deps: `cache_dir` (Path | None) enables the response cache; `sleep` is for tests."""
-    extra = {"sleep": deps["sleep"]} if deps.get("sleep") is not None else {}
-    return AnthropicJudge(cfg, cache_dir=deps.get("cache_dir"), **extra)
+    return build_with_deps(AnthropicJudge, cfg, deps)

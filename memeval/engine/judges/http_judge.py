@@ -13,33 +13,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from memeval.data.entry import Entry
-from memeval.engine.http_retry import HttpRetryError, post_json, preview
+from memeval.engine.http_retry import HttpEndpointConfig, HttpRetryError, post_json, preview
 from memeval.engine.judges.base import JudgeError, Verdict
 from memeval.engine.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
 from memeval.engine.kvcache import SqliteKV, content_key
 
 CACHE_FILE = "judge.sqlite"
+JudgeT = TypeVar("JudgeT", bound="HttpJudge")
 CACHE_TABLE = "judge_responses"
 
 
 @dataclass
-class HttpJudgeConfig:
+class HttpJudgeConfig(HttpEndpointConfig):
     """Fields every HTTP judge accepts; prices are USD per million tokens, for cost accounting.
 
     `temperature: None` leaves it out of the request (the provider default), as the memoryd
     daemon did. `api_key_env` names the environment variable holding the key, never the key.
     """
 
-    model: str = ""
-    base_url: str = ""
-    api_key_env: str | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 3
     max_tokens: int = 1024
     temperature: float | None = None
     price_input_per_mtok: float = 0.0
@@ -47,16 +43,7 @@ class HttpJudgeConfig:
     cache: bool = True
 
     def validate(self) -> None:
-        if not self.model.strip():
-            raise ValueError("model must be set")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"base_url must start with http:// or https:// (got {self.base_url!r})"
-            )
-        if self.timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
-        if self.max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
+        super().validate()
         if self.max_tokens <= 0:
             raise ValueError("max_tokens must be positive")
         if self.temperature is not None and self.temperature < 0:
@@ -225,3 +212,11 @@ def usage_tokens(usage: Any, input_field: str, output_field: str) -> tuple[int, 
     if not isinstance(usage, dict):
         return 0, 0
     return _int(usage.get(input_field)), _int(usage.get(output_field))
+
+
+def build_with_deps(judge_class: type[JudgeT], cfg: HttpJudgeConfig,
+                    deps: dict[str, Any]) -> JudgeT:
+    """Shared factory body: `cache_dir` (Path | None) enables the response cache; `sleep` is
+    injectable so tests of backoff never wait for real."""
+    extra = {"sleep": deps["sleep"]} if deps.get("sleep") is not None else {}
+    return judge_class(cfg, cache_dir=deps.get("cache_dir"), **extra)

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memeval.engine.judges.base import JUDGES
-from memeval.engine.judges.http_judge import HttpJudge, HttpJudgeConfig, usage_tokens
+from memeval.engine.judges.http_judge import (
+    HttpJudge,
+    HttpJudgeConfig,
+    build_with_deps,
+    usage_tokens,
+)
 
 
 @dataclass
@@ -55,6 +60,4 @@ class OpenAIChatJudge(HttpJudge):
 
 @JUDGES.register("openai_chat", OpenAIChatJudgeConfig)
 def build_openai_chat(cfg: OpenAIChatJudgeConfig, **deps: Any) -> OpenAIChatJudge:
-    """deps: `cache_dir` (Path | None) enables the response cache; `sleep` is for tests."""
-    extra = {"sleep": deps["sleep"]} if deps.get("sleep") is not None else {}
-    return OpenAIChatJudge(cfg, cache_dir=deps.get("cache_dir"), **extra)
+    return build_with_deps(OpenAIChatJudge, cfg, deps)

@@ -41,6 +41,18 @@ def judge_quantile(cfg: ThresholdConfig, scorer: ContentScorer,
 POLICIES: dict[str, Policy] = {"fixed": fixed, "judge_quantile": judge_quantile}
 
 
+def explain(cfg: ThresholdConfig) -> str:
+    """One sentence for reports: which cut is in force and why."""
+    if cfg.policy == "fixed":
+        return f"fixed cut {cfg.value:g}, set by hand (memoryd: 0.35, tuned for voyage-4-nano)"
+    how = "a normal fit (mean − z·sd)" if cfg.estimator == "normal" else "the empirical quantile"
+    refresh = "re-derived at every scorer rebuild" if cfg.refresh else "derived once, then frozen"
+    return (f"cut = {1 - cfg.target_recall:.3g} quantile of the judge's acceptances' held-out "
+            f"scores via {how}, minus {cfg.margin:g}, so ≈{cfg.target_recall:.1%} of what the "
+            f"judge keeps passes, for any embedder; {refresh}; inactive below "
+            f"{cfg.min_accepted} acceptances")
+
+
 def resolve_policy(name: str) -> Policy:
     if name not in POLICIES:
         raise ConfigError(f"unknown threshold policy '{name}'{did_you_mean(name, POLICIES)} "
