@@ -57,14 +57,15 @@ class RunContext:
                     scorer=SCORERS.build(self.cfg.scorer), redact=redact,
                     state_dir=self.run_dir / state_name)
 
-    def progress(self, items: Iterable[T], total: int, desc: str) -> Iterator[T]:
+    def progress(self, items: Iterable[T], total: int, desc: str,
+                 unit: str = "entry") -> Iterator[T]:
         yield from tqdm(items, total=total, desc=desc, disable=not self.cfg.progress,
-                        unit="entry", leave=False)
+                        unit=unit, leave=False)
 
     def prepare(self, gate: Gate, entries: list[Any], batch: int = 256) -> list[Candidate]:
         """Redact and embed in batches, with a progress bar: the one long step before a pass."""
         batches = [entries[i : i + batch] for i in range(0, len(entries), batch)]
-        return [item for chunk in self.progress(batches, len(batches), "embedding")
+        return [item for chunk in self.progress(batches, len(batches), "embedding", "batch")
                 for item in gate.prepare(chunk)]
 
     def measure(self, decisions: list[Decision], gate: Gate, pass_no: int) -> dict[str, Any]:
