@@ -45,7 +45,6 @@ class RingStore:
         self.records: deque[StoreRecord] = deque(maxlen=capacity)
         self._lines: deque[str] = deque(maxlen=capacity)
         self.load_problems: list[str] = []
-        self.additions = 0
         self.reload()
 
     def reload(self) -> None:
@@ -80,7 +79,6 @@ class RingStore:
             asst_text=text, source_id=source_id,
         )
         self._append(record)
-        self.additions += 1
         self.flush()
 
     def _append(self, record: StoreRecord) -> None:
