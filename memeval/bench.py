@@ -16,6 +16,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from memeval.bench_scale import run_one, scale
 from memeval.config import compose, validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.engine.embedders.base import EMBEDDERS
@@ -94,7 +95,17 @@ def main(args: list[str]) -> int:
     parser.add_argument("--entries", type=int, default=1000)
     parser.add_argument("--embedder", choices=sorted(EMBEDDER_GROUP), default="minilm")
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
+    parser.add_argument("--scale", default=None, metavar="N,N,…",
+                        help="instead: the mixed three-pass run at these corpus sizes")
+    parser.add_argument("--scale-one", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(args)
+    if options.scale_one is not None:  # one size, in its own process: print JSON last
+        print(json.dumps(run_one(options.scale_one, EMBEDDER_GROUP[options.embedder])))
+        return 0
+    if options.scale is not None:
+        sizes = [int(size) for size in options.scale.split(",")]
+        scale(sizes, EMBEDDER_GROUP[options.embedder], options.out)
+        return 0
     result = bench(options.entries, options.embedder, options.out)
     width = max(len(k) for k in result)
     for key, value in result.items():

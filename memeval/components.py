@@ -9,6 +9,10 @@ import importlib
 
 BUILTIN_MODULES = (
     "memeval.data.labeled_jsonl",
+    "memeval.data.claude_code",
+    "memeval.data.hf_traces",
+    "memeval.data.mixed",
+    "memeval.data.labellers",
     "memeval.engine.embedders.hashing",
     "memeval.engine.embedders.sentence_transformer",
     "memeval.engine.embedders.openai_http",

@@ -10,6 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.components import load_builtin_components
 from memeval.data.base import DATASETS
+from memeval.data.labellers import LABELLERS
 from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.gate.gate import GateConfig
 from memeval.engine.judges.base import JUDGES
@@ -46,6 +47,7 @@ class Validated:
 
     experiment: Any
     dataset: Any
+    labeller: Any
     embedder: Any
     scorer: Any
     judge: Any
@@ -62,6 +64,7 @@ def validate(cfg: DictConfig) -> Validated:
     return Validated(
         experiment=EXPERIMENTS.validate(cfg.experiment),
         dataset=DATASETS.validate(cfg.dataset),
+        labeller=LABELLERS.validate(cfg.labeller),
         embedder=EMBEDDERS.validate(cfg.embedder),
         scorer=SCORERS.validate(cfg.scorer),
         judge=JUDGES.validate(cfg.judge),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -50,7 +51,7 @@ def to_dataclass(schema: type[C], params: Mapping[Any, Any], what: str) -> C:
     if callable(check):
         try:
             check()
-        except ValueError as err:
+        except (ValueError, re.error) as err:  # re.error: a bad pattern in a word list
             raise ConfigError(f"{what}: {err}") from None
     return obj  # type: ignore[return-value]
 

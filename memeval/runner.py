@@ -26,10 +26,10 @@ log = logging.getLogger(__name__)
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
     checked = validate(cfg)
-    dataset = DATASETS.build(cfg.dataset)
+    cache_dir = Path(str(cfg.cache_dir)).expanduser()
+    dataset = DATASETS.build(cfg.dataset, labeller=cfg.labeller, cache_dir=cache_dir)
     for problem in dataset.report.problems:
         log.warning("skipped %s", problem)
-    cache_dir = Path(str(cfg.cache_dir)).expanduser()
     embedder = CachedEmbedder(EMBEDDERS.build(cfg.embedder), cache_dir / "embeddings.sqlite")
     judge = JUDGES.build(cfg.judge, cache_dir=cache_dir, entries=dataset.entries,
                          seed=int(cfg.seed))
@@ -41,9 +41,10 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "dataset": {"name": dataset.name, "source": dataset.report.source,
                     "fingerprint": dataset.fingerprint, "entries": len(dataset.entries),
                     "rows_read": dataset.report.rows_read, "skipped": dataset.report.skipped,
+                    "stats": dataset.report.stats,
                     "problems": dataset.report.problems[:100]},
         "embedder": {"identity": embedder.identity, "cache_hits": embedder.hits,
-                     "cache_misses": embedder.misses},
+                     "cache_misses": embedder.misses, "seconds": round(embedder.seconds, 3)},
         "judge": judge.name,
         "scorer": {"name": cfg.scorer.name, "threshold_policy": checked.scorer.threshold.policy,
                    "threshold_rule": explain(checked.scorer.threshold)},

@@ -18,6 +18,7 @@ class LoadReport:
     source: str
     rows_read: int = 0
     problems: list[str] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
 
     @property
     def skipped(self) -> int:

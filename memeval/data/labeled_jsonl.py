@@ -91,5 +91,5 @@ def load_labeled_jsonl(path: str | Path, on_error: str = "skip",
 
 
 @DATASETS.register("labeled_jsonl", LabeledJsonlConfig)
-def build_labeled_jsonl(cfg: LabeledJsonlConfig) -> Dataset:
+def build_labeled_jsonl(cfg: LabeledJsonlConfig, **_: object) -> Dataset:
     return load_labeled_jsonl(cfg.path, cfg.on_error, cfg.limit)

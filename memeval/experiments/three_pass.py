@@ -37,5 +37,7 @@ class ThreePass:
 
 
 @EXPERIMENTS.register("three_pass", ThreePassConfig)
+@EXPERIMENTS.register("three_pass_mixed", ThreePassConfig)
 def build_three_pass(cfg: ThreePassConfig) -> ThreePass:
+    """`three_pass_mixed` is the same protocol; its config swaps in the mixed dataset."""
     return ThreePass(cfg)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -69,4 +69,17 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
         "content_score_threshold": {"first": thresholds[0], "last": thresholds[-1]}
         if thresholds else None,
         "latency": _latency(decisions),
+        "by_label_source": {
+            str(source): {"n": len(rows), "prejudge_filter_rate": _rate(
+                sum(d.outcome in PREJUDGE_STAGES for d in rows), len(rows)),
+                "stage_counts": dict(Counter(d.outcome for d in rows))}
+            for source, rows in _group(decisions, lambda d: d.label_source).items()},
     }
+
+
+def _group(decisions: Sequence[Decision],
+           key: Callable[[Decision], object]) -> dict[object, list[Decision]]:
+    groups: dict[object, list[Decision]] = {}
+    for d in decisions:
+        groups.setdefault(key(d), []).append(d)
+    return groups

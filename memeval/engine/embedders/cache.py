@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,12 +21,20 @@ class CachedEmbedder:
         self.store = SqliteKV(path, "embeddings")
         self.hits = 0
         self.misses = 0
+        self.seconds = 0.0  # all time inside embed(), cache lookups included
 
     @property
     def dim(self) -> int:
         return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return self._embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [content_key(self.identity, text) for text in texts]
         found = self.store.get_many(sorted(set(keys)))
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())

@@ -1,0 +1,77 @@
+"""`python -m memeval bench --scale 1000,10000,32000`: the mixed three-pass run at corpus scale.
+
+Offline, a replicated copy of the bundled trace sample stands in for the 32k-row HF corpus (each
+copy's texts tagged, so every row embeds anew). Each size runs in a fresh process, so its peak
+RSS is its own. Reported per size: rows/s over three passes, peak RSS, and where the time went —
+embedding (cache lookups included), judge, and the gate's own work (everything else).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from memeval.config import compose, data_path
+from memeval.results.run_dir import read_decisions
+from memeval.runner import run_experiment
+
+SAMPLE = "traces/trace_sample_v1.jsonl"
+
+
+def replicate(rows: int, path: Path) -> None:
+    """`rows` corpus rows cycling through the bundled sample; copies get distinct text."""
+    base = [json.loads(line) for line in Path(data_path(SAMPLE)).read_text().splitlines()]
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(rows):
+            row = dict(base[i % len(base)])
+            copy = i // len(base)
+            row["id"] = f"{row['id']}-{copy}"
+            if copy and row["assistant_response"]:
+                row["assistant_response"] += f" (session {copy})"
+            handle.write(json.dumps(row) + "\n")
+
+
+def run_one(rows: int, embedder: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="memeval-scale-") as tmp:
+        work = Path(tmp)
+        corpus = work / "corpus.jsonl"
+        replicate(rows, corpus)
+        cfg = compose(["+experiment=three_pass_mixed", f"embedder={embedder}",
+                       f"dataset.corpus_path={corpus}", f"dataset.corpus_rows={rows}",
+                       f"cache_dir={work / 'cache'}", "plots=false", "bootstrap=200"])
+        start = time.perf_counter()
+        metrics = run_experiment(cfg, work / "run")
+        total = time.perf_counter() - start
+        decisions = read_decisions(work / "run")
+    entries = metrics["dataset"]["entries"]
+    judge_column = "latency_judge_ms"
+    judge_s = float(decisions[judge_column].sum()) / 1000 if judge_column in decisions else 0.0
+    embed_s = metrics["embedder"]["seconds"]
+    own = total - embed_s - judge_s
+    return {"corpus_rows": rows, "entries": entries, "entry_passes": 3 * entries,
+            "seconds": round(total, 2), "rows_per_s": round(3 * entries / total, 1),
+            "embedding_s": round(embed_s, 2), "judge_s": round(judge_s, 2),
+            "gate_own_s": round(own, 2), "gate_own_share": round(own / total, 4),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "prejudge_filter_rate": [p["prejudge_filter_rate"] for p in metrics["passes"]]}
+
+
+def scale(sizes: list[int], embedder: str, out: Path | None) -> list[dict[str, Any]]:
+    results = []
+    for rows in sizes:
+        done = subprocess.run([sys.executable, "-m", "memeval", "bench", "--scale-one",
+                               str(rows), "--embedder", embedder],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"scale run at {rows} rows failed:\n{done.stderr[-2000:]}")
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), flush=True)
+    if out is not None:
+        out.write_text(json.dumps(results, indent=2))
+    return results

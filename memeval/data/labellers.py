@@ -1,0 +1,117 @@
+"""Labels for unlabelled corpus rows, each carrying its `label_source`.
+
+`heuristic` is the reference benchmark's rule list (versioned: change a rule, change the
+version). `judge` labels with any registered judge (keep → substantive, SKIP → noise). Metrics
+that claim ground truth read human labels only; these labels drive oracle judges and stage
+distributions over corpus rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memeval.data.entry import Entry
+from memeval.engine.judges.base import JUDGES
+from memeval.engine.redact import redact
+from memeval.registry import Registry
+
+
+class Labeller(Protocol):
+    source: str
+
+    def label(self, entries: Sequence[Entry]) -> list[Entry]: ...
+
+
+LABELLERS: Registry[Labeller] = Registry("labeller")
+
+
+@dataclass
+class HeuristicConfig:
+    version: str = "heuristic-v1"
+    noise_below: int = 80
+    ack_below: int = 200
+    ack_openers: list[str] = field(default_factory=list)
+    ack_pattern: str = ""
+    fence_above: int = 400
+    list_above: int = 800
+    min_bullets: int = 3
+    long_above: int = 1200
+
+    def validate(self) -> None:
+        re.compile(self.ack_pattern)
+
+
+_BULLET = re.compile(r"(?m)^\s*[-*•]\s+\S")
+_NUMBERED = re.compile(r"(?m)^\s*\d+[.)]\s+\S")
+
+
+class HeuristicLabeller:
+    """The reference benchmark's rules, applied in order to the assistant text."""
+
+    def __init__(self, cfg: HeuristicConfig) -> None:
+        self.cfg = cfg
+        self.source = cfg.version
+        self._ack = re.compile(cfg.ack_pattern) if cfg.ack_pattern else None
+        self._openers = tuple(o.lower() for o in cfg.ack_openers)
+
+    def classify(self, text: str) -> str:
+        cfg, size = self.cfg, len(text)
+        if size < cfg.noise_below:
+            return "noise"
+        lowered = text.lstrip().lower()
+        if size < cfg.ack_below and (lowered.startswith(self._openers)
+                                     or (self._ack is not None and self._ack.match(lowered))):
+            return "noise"
+        if size > cfg.fence_above and "```" in text:
+            return "substantive"
+        if size > cfg.list_above and (len(_BULLET.findall(text)) >= cfg.min_bullets
+                                      or _NUMBERED.search(text)):
+            return "substantive"
+        if size > cfg.long_above:
+            return "substantive"
+        return "low_value"
+
+    def label(self, entries: Sequence[Entry]) -> list[Entry]:
+        return [dataclasses.replace(e, label=self.classify(e.assistant_response),
+                                    label_source=self.source) for e in entries]
+
+
+@LABELLERS.register("heuristic", HeuristicConfig)
+def build_heuristic(cfg: HeuristicConfig, **_: object) -> HeuristicLabeller:
+    return HeuristicLabeller(cfg)
+
+
+@dataclass
+class JudgeLabellerConfig:
+    judge: dict[str, Any] = field(default_factory=lambda: {"name": "classifier"})
+
+    def validate(self) -> None:
+        JUDGES.validate(self.judge)
+
+
+class JudgeLabeller:
+    """Labels rows with a judge's verdict; texts are redacted first, as in the gate."""
+
+    def __init__(self, cfg: JudgeLabellerConfig, training: Sequence[Entry],
+                 cache_dir: Path | None) -> None:
+        self.judge = JUDGES.build(cfg.judge, entries=training, cache_dir=cache_dir)
+        self.source = f"judge:{self.judge.name}"
+
+    def label(self, entries: Sequence[Entry]) -> list[Entry]:
+        out = []
+        for e in entries:
+            verdict = self.judge.judge(e, redact(e.user_prompt), redact(e.assistant_response))
+            out.append(dataclasses.replace(e, label="noise" if verdict.skip else "substantive",
+                                           label_source=self.source))
+        return out
+
+
+@LABELLERS.register("judge", JudgeLabellerConfig)
+def build_judge_labeller(cfg: JudgeLabellerConfig, *, training: Sequence[Entry] = (),
+                         cache_dir: Path | None = None, **_: object) -> JudgeLabeller:
+    return JudgeLabeller(cfg, training, cache_dir)

@@ -1,0 +1,115 @@
+"""The HF trace-corpus loader on local exports written in the corpus schema, and offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from memeval.data.hf_traces import HfTracesConfig, load_hf_traces
+from memeval.data.labeled_jsonl import DatasetError
+
+
+def row(i: int, response: str, prompt: str = "fix the test", **extra: Any) -> dict[str, Any]:
+    messages = [{"role": "user", "content": [{"type": "text", "text": f"msg prompt {i}"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash",
+                                                   "input": {}},
+                                                  {"type": "text", "text": f"msg answer {i}"}]}]
+    return {"id": f"r{i}", "model": "claude-sonnet-4", "timestamp": "2025-07-01T10:00:00Z",
+            "request_id": f"req_{i}", "messages_json": json.dumps(messages), "tools_json": "[]",
+            "system_prompt": "", "user_prompt": prompt, "assistant_response": response,
+            "gitdiff": "", "claude_log": "", "has_empty_response": not response, **extra}
+
+
+ROWS = [
+    row(0, "I'll run the tests now."),
+    row(1, ""),
+    row(2, "   "),
+    row(3, "The flaky test comes from a shared tmp dir.",
+        prompt=json.dumps([{"type": "text", "text": "why is it flaky?"},
+                           {"type": "tool_result", "tool_use_id": "x", "content": "log"}])),
+    row(4, "x" * 40_000),
+]
+
+
+@pytest.fixture(params=["jsonl", "parquet"])
+def export(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    if request.param == "jsonl":
+        path = tmp_path / "traces.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    else:
+        path = tmp_path / "traces.parquet"
+        pd.DataFrame(ROWS).to_parquet(path)
+    return path
+
+
+def test_local_export_normalises_rows(export: Path) -> None:
+    data = load_hf_traces(HfTracesConfig(path=str(export), max_chars=32768))
+    assert [e.id for e in data.entries] == ["hf:r0", "hf:r3", "hf:r4"]
+    assert data.report.stats["empty_responses"] == 2
+    assert data.report.stats["json_array_prompts"] == 1
+    assert data.entries[1].user_prompt == "why is it flaky?"
+    assert data.report.stats["truncated"] == 1
+    assert len(data.entries[2].assistant_response) == 32768
+    assert data.entries[0].label is None and data.entries[0].meta["model"] == "claude-sonnet-4"
+
+
+def test_keep_empty_and_limit(export: Path) -> None:
+    data = load_hf_traces(HfTracesConfig(path=str(export), keep_empty=True, limit=2))
+    assert [e.id for e in data.entries] == ["hf:r0", "hf:r1"]
+
+
+def test_messages_json_gives_last_user_and_assistant_text(export: Path) -> None:
+    data = load_hf_traces(HfTracesConfig(path=str(export), use_messages=True))
+    assert data.entries[0].user_prompt == "msg prompt 0"
+    assert data.entries[0].assistant_response == "msg answer 0"
+
+
+def test_streaming_reads_the_same_rows(export: Path) -> None:
+    eager = load_hf_traces(HfTracesConfig(path=str(export)))
+    streamed = load_hf_traces(HfTracesConfig(path=str(export), streaming=True))
+    assert [e.id for e in streamed.entries] == [e.id for e in eager.entries]
+
+
+def test_a_folder_of_shards_is_one_dataset(tmp_path: Path) -> None:
+    for shard in range(2):
+        pd.DataFrame([row(shard * 10 + i, f"answer {i} with enough text")
+                      for i in range(3)]).to_parquet(tmp_path / f"part-{shard}.parquet")
+    assert len(load_hf_traces(HfTracesConfig(path=str(tmp_path))).entries) == 6
+
+
+def test_missing_local_path_names_it(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="no parquet or JSONL trace files"):
+        load_hf_traces(HfTracesConfig(path=str(tmp_path / "nowhere")))
+
+
+def test_offline_hub_fails_fast_with_the_way_out(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-cache"))
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    start = time.monotonic()
+    with pytest.raises(DatasetError) as caught:
+        load_hf_traces(HfTracesConfig())
+    assert time.monotonic() - start < 30  # seconds, not the ~23 s of retries per call
+    message = str(caught.value)
+    assert "nlile/misc-merged-claude-code-traces-v1" in message
+    assert "dataset.path=" in message and "dataset.corpus_path=" in message
+    assert "HF_DATASETS_OFFLINE=1" in message
+
+
+def test_a_conversation_ending_on_the_user_has_no_response(tmp_path: Path) -> None:
+    messages = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "old"},
+                {"role": "user", "content": "second"}]
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(row(9, "", messages_json=json.dumps(messages))) + "\n"
+                    + json.dumps(row(10, "kept")) + "\n")
+    data = load_hf_traces(HfTracesConfig(path=str(path), use_messages=True))
+    assert [e.id for e in data.entries] == ["hf:r10"]
+    assert data.report.stats["empty_responses"] == 1
