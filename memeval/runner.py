@@ -27,14 +27,18 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
     checked = validate(cfg)
     cache_dir = Path(str(cfg.cache_dir)).expanduser()
+    loading = time.perf_counter()
     dataset = DATASETS.build(cfg.dataset, labeller=cfg.labeller, cache_dir=cache_dir)
+    load_s = time.perf_counter() - loading
     for problem in dataset.report.problems:
         log.warning("skipped %s", problem)
     embedder = CachedEmbedder(EMBEDDERS.build(cfg.embedder), cache_dir / "embeddings.sqlite")
     judge = JUDGES.build(cfg.judge, cache_dir=cache_dir, entries=dataset.entries,
                          seed=int(cfg.seed))
     ctx = RunContext(cfg, run_dir, dataset, embedder, judge)
+    replaying = time.perf_counter()
     result = EXPERIMENTS.build(cfg.experiment).run(ctx)
+    experiment_s = time.perf_counter() - replaying
     metrics: dict[str, Any] = {
         "experiment": cfg.experiment.name,
         "seed": int(cfg.seed),
@@ -51,6 +55,8 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "passes": result.passes,
         **result.extra,
         "wall_seconds": round(time.time() - started, 3),
+        "timing": {"dataset_load_s": round(load_s, 3), "experiment_s": round(experiment_s, 3),
+                   "embedding_s": round(embedder.seconds, 3)},
     }
     write_run(run_dir, metrics, result.decisions, OmegaConf.to_yaml(cfg, resolve=True),
               provenance())

@@ -11,6 +11,10 @@ from memeval.data.entry import Entry
 from memeval.registry import Registry
 
 
+class DatasetError(ValueError):
+    """A dataset that cannot be used as configured."""
+
+
 @dataclass
 class LoadReport:
     """What a loader skipped and why, so nothing is lost silently."""

@@ -33,15 +33,15 @@ abort the load with `on_error: raise`. Everything else that is skipped is counte
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, Dataset, LoadReport
+from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
-from memeval.data.labeled_jsonl import ON_ERROR, DatasetError
+from memeval.data.jsonl import note_problem, read_objects
+from memeval.data.labeled_jsonl import ON_ERROR
 
 DEFAULT_PATH = "~/.claude/projects"
 PATH_HELP = ("point dataset.path= at a Claude Code project folder "
@@ -167,82 +167,69 @@ def load_claude_code(path: str | Path = DEFAULT_PATH, *, include_sidechains: boo
     entries: list[Entry] = []
     seen: set[tuple[str, int]] = set()
 
-    def problem(file: Path, number: int, reason: str) -> None:
-        message = f"{file}:{number}: {reason}"
-        if on_error == "raise":
-            raise DatasetError(message)
-        report.problems.append(message)
-
     for file in files:
         if limit is not None and len(entries) >= limit:
             break
         stats["files"] += 1
         prompts: dict[tuple[str, bool], str] = {}  # (sessionId, sidechain) -> last real prompt
-        with file.open("rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
+        for number, event in read_objects(file, report, on_error):
+            try:
+                kind = _require_str(event, "type")
+                if kind not in ("user", "assistant"):
+                    key = f"{kind}_events" if kind in ("summary", "system") else "other_events"
+                    stats[key] += 1
                     continue
-                report.rows_read += 1
-                try:
-                    event = json.loads(raw.decode("utf-8"))
-                    if not isinstance(event, dict):
-                        raise ValueError(f"expected a JSON object, got {type(event).__name__}")
-                    kind = _require_str(event, "type")
-                    if kind not in ("user", "assistant"):
-                        key = f"{kind}_events" if kind in ("summary", "system") else "other_events"
-                        stats[key] += 1
-                        continue
-                    session = _require_str(event, "sessionId")
-                    uuid = _require_str(event, "uuid")
-                    blocks = _content(event)
-                except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError is a ValueError
-                    problem(file, number, str(err))
+                session = _require_str(event, "sessionId")
+                uuid = _require_str(event, "uuid")
+                blocks = _content(event)
+            except ValueError as err:
+                note_problem(report, file, number, str(err), on_error)
+                continue
+            sidechain = bool(event.get("isSidechain"))
+            if sidechain and not include_sidechains:
+                stats["sidechain_events"] += 1
+                continue
+            stream = (session, sidechain)
+            if kind == "user":
+                text, why = _prompt_text(event, blocks)
+                stats[why] += 1
+                if text is not None:
+                    prompts[stream] = text
+                continue
+            stats["assistant_events"] += 1
+            message = event["message"]
+            model = message.get("model")
+            for index, block in enumerate(blocks):
+                if block.get("type") != "text":
+                    stats["non_text_blocks"] += 1
                     continue
-                sidechain = bool(event.get("isSidechain"))
-                if sidechain and not include_sidechains:
-                    stats["sidechain_events"] += 1
+                text = block["text"].strip()
+                if len(text) < min_chars:
+                    stats["empty_text"] += 1
                     continue
-                stream = (session, sidechain)
-                if kind == "user":
-                    text, why = _prompt_text(event, blocks)
-                    stats[why] += 1
-                    if text is not None:
-                        prompts[stream] = text
+                if (uuid, index) in seen:
+                    stats["duplicate_blocks"] += 1
                     continue
-                stats["assistant_events"] += 1
-                message = event["message"]
-                model = message.get("model")
-                for index, block in enumerate(blocks):
-                    if block.get("type") != "text":
-                        stats["non_text_blocks"] += 1
-                        continue
-                    text = block["text"].strip()
-                    if len(text) < min_chars:
-                        stats["empty_text"] += 1
-                        continue
-                    if (uuid, index) in seen:
-                        stats["duplicate_blocks"] += 1
-                        continue
-                    seen.add((uuid, index))
-                    if len(text) > max_chars:
-                        text = text[:max_chars]
-                        stats["truncated"] += 1
-                    prompt = prompts.get(stream, "")
-                    stats["no_prompt_yet"] += prompt == ""
-                    stats["synthetic_assistant"] += model == "<synthetic>"
-                    entries.append(Entry(
-                        id=f"{session}:{uuid}:{index}",
-                        user_prompt=prompt,
-                        assistant_response=text,
-                        meta={"session_id": session, "uuid": uuid, "block_index": index,
-                              "model": model, "timestamp": event.get("timestamp"),
-                              "cwd": event.get("cwd"), "is_sidechain": sidechain,
-                              "file": str(file), "line": number},
-                    ))
-                    if limit is not None and len(entries) >= limit:
-                        break
+                seen.add((uuid, index))
+                if len(text) > max_chars:
+                    text = text[:max_chars]
+                    stats["truncated"] += 1
+                prompt = prompts.get(stream, "")
+                stats["no_prompt_yet"] += prompt == ""
+                stats["synthetic_assistant"] += model == "<synthetic>"
+                entries.append(Entry(
+                    id=f"{session}:{uuid}:{index}",
+                    user_prompt=prompt,
+                    assistant_response=text,
+                    meta={"session_id": session, "uuid": uuid, "block_index": index,
+                          "model": model, "timestamp": event.get("timestamp"),
+                          "cwd": event.get("cwd"), "is_sidechain": sidechain,
+                          "file": str(file), "line": number},
+                ))
                 if limit is not None and len(entries) >= limit:
                     break
+            if limit is not None and len(entries) >= limit:
+                break
     report.stats.update(stats)
     if not entries:
         raise DatasetError(f"{root}: no assistant text in {len(files)} session log(s) "

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, Dataset, LoadReport
+from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
-from memeval.data.labeled_jsonl import DatasetError
 
 DEFAULT_REPO = "nlile/misc-merged-claude-code-traces-v1"
 DEFAULT_COLUMNS = {"id": "id", "user_prompt": "user_prompt",

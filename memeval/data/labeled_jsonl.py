@@ -6,19 +6,17 @@ any work starts (`on_error: raise`): a run never dies halfway over one malformed
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, Dataset, LoadReport
+from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry, normalise_label
+from memeval.data.jsonl import note_problem, read_objects
+
+__all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]
 
 ON_ERROR = ("skip", "raise")
-
-
-class DatasetError(ValueError):
-    """A dataset that cannot be used as configured."""
 
 
 @dataclass
@@ -34,9 +32,7 @@ class LabeledJsonlConfig:
             raise ValueError("limit must be positive")
 
 
-def _parse_row(row: Any, default_id: str) -> Entry:
-    if not isinstance(row, dict):
-        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+def _parse_row(row: dict[str, Any], default_id: str) -> Entry:
     for key in ("user_prompt", "assistant_response", "label"):
         if key not in row:
             raise ValueError(f"missing field '{key}'")
@@ -66,25 +62,18 @@ def load_labeled_jsonl(path: str | Path, on_error: str = "skip",
     report = LoadReport(source=str(file))
     entries: list[Entry] = []
     seen: set[str] = set()
-    with file.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            report.rows_read += 1
-            try:
-                entry = _parse_row(json.loads(raw.decode("utf-8")), f"{file.stem}:{number}")
-                if entry.id in seen:
-                    raise ValueError(f"duplicate id '{entry.id}'")
-            except (ValueError, UnicodeDecodeError) as err:
-                problem = f"{file}:{number}: {err}"
-                if on_error == "raise":
-                    raise DatasetError(problem) from None
-                report.problems.append(problem)
-                continue
-            seen.add(entry.id)
-            entries.append(entry)
-            if limit is not None and len(entries) >= limit:
-                break
+    for number, row in read_objects(file, report, on_error):
+        try:
+            entry = _parse_row(row, f"{file.stem}:{number}")
+            if entry.id in seen:
+                raise ValueError(f"duplicate id '{entry.id}'")
+        except ValueError as err:
+            note_problem(report, file, number, str(err), on_error)
+            continue
+        seen.add(entry.id)
+        entries.append(entry)
+        if limit is not None and len(entries) >= limit:
+            break
     if not entries:
         raise DatasetError(f"{file}: no usable entries ({report.skipped} bad lines)")
     return Dataset(name=file.stem, entries=entries, report=report)

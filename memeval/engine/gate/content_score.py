@@ -30,10 +30,11 @@ class ContentScoreConfig:
     rebuild_every: int = 25
     audit_rate: float = 0.0
     seed: int = 0
+    calibrate_every: int = 1
 
     def validate(self) -> None:
-        if self.learn_last < 1 or self.rebuild_every < 1:
-            raise ValueError("learn_last and rebuild_every must be at least 1")
+        if self.learn_last < 1 or self.rebuild_every < 1 or self.calibrate_every < 1:
+            raise ValueError("learn_last, rebuild_every and calibrate_every must be at least 1")
         if not 0.0 <= self.audit_rate <= 1.0:
             raise ValueError("audit_rate must be in [0, 1]")
 
@@ -62,8 +63,9 @@ class ContentScoreGate:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return self.embedder.embed(texts)
 
-    def rebuild(self) -> None:
-        """(Re)learn prototypes and threshold from the stores, as the daemon does at start-up."""
+    def rebuild(self, calibrate: bool = False) -> None:
+        """(Re)learn prototypes and threshold from the stores, as the daemon does at start-up;
+        the threshold is re-derived on every `calibrate_every`-th rebuild or when asked."""
         self.rebuilds += 1
         self._since_rebuild = 0
         try:
@@ -85,7 +87,8 @@ class ContentScoreGate:
             self.threshold, self.unavailable = None, "too little learned data"
             return
         settings = self.scorer.cfg.threshold
-        if settings.refresh or self.threshold is None:
+        due = settings.refresh and (calibrate or self.rebuilds % self.cfg.calibrate_every == 0)
+        if due or self.threshold is None:
             self.threshold = self.policy(settings, self.scorer, protos)
         self.unavailable = "" if self.threshold is not None else "threshold not calibrated yet"
 

@@ -32,6 +32,11 @@ class StoreConfig:
     capacity: int = 500
     text_chars: int = 500
     distinct: bool = True
+    flush_every: int = 25
+
+    def validate(self) -> None:
+        if self.capacity < 1 or self.text_chars < 1 or self.flush_every < 1:
+            raise ValueError("capacity, text_chars and flush_every must be at least 1")
 
 
 @dataclass
@@ -49,6 +54,8 @@ class GateConfig:
 
     def validate(self) -> None:
         self.write.validate()
+        self.rejection_store.validate()
+        self.accept_store.validate()
         for name in self.order:
             if name not in self.stages:
                 raise ConfigError(f"gate.order names '{name}' but gate.stages has no '{name}'")
@@ -116,7 +123,7 @@ class Gate:
 
     @staticmethod
     def _store(path: Path, cfg: StoreConfig) -> RingStore:
-        return RingStore(path, cfg.capacity, cfg.text_chars, cfg.distinct)
+        return RingStore(path, cfg.capacity, cfg.text_chars, cfg.distinct, cfg.flush_every)
 
     @property
     def content_gate(self) -> ContentScoreGate | None:
@@ -130,7 +137,7 @@ class Gate:
             self.memories = MemoryStore(self.embedder.dim)
             self.writer.store = self.memories
         if self.content_gate is not None:
-            self.content_gate.rebuild()
+            self.content_gate.rebuild(calibrate=True)
 
     def prepare(self, entries: Sequence[Entry]) -> list[Candidate]:
         """Redact once, embed every whole text in one batch (cached): the scorer reads vectors."""
@@ -209,3 +216,5 @@ class Gate:
                  phase: str = "eval") -> Iterator[Decision]:
         for item in items:
             yield self.process(item, pass_no, phase)
+        self.rejections.sync()  # a pass always ends with its stores on disk
+        self.accepts.sync()

@@ -34,8 +34,12 @@ def clean(text: str, max_chars: int) -> str:
     return _THINK.sub("", text).strip()[:max_chars]
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
 def alnum_ratio(text: str) -> float:
-    return sum(ch.isalnum() for ch in text) / len(text) if text else 0.0
+    """Share of letters and digits (Unicode-aware), in one regex pass instead of a char loop."""
+    return len(_NOT_ALNUM.sub("", text)) / len(text) if text else 0.0
 
 
 class WritePipeline:

@@ -35,13 +35,15 @@ class StoreRecord:
 
 class RingStore:
     def __init__(self, path: str | Path | None, capacity: int = 500, text_chars: int = 500,
-                 distinct: bool = True) -> None:
+                 distinct: bool = True, flush_every: int = 1) -> None:
         if capacity <= 0:
             raise ValueError("capacity must be positive")
         self.path = Path(path) if path is not None else None
         self.capacity = capacity
         self.text_chars = text_chars
         self.distinct = distinct
+        self.flush_every = flush_every
+        self._unflushed = 0
         self.records: deque[StoreRecord] = deque(maxlen=capacity)
         self._lines: deque[str] = deque(maxlen=capacity)
         self.load_problems: list[str] = []
@@ -49,6 +51,7 @@ class RingStore:
 
     def reload(self) -> None:
         """Read the persisted buffer (a daemon restart); bad lines are reported, not fatal."""
+        self.sync()
         self.records.clear()
         self._lines.clear()
         self.load_problems = []
@@ -79,14 +82,24 @@ class RingStore:
             asst_text=text, source_id=source_id,
         )
         self._append(record)
-        self.flush()
+        self._unflushed += 1
+        if self._unflushed >= self.flush_every:
+            self.flush()
 
     def _append(self, record: StoreRecord) -> None:
         """Serialise once, on the way in: flushing is then a join, not 500 re-encodings."""
         self.records.append(record)
         self._lines.append(json.dumps(asdict(record), ensure_ascii=False) + "\n")
 
+    def sync(self) -> None:
+        """Write pending additions, if any (pass ends, restarts)."""
+        if self._unflushed:
+            self.flush()
+
     def flush(self) -> None:
+        """Whole-file atomic rewrite. With `flush_every` > 1, a crash loses at most that many
+        recent additions (learning signal, never a run's results); each file stays whole."""
+        self._unflushed = 0
         if self.path is not None:
             write_text_atomic(self.path, "".join(self._lines))
 
