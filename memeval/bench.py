@@ -98,13 +98,16 @@ def main(args: list[str]) -> int:
     parser.add_argument("--scale", default=None, metavar="N,N,…",
                         help="instead: the mixed three-pass run at these corpus sizes")
     parser.add_argument("--scale-one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --scale: a config override for every size (repeatable)")
     options = parser.parse_args(args)
     if options.scale_one is not None:  # one size, in its own process: print JSON last
-        print(json.dumps(run_one(options.scale_one, EMBEDDER_GROUP[options.embedder])))
+        print(json.dumps(run_one(options.scale_one, EMBEDDER_GROUP[options.embedder],
+                                 options.override)))
         return 0
     if options.scale is not None:
         sizes = [int(size) for size in options.scale.split(",")]
-        scale(sizes, EMBEDDER_GROUP[options.embedder], options.out)
+        scale(sizes, EMBEDDER_GROUP[options.embedder], options.out, options.override)
         return 0
     result = bench(options.entries, options.embedder, options.out)
     width = max(len(k) for k in result)

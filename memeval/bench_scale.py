@@ -37,14 +37,15 @@ def replicate(rows: int, path: Path) -> None:
             handle.write(json.dumps(row) + "\n")
 
 
-def run_one(rows: int, embedder: str) -> dict[str, Any]:
+def run_one(rows: int, embedder: str, overrides: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memeval-scale-") as tmp:
         work = Path(tmp)
         corpus = work / "corpus.jsonl"
         replicate(rows, corpus)
         cfg = compose(["+experiment=three_pass_mixed", f"embedder={embedder}",
                        f"dataset.corpus_path={corpus}", f"dataset.corpus_rows={rows}",
-                       f"cache_dir={work / 'cache'}", "plots=false", "bootstrap=200"])
+                       f"cache_dir={work / 'cache'}", "plots=false", "bootstrap=200",
+                       *(overrides or [])])
         start = time.perf_counter()
         metrics = run_experiment(cfg, work / "run")
         total = time.perf_counter() - start
@@ -54,7 +55,8 @@ def run_one(rows: int, embedder: str) -> dict[str, Any]:
     judge_s = float(decisions[judge_column].sum()) / 1000 if judge_column in decisions else 0.0
     embed_s = metrics["timing"]["embedding_s"]
     own = metrics["timing"]["experiment_s"] - embed_s - judge_s  # stages, learning, redaction
-    return {"corpus_rows": rows, "entries": entries, "entry_passes": 3 * entries,
+    return {"corpus_rows": rows, "overrides": overrides or [], "entries": entries,
+            "entry_passes": 3 * entries,
             "seconds": round(total, 2), "rows_per_s": round(3 * entries / total, 1),
             "embedding_s": round(embed_s, 2), "judge_s": round(judge_s, 2),
             "gate_own_s": round(own, 2), "gate_own_share": round(own / total, 4),
@@ -63,11 +65,13 @@ def run_one(rows: int, embedder: str) -> dict[str, Any]:
             "prejudge_filter_rate": [p["prejudge_filter_rate"] for p in metrics["passes"]]}
 
 
-def scale(sizes: list[int], embedder: str, out: Path | None) -> list[dict[str, Any]]:
+def scale(sizes: list[int], embedder: str, out: Path | None,
+          overrides: list[str] | None = None) -> list[dict[str, Any]]:
     results = []
+    extra = [arg for o in overrides or [] for arg in ("--override", o)]
     for rows in sizes:
         done = subprocess.run([sys.executable, "-m", "memeval", "bench", "--scale-one",
-                               str(rows), "--embedder", embedder],
+                               str(rows), "--embedder", embedder, *extra],
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"scale run at {rows} rows failed:\n{done.stderr[-2000:]}")

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
+from memeval.data.jsonl import read_objects
 
 DEFAULT_REPO = "nlile/misc-merged-claude-code-traces-v1"
 DEFAULT_COLUMNS = {"id": "id", "user_prompt": "user_prompt",
@@ -80,14 +81,32 @@ def _local_files(path: Path) -> tuple[str, list[str]]:
     return str(builders.pop()), [str(p) for p in files]
 
 
-def _rows(cfg: HfTracesConfig) -> Iterable[Mapping[str, Any]]:
+def _jsonl_rows(files: list[str], report: LoadReport) -> Iterator[Mapping[str, Any]]:
+    """JSONL exports line by line: a broken line is reported as file:line and skipped, where
+    the datasets JSON builder would abort the whole load."""
+    for file in files:
+        for _, row in read_objects(Path(file), report, on_error="skip"):
+            yield row
+
+
+def _counted(rows: Iterable[Mapping[str, Any]],
+             report: LoadReport) -> Iterator[Mapping[str, Any]]:
+    for row in rows:
+        report.rows_read += 1
+        yield row
+
+
+def _rows(cfg: HfTracesConfig, report: LoadReport) -> Iterable[Mapping[str, Any]]:
+    """Rows of the configured source; `report.rows_read` counts them as they are read."""
     from datasets import load_dataset
 
     if cfg.path:
         builder, files = _local_files(Path(cfg.path).expanduser())
+        if all(f.endswith(".jsonl") for f in files):
+            return _jsonl_rows(files, report)
         try:
-            return load_dataset(builder, data_files=files, split="train",
-                                streaming=cfg.streaming)
+            return _counted(load_dataset(builder, data_files=files, split="train",
+                                         streaming=cfg.streaming), report)
         except Exception as err:  # any reader failure: name the file
             raise DatasetError(f"cannot read {cfg.path} as {builder}: {err}") from err
     if not _offline():
@@ -98,8 +117,8 @@ def _rows(cfg: HfTracesConfig) -> Iterable[Mapping[str, Any]]:
         except Exception as err:  # unreachable, unknown or private: the same advice
             raise _hub_help(cfg.repo, err) from err
     try:
-        return load_dataset(cfg.repo, revision=cfg.revision,
-                            split=cfg.split, streaming=cfg.streaming)
+        return _counted(load_dataset(cfg.repo, revision=cfg.revision, split=cfg.split,
+                                     streaming=cfg.streaming), report)
     except Exception as err:  # e.g. OfflineModeIsEnabled with no cached copy
         raise _hub_help(cfg.repo, err) from err
 
@@ -149,8 +168,7 @@ def load_hf_traces(cfg: HfTracesConfig) -> Dataset:
     stats: Counter[str] = Counter()
     entries: list[Entry] = []
     col = cfg.columns
-    for number, row in enumerate(_rows(cfg), start=1):
-        report.rows_read += 1
+    for number, row in enumerate(_rows(cfg, report), start=1):
         try:
             if cfg.use_messages:
                 prompt, response = from_messages(row.get(col["messages"]))

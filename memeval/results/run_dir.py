@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ def _jsonable(value: Any) -> Any:
 def decisions_frame(decisions: list[Decision]) -> pd.DataFrame:
     rows = []
     for d in decisions:
-        row = asdict(d)
+        row = dict(vars(d))  # flat fields: no deep copy (asdict copies every latency dict)
         latency = row.pop("latency_ms")
         row.update({f"latency_{stage}_ms": ms for stage, ms in latency.items()})
         rows.append(row)

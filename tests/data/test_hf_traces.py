@@ -113,3 +113,13 @@ def test_a_conversation_ending_on_the_user_has_no_response(tmp_path: Path) -> No
     data = load_hf_traces(HfTracesConfig(path=str(path), use_messages=True))
     assert [e.id for e in data.entries] == ["hf:r10"]
     assert data.report.stats["empty_responses"] == 1
+
+
+def test_a_broken_jsonl_line_is_reported_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(row(1, "first answer")) + "\n{broken\n"
+                    + json.dumps(row(2, "second answer")) + "\n")
+    data = load_hf_traces(HfTracesConfig(path=str(path)))
+    assert [e.id for e in data.entries] == ["hf:r1", "hf:r2"]
+    assert data.report.rows_read == 3
+    assert data.report.problems and data.report.problems[0].startswith(f"{path}:2:")

@@ -53,10 +53,11 @@ class WritePipeline:
 
     def write(self, item: Candidate, memory_text: str | None, pass_no: int) -> StageResult:
         text = clean(memory_text if memory_text is not None else item.text, self.cfg.max_chars)
-        if len(text) < self.cfg.min_chars or alnum_ratio(text) < self.cfg.min_alnum_ratio:
-            return StageResult("noise_check", passed=False, score=alnum_ratio(text),
+        ratio = alnum_ratio(text)
+        if len(text) < self.cfg.min_chars or ratio < self.cfg.min_alnum_ratio:
+            return StageResult("noise_check", passed=False, score=ratio,
                                threshold=self.cfg.min_alnum_ratio)
-        text = self.redact(text)
+        text = self.redact(text)  # again: defence in depth for whatever is stored
         note = ""
         try:
             vector = self.embedder.embed([text])[0]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import deque
-from dataclasses import asdict, dataclass
+from collections import Counter, deque
+from dataclasses import dataclass
 from pathlib import Path
 
 from memeval.engine.atomic import write_text_atomic
@@ -46,6 +46,7 @@ class RingStore:
         self._unflushed = 0
         self.records: deque[StoreRecord] = deque(maxlen=capacity)
         self._lines: deque[str] = deque(maxlen=capacity)
+        self._held: Counter[str] = Counter()
         self.load_problems: list[str] = []
         self.reload()
 
@@ -54,6 +55,7 @@ class RingStore:
         self.sync()
         self.records.clear()
         self._lines.clear()
+        self._held.clear()
         self.load_problems = []
         if self.path is None or not self.path.exists():
             return
@@ -71,11 +73,12 @@ class RingStore:
         """Append; with `distinct`, a text already held moves to most-recent instead of repeating
         (replayed passes would otherwise fill the buffer with copies of the same texts)."""
         text = assistant_text[: self.text_chars]
-        if self.distinct and any(r.asst_text == text for r in self.records):
+        if self.distinct and self._held[text]:
             kept = [(r, line) for r, line in zip(self.records, self._lines, strict=True)
                     if r.asst_text != text]
             self.records = deque((r for r, _ in kept), maxlen=self.capacity)
             self._lines = deque((line for _, line in kept), maxlen=self.capacity)
+            self._held[text] = 0
         record = StoreRecord(
             time=time.time(), stage=stage, user_len=len(user_prompt),
             asst_len=len(assistant_text), user_prefix=user_prompt[:100],
@@ -87,9 +90,13 @@ class RingStore:
             self.flush()
 
     def _append(self, record: StoreRecord) -> None:
-        """Serialise once, on the way in: flushing is then a join, not 500 re-encodings."""
+        """Serialise once, on the way in: flushing is then a join, not 500 re-encodings.
+        `_held` counts the texts in the buffer, so the distinct check is O(1)."""
+        if len(self.records) == self.capacity:
+            self._held[self.records[0].asst_text] -= 1  # about to be evicted
         self.records.append(record)
-        self._lines.append(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+        self._held[record.asst_text] += 1
+        self._lines.append(json.dumps(vars(record), ensure_ascii=False) + "\n")
 
     def sync(self) -> None:
         """Write pending additions, if any (pass ends, restarts)."""
