@@ -62,7 +62,8 @@ def run_one(rows: int, embedder: str, overrides: list[str] | None = None) -> dic
             "gate_own_s": round(own, 2), "gate_own_share": round(own / total, 4),
             "harness_s": round(total - metrics["timing"]["experiment_s"], 2),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "prejudge_filter_rate": [p["prejudge_filter_rate"] for p in metrics["passes"]]}
+            "prejudge_filter_rate": [p["prejudge_filter_rate"] for p in metrics["passes"]],
+            "substantive_recall": [p["substantive_recall"] for p in metrics["passes"]]}
 
 
 def scale(sizes: list[int], embedder: str, out: Path | None,
