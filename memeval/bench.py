@@ -16,7 +16,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from memeval.bench_scale import run_one, scale
+from memeval.bench_scale import replicate, run_one, scale
 from memeval.config import compose, validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.engine.embedders.base import EMBEDDERS
@@ -24,28 +24,15 @@ from memeval.engine.redact import redact
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 
-EMBEDDER_GROUP = {"minilm": "minilm", "hashing": "hashing"}
-
-
-def scaled_dataset(entries: int, path: Path) -> None:
-    """N entries cycling through the bundled set; copies past the first get a distinct tag."""
-    base = load_labeled_jsonl(compose().dataset.path).entries
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(entries):
-            entry = base[i % len(base)]
-            copy = i // len(base)
-            tag = f"\n\n(session {copy})" if copy else ""
-            handle.write(json.dumps({"id": f"bench-{i}", "user_prompt": entry.user_prompt,
-                                     "assistant_response": entry.assistant_response + tag,
-                                     "label": entry.label}) + "\n")
+EMBEDDERS_BENCHED = ("hashing", "minilm")
 
 
 def bench(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memeval-bench-") as tmp:
         work = Path(tmp)
         data = work / "bench.jsonl"
-        scaled_dataset(entries, data)
-        overrides = ["+experiment=three_pass", f"embedder={EMBEDDER_GROUP[embedder]}",
+        replicate(Path(compose().dataset.path), entries, data, separator="\n\n")
+        overrides = ["+experiment=three_pass", f"embedder={embedder}",
                      "dataset=labeled_jsonl", f"dataset.path={data}",
                      f"cache_dir={work / 'cache'}", "plots=false", "progress=false"]
         cfg = compose(overrides)
@@ -93,7 +80,7 @@ def bench(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:
 def main(args: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m memeval bench", description=__doc__)
     parser.add_argument("--entries", type=int, default=1000)
-    parser.add_argument("--embedder", choices=sorted(EMBEDDER_GROUP), default="minilm")
+    parser.add_argument("--embedder", choices=EMBEDDERS_BENCHED, default="minilm")
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
     parser.add_argument("--scale", default=None, metavar="N,N,…",
                         help="instead: the mixed three-pass run at these corpus sizes")
@@ -102,12 +89,12 @@ def main(args: list[str]) -> int:
                         help="with --scale: a config override for every size (repeatable)")
     options = parser.parse_args(args)
     if options.scale_one is not None:  # one size, in its own process: print JSON last
-        print(json.dumps(run_one(options.scale_one, EMBEDDER_GROUP[options.embedder],
+        print(json.dumps(run_one(options.scale_one, options.embedder,
                                  options.override)))
         return 0
     if options.scale is not None:
         sizes = [int(size) for size in options.scale.split(",")]
-        scale(sizes, EMBEDDER_GROUP[options.embedder], options.out, options.override)
+        scale(sizes, options.embedder, options.out, options.override)
         return 0
     result = bench(options.entries, options.embedder, options.out)
     width = max(len(k) for k in result)

@@ -24,16 +24,17 @@ from memeval.runner import run_experiment
 SAMPLE = "traces/trace_sample_v1.jsonl"
 
 
-def replicate(rows: int, path: Path) -> None:
-    """`rows` corpus rows cycling through the bundled sample; copies get distinct text."""
-    base = [json.loads(line) for line in Path(data_path(SAMPLE)).read_text().splitlines()]
+def replicate(source: Path, rows: int, path: Path, separator: str = " ") -> None:
+    """`rows` rows cycling through a JSONL file; every copy after the first gets a tag on its
+    (non-empty) response, so each copy embeds anew instead of hitting the cache."""
+    base = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
     with path.open("w", encoding="utf-8") as handle:
         for i in range(rows):
             row = dict(base[i % len(base)])
             copy = i // len(base)
             row["id"] = f"{row['id']}-{copy}"
             if copy and row["assistant_response"]:
-                row["assistant_response"] += f" (session {copy})"
+                row["assistant_response"] += f"{separator}(session {copy})"
             handle.write(json.dumps(row) + "\n")
 
 
@@ -41,7 +42,7 @@ def run_one(rows: int, embedder: str, overrides: list[str] | None = None) -> dic
     with tempfile.TemporaryDirectory(prefix="memeval-scale-") as tmp:
         work = Path(tmp)
         corpus = work / "corpus.jsonl"
-        replicate(rows, corpus)
+        replicate(Path(data_path(SAMPLE)), rows, corpus)
         cfg = compose(["+experiment=three_pass_mixed", f"embedder={embedder}",
                        f"dataset.corpus_path={corpus}", f"dataset.corpus_rows={rows}",
                        f"cache_dir={work / 'cache'}", "plots=false", "bootstrap=200",
