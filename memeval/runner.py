@@ -48,7 +48,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
                     "stats": dataset.report.stats,
                     "problems": dataset.report.problems[:100]},
         "embedder": {"identity": embedder.identity, "cache_hits": embedder.hits,
-                     "cache_misses": embedder.misses, "seconds": round(embedder.seconds, 3)},
+                     "cache_misses": embedder.misses},
         "judge": judge.name,
         "scorer": {"name": cfg.scorer.name, "threshold_policy": checked.scorer.threshold.policy,
                    "threshold_rule": explain(checked.scorer.threshold)},
