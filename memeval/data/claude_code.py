@@ -239,7 +239,7 @@ def load_claude_code(path: str | Path = DEFAULT_PATH, *, include_sidechains: boo
 
 
 @DATASETS.register("claude_code", ClaudeCodeConfig)
-def build_claude_code(cfg: ClaudeCodeConfig) -> Dataset:
+def build_claude_code(cfg: ClaudeCodeConfig, **_: object) -> Dataset:
     return load_claude_code(cfg.path, include_sidechains=cfg.include_sidechains,
                             on_error=cfg.on_error, limit=cfg.limit, max_chars=cfg.max_chars,
                             min_chars=cfg.min_chars)

@@ -300,3 +300,17 @@ def test_yaml_lists_every_config_field() -> None:
     assert node.pop("name") == "claude_code"
     assert set(node) == {f.name for f in dataclasses.fields(ClaudeCodeConfig)}
     assert DATASETS.validate({"name": "claude_code", **node}) == ClaudeCodeConfig()
+
+
+def test_factory_accepts_the_runner_dependencies(tmp_path: Path) -> None:
+    """The runner builds every dataset with labeller= and cache_dir=; a factory must take them."""
+    session = tmp_path / "s.jsonl"
+    session.write_text(
+        json.dumps({"type": "user", "uuid": "u1", "sessionId": "s", "timestamp": "t",
+                    "message": {"role": "user", "content": "why does it fail?"}}) + "\n"
+        + json.dumps({"type": "assistant", "uuid": "a1", "sessionId": "s", "timestamp": "t",
+                      "message": {"role": "assistant", "model": "m",
+                                  "content": [{"type": "text", "text": "Because X."}]}}) + "\n")
+    data = DATASETS.build({"name": "claude_code", "path": str(session)},
+                          labeller={"name": "heuristic"}, cache_dir=tmp_path)
+    assert [e.assistant_response for e in data.entries] == ["Because X."]
