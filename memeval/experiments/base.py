@@ -80,7 +80,8 @@ class RunContext:
                 "rejection_store_by_label": dict(Counter(
                     str(labels.get(r.source_id)) for r in gate.rejections.records)),
                 "accept_store_size": len(gate.accepts),
-                "scorer_rebuilds": content.rebuilds if content else 0}
+                "scorer_rebuilds": content.rebuilds if content else 0,
+                "threshold_calibrations": dict(content.calibrations) if content else {}}
 
 
 class Experiment(Protocol):

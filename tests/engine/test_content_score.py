@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,61 @@ def test_recovers_after_embedding_comes_back() -> None:
 def test_invalid_config(params: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         STAGES.validate({"name": "content_score", **params})
+
+
+class ShiftingScorer(FakeScorer):
+    """Each fit moves every score by +100, so a score tells which fit produced it."""
+
+    def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
+        return np.asarray(vectors[:, 0] + 100.0 * self.fits, dtype=np.float32)
+
+    def calibration_scores(self) -> np.ndarray:
+        return np.array([-999.0, -999.0], dtype=np.float32)  # marks a held-out calibration
+
+
+def prequential_gate(**cfg: object) -> tuple[ContentScoreGate, RingStore, RingStore]:
+    scorer = ShiftingScorer()
+    settings = scorer.cfg.threshold
+    settings.policy, settings.estimator, settings.target_recall = "judge_quantile", "empirical", 1.0
+    settings.min_accepted, settings.scores = 2, "prequential"
+    gate, rejections, accepts = make(scorer, **cfg)
+    rejections.add("judge", "q", "noise")
+    return gate, rejections, accepts
+
+
+def test_prequential_scores_come_from_the_fit_before_learning() -> None:
+    gate, _, accepts = prequential_gate()
+    accepts.add("judge", "q", "A")
+    accepts.add("judge", "q", "B")
+    gate.rebuild()  # first fit: nothing was scored before it, so held-out refits set the cut
+    assert gate.threshold == -999.0 and gate.calibrations == {"held_out": 1}
+    accepts.add("judge", "q", "C")
+    accepts.add("judge", "q", "D")
+    gate.rebuild()  # C and D are scored by fit 1, which never saw them; A and B get no score
+    first = HashingEmbedder(DIM).embed(["C", "D"])[:, 0]
+    assert gate.threshold == pytest.approx(float(first.min()) + 100.0)
+    assert gate.calibrations == {"held_out": 1, "prequential": 1}
+
+
+def test_prequential_scores_leave_with_their_texts() -> None:
+    gate, _, accepts = prequential_gate(learn_last=2)
+    for text in "AB":
+        accepts.add("judge", "q", text)
+    gate.rebuild()
+    for text in "CD":
+        accepts.add("judge", "q", text)
+    gate.rebuild()  # window C, D: two fresh scores
+    accepts.add("judge", "q", "E")
+    gate.rebuild()  # window D, E: C's score is dropped, E's is fresh (from fit 2)
+    second = HashingEmbedder(DIM).embed(["D", "E"])[:, 0] + [100.0, 200.0]
+    assert gate.threshold == pytest.approx(float(second.min()))
+
+
+def test_restart_forgets_prequential_scores() -> None:
+    gate, _, accepts = prequential_gate()
+    for text in "ABCD":
+        accepts.add("judge", "q", text)
+        gate.rebuild()
+    assert gate.calibrations["prequential"] >= 1
+    gate.restart()  # a new process: the past scores are gone, refits calibrate again
+    assert gate.threshold == -999.0 and gate.calibrations["held_out"] == 2

@@ -3,58 +3,42 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from memeval.engine.scorers.base import Prototypes, ScorerConfig, ThresholdConfig
+from memeval.engine.scorers.base import ThresholdConfig
 from memeval.engine.scorers.threshold import fixed, judge_quantile, resolve_policy
 from memeval.registry import ConfigError, to_dataclass
 
 
-class KnownScores:
-    name = "known"
-    static_quality_texts: ClassVar[list[str]] = []
-    static_noise_texts: ClassVar[list[str]] = []
-
-    def __init__(self, scores: list[float] | np.ndarray) -> None:
-        self.cfg = ScorerConfig()
-        self.scores = np.asarray(scores, dtype=np.float64)
-
-    def fit(self, protos: Prototypes) -> bool:
-        return True
-
-    def score(self, vectors: np.ndarray, texts: object = ()) -> np.ndarray:
-        return np.zeros(len(vectors))
-
-    def calibration_scores(self) -> np.ndarray:
-        return self.scores
+def known(scores: list[float] | np.ndarray) -> Callable[[], np.ndarray]:
+    return lambda: np.asarray(scores, dtype=np.float64)
 
 
-def accepted(n: int) -> Prototypes:
-    empty = np.zeros((0, 2), dtype=np.float32)
-    return Prototypes(empty, empty, empty, np.zeros((n, 2), dtype=np.float32))
+def must_not_score() -> np.ndarray:
+    raise AssertionError("scores computed although the policy cannot use them")
 
 
 def test_fixed_returns_the_value() -> None:
     cfg = ThresholdConfig(policy="fixed", value=0.35)
-    assert fixed(cfg, KnownScores([]), accepted(0)) == 0.35
+    assert fixed(cfg, known([]), 0) == 0.35
 
 
 def test_empirical_quantile() -> None:
     scores = np.arange(101) / 100  # 0.00 … 1.00
     cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.98, estimator="empirical",
                           min_accepted=20)
-    assert judge_quantile(cfg, KnownScores(scores), accepted(101)) == pytest.approx(0.02)
+    assert judge_quantile(cfg, known(scores), 101) == pytest.approx(0.02)
     cfg.margin = 0.005
-    assert judge_quantile(cfg, KnownScores(scores), accepted(101)) == pytest.approx(0.015)
+    assert judge_quantile(cfg, known(scores), 101) == pytest.approx(0.015)
 
 
 def test_empirical_quantile_passes_target_share() -> None:
     scores = np.random.default_rng(0).normal(size=500)
     cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.9, min_accepted=20)
-    cut = judge_quantile(cfg, KnownScores(scores), accepted(500))
+    cut = judge_quantile(cfg, known(scores), 500)
     assert cut is not None
     assert (scores >= cut).mean() == pytest.approx(0.9, abs=0.005)
 
@@ -64,7 +48,7 @@ def test_normal_estimator() -> None:
     cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.975, estimator="normal",
                           min_accepted=5)
     expected = 2.0 - 1.959963985 * math.sqrt(2.5)
-    assert judge_quantile(cfg, KnownScores(scores), accepted(5)) == pytest.approx(expected,
+    assert judge_quantile(cfg, known(scores), 5) == pytest.approx(expected,
                                                                                   abs=1e-6)
 
 
@@ -73,13 +57,14 @@ def test_normal_estimator_at_full_recall_uses_four_sd() -> None:
     cfg = ThresholdConfig(policy="judge_quantile", target_recall=1.0, estimator="normal",
                           margin=0.5, min_accepted=5)
     expected = 2.0 - 4.0 * math.sqrt(2.5) - 0.5
-    assert judge_quantile(cfg, KnownScores(scores), accepted(5)) == pytest.approx(expected)
+    assert judge_quantile(cfg, known(scores), 5) == pytest.approx(expected)
 
 
 def test_none_below_min_accepted() -> None:
     cfg = ThresholdConfig(policy="judge_quantile", min_accepted=20)
-    assert judge_quantile(cfg, KnownScores(np.ones(19)), accepted(19)) is None
-    assert judge_quantile(cfg, KnownScores(np.ones(20)), accepted(20)) == pytest.approx(1.0)
+    assert judge_quantile(cfg, must_not_score, 19) is None
+    assert judge_quantile(cfg, known(np.ones(19)), 19) is None
+    assert judge_quantile(cfg, known(np.ones(20)), 20) == pytest.approx(1.0)
 
 
 def test_unknown_policy_names_the_fix() -> None:
@@ -94,6 +79,7 @@ def test_unknown_policy_names_the_fix() -> None:
     ({"target_recall": 0.0}, "target_recall"),
     ({"target_recall": 1.5}, "target_recall"),
     ({"min_accepted": 0}, "min_accepted"),
+    ({"scores": "kfold"}, "held_out, prequential"),
 ])
 def test_invalid_threshold_config(params: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

@@ -11,6 +11,7 @@ decides) — never a false rejection.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,16 @@ class ContentScoreGate:
         self._audit_draws = np.random.default_rng(cfg.seed)
         self._since_rebuild = 0
         self._static: tuple[np.ndarray, np.ndarray] | None = None
+        self._fitted = False
+        # acceptance text -> its score before it was learned (None: no model existed then)
+        self._prequential: dict[str, float | None] = {}
+        self.calibrations: Counter[str] = Counter()  # which score source set each cut
+
+    def restart(self) -> None:
+        """Forget what only lived in memory (a restarted daemon keeps its stores, not its model's
+        past scores), then rebuild and calibrate from the stores."""
+        self._fitted, self._prequential = False, {}
+        self.rebuild(calibrate=True)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -83,14 +94,40 @@ class ContentScoreGate:
             log.warning("content scorer unavailable, gate skipped: %s", err)
             self.threshold, self.unavailable = None, f"embedding failed: {err}"
             return
-        if not self.scorer.fit(protos):
+        settings = self.scorer.cfg.threshold
+        if settings.scores == "prequential":
+            self._score_fresh_acceptances(protos)
+        self._fitted = self.scorer.fit(protos)
+        if not self._fitted:
             self.threshold, self.unavailable = None, "too little learned data"
             return
-        settings = self.scorer.cfg.threshold
         due = settings.refresh and (calibrate or self.rebuilds % self.cfg.calibrate_every == 0)
         if due or self.threshold is None:
-            self.threshold = self.policy(settings, self.scorer, protos)
+            self.threshold = self.policy(settings, self._calibration_scores,
+                                         len(protos.learned_quality))
         self.unavailable = "" if self.threshold is not None else "threshold not calibrated yet"
+
+    def _score_fresh_acceptances(self, protos: Prototypes) -> None:
+        """Score acceptances added since the last fit with the model that has not learned them
+        yet (None when no model existed); keep only acceptances still in the learning window."""
+        texts = protos.learned_quality_texts
+        fresh = [i for i, text in enumerate(texts) if text not in self._prequential]
+        scores: list[float | None] = [None] * len(fresh)
+        if self._fitted and fresh:
+            vectors, fresh_texts = protos.learned_quality[fresh], [texts[i] for i in fresh]
+            scores = list(self.scorer.score(vectors, fresh_texts).tolist())
+        self._prequential.update(zip((texts[i] for i in fresh), scores, strict=True))
+        window = set(texts)
+        self._prequential = {t: s for t, s in self._prequential.items() if t in window}
+
+    def _calibration_scores(self) -> np.ndarray:
+        settings = self.scorer.cfg.threshold
+        known = [s for s in self._prequential.values() if s is not None]
+        if settings.scores == "prequential" and len(known) >= settings.min_accepted:
+            self.calibrations["prequential"] += 1
+            return np.array(known, dtype=np.float32)
+        self.calibrations["held_out"] += 1
+        return self.scorer.calibration_scores()
 
     def note_addition(self) -> None:
         self._since_rebuild += 1

@@ -137,7 +137,7 @@ class Gate:
             self.memories = MemoryStore(self.embedder.dim)
             self.writer.store = self.memories
         if self.content_gate is not None:
-            self.content_gate.rebuild(calibrate=True)
+            self.content_gate.restart()
 
     def prepare(self, entries: Sequence[Entry]) -> list[Candidate]:
         """Redact once, embed every whole text in one batch (cached): the scorer reads vectors."""

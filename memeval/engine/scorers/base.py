@@ -13,7 +13,8 @@ from memeval.registry import Registry
 
 @dataclass
 class ThresholdConfig:
-    """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances."""
+    """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances, scored
+    `held_out` (by the scorer's refits) or `prequential` (before each was learned)."""
 
     policy: str = "fixed"
     value: float = 0.35
@@ -23,11 +24,15 @@ class ThresholdConfig:
     min_accepted: int = 20
     # False: keep the first calibrated cut for good ("tuned once", as memoryd's 0.35 was).
     refresh: bool = True
+    scores: str = "held_out"
 
     def validate(self) -> None:
-        from memeval.engine.scorers.threshold import resolve_policy
+        from memeval.engine.scorers.threshold import SCORE_SOURCES, resolve_policy
 
         resolve_policy(self.policy)
+        if self.scores not in SCORE_SOURCES:
+            raise ValueError(f"threshold.scores must be one of {', '.join(SCORE_SOURCES)}, "
+                             f"got '{self.scores}'")
         if self.estimator not in ("empirical", "normal"):
             raise ValueError(f"threshold.estimator must be 'empirical' or 'normal', "
                              f"got '{self.estimator}'")

@@ -2,10 +2,16 @@
 
 memoryd's 0.35 was tuned for voyage-4-nano; cosine scales differ between embedders, so a fixed
 number does not transfer. `judge_quantile` re-derives the cut at every rebuild from the judge's own
-acceptances: it takes the (1 − target_recall) quantile of their held-out scores, so that about
+acceptances: it takes the (1 − target_recall) quantile of their out-of-sample scores, so that about
 `target_recall` of what the judge keeps would still pass the gate — with any embedder, on any data.
 `estimator: normal` reads that quantile off a normal fit (mean − z·sd), steadier than the empirical
 quantile when only a few dozen acceptances exist and the target sits in the extreme tail.
+
+Out-of-sample scores come from one of two sources (`scores:`). `held_out` asks the scorer
+(K-fold or leave-one-out refits over the current window). `prequential` uses the score each
+acceptance got from the model fitted *before* it was learned — what the gate would have said to
+it — which costs one dot product instead of K refits; until `min_accepted` of those exist (after
+start-up or a restart) it falls back to `held_out`.
 """
 
 from __future__ import annotations
@@ -15,21 +21,25 @@ from statistics import NormalDist
 
 import numpy as np
 
-from memeval.engine.scorers.base import ContentScorer, Prototypes, ThresholdConfig
+from memeval.engine.scorers.base import ThresholdConfig
 from memeval.registry import ConfigError, did_you_mean
 
-Policy = Callable[[ThresholdConfig, ContentScorer, Prototypes], float | None]
+Policy = Callable[[ThresholdConfig, Callable[[], np.ndarray], int], float | None]
+"""(settings, out-of-sample scores of the acceptances — computed only if needed, how many
+acceptances the scorer learned from) -> the cut, or None while it cannot be set."""
+
+SCORE_SOURCES = ("held_out", "prequential")
 
 
-def fixed(cfg: ThresholdConfig, scorer: ContentScorer, protos: Prototypes) -> float | None:
+def fixed(cfg: ThresholdConfig, scores: Callable[[], np.ndarray], accepted: int) -> float | None:
     return cfg.value
 
 
-def judge_quantile(cfg: ThresholdConfig, scorer: ContentScorer,
-                   protos: Prototypes) -> float | None:
-    if len(protos.learned_quality) < cfg.min_accepted:
+def judge_quantile(cfg: ThresholdConfig, scores_of: Callable[[], np.ndarray],
+                   accepted: int) -> float | None:
+    if accepted < cfg.min_accepted:
         return None
-    scores = scorer.calibration_scores()
+    scores = scores_of()
     if cfg.estimator == "normal":
         z = NormalDist().inv_cdf(cfg.target_recall) if cfg.target_recall < 1 else 4.0
         cut = float(scores.mean() - z * scores.std(ddof=1))
@@ -47,8 +57,10 @@ def explain(cfg: ThresholdConfig) -> str:
         return f"fixed cut {cfg.value:g}, set by hand (memoryd: 0.35, tuned for voyage-4-nano)"
     how = "a normal fit (mean − z·sd)" if cfg.estimator == "normal" else "the empirical quantile"
     refresh = "re-derived at every scorer rebuild" if cfg.refresh else "derived once, then frozen"
-    return (f"cut = {1 - cfg.target_recall:.3g} quantile of the judge's acceptances' held-out "
-            f"scores via {how}, minus {cfg.margin:g}, so ≈{cfg.target_recall:.1%} of what the "
+    source = ("prequential scores (each scored before it was learned; held-out refits until "
+              f"{cfg.min_accepted} exist)" if cfg.scores == "prequential" else "held-out scores")
+    return (f"cut = {1 - cfg.target_recall:.3g} quantile of the judge's acceptances' {source} "
+            f"via {how}, minus {cfg.margin:g}, so ≈{cfg.target_recall:.1%} of what the "
             f"judge keeps passes, for any embedder; {refresh}; inactive below "
             f"{cfg.min_accepted} acceptances")
 
