@@ -113,6 +113,7 @@ def test_damaged_file_loads_valid_lines_and_reports_bad_ones(tmp_path: Path) -> 
     good = {"time": 1.0, "stage": "judge", "user_len": 2, "asst_len": 4, "user_prefix": "ok",
             "asst_text": "good", "source_id": "g1"}
     legacy = {k: v for k, v in good.items() if k != "source_id"}  # source_id has a default
+    legacy["asst_text"] = "legacy"
     lines = [
         json.dumps(good).encode(),                                # 1 ok
         b'{"time": 1.0, "stage": "judge", ',                      # 2 truncated JSON
@@ -137,3 +138,12 @@ def test_damaged_file_loads_valid_lines_and_reports_bad_ones(tmp_path: Path) -> 
 def test_zero_capacity_is_refused() -> None:
     with pytest.raises(ValueError, match="capacity"):
         RingStore(None, capacity=0)
+
+
+def test_a_distinct_store_loads_a_repeated_text_once_at_its_latest_place(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    writer = RingStore(path, capacity=5, distinct=False)
+    for t in ["a", "b", "a"]:
+        writer.add("judge", "q", t)
+    assert texts(RingStore(path, capacity=5, distinct=True)) == ["b", "a"]
+    assert texts(RingStore(path, capacity=5, distinct=False)) == ["a", "b", "a"]

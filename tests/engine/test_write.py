@@ -93,21 +93,41 @@ def test_low_alnum_ratio_is_noise() -> None:
     assert result.score == pytest.approx(alnum_ratio(art))
 
 
-def test_redaction_applies_to_the_stored_text() -> None:
+SECRET_TEXT = ("Connect with postgres://app:hunter2secret@db.internal:5432/orders "
+               "for the report.")
+
+
+def spied_pipeline() -> tuple[WritePipeline, list[str]]:
     seen: list[str] = []
 
     def spy(text: str) -> str:
         seen.append(text)
         return redact(text)
 
-    secret_text = ("Connect with postgres://app:hunter2secret@db.internal:5432/orders "
-                   "for the report.")
-    writer = pipeline(redactor=spy)
-    writer.write(candidate(secret_text), None, 1)
-    assert seen == [secret_text]
+    return pipeline(redactor=spy), seen
+
+
+def test_the_judges_memory_text_is_redacted_before_it_is_stored() -> None:
+    writer, seen = spied_pipeline()
+    writer.write(candidate(redact("A long enough candidate text about the orders report.")),
+                 SECRET_TEXT, 1)
+    assert seen == [SECRET_TEXT]
     stored = writer.store.memories[0].text
     assert "hunter2secret" not in stored
     assert "[REDACTED:uri_credentials]" in stored
+
+
+def test_a_cleaned_copy_is_redacted_again() -> None:
+    writer, seen = spied_pipeline()
+    writer.write(candidate("<think>x</think> " + redact(SECRET_TEXT)), None, 1)
+    assert seen == [redact(SECRET_TEXT)]
+
+
+def test_the_candidates_own_redacted_text_is_stored_without_a_second_pass() -> None:
+    writer, seen = spied_pipeline()
+    writer.write(candidate(redact(SECRET_TEXT)), None, 1)
+    assert seen == []  # candidates carry redacted text; redaction is idempotent
+    assert writer.store.memories[0].text == redact(SECRET_TEXT)
 
 
 def test_identical_text_is_a_duplicate() -> None:

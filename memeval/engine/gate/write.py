@@ -57,7 +57,10 @@ class WritePipeline:
         if len(text) < self.cfg.min_chars or ratio < self.cfg.min_alnum_ratio:
             return StageResult("noise_check", passed=False, score=ratio,
                                threshold=self.cfg.min_alnum_ratio)
-        text = self.redact(text)  # again: defence in depth for whatever is stored
+        # The candidate's own text is already redacted (and redaction is idempotent); the judge's
+        # rewrite or a cleaned copy is redacted before it is stored.
+        if text != item.text:
+            text = self.redact(text)
         note = ""
         try:
             vector = self.embedder.embed([text])[0]

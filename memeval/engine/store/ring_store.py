@@ -7,10 +7,11 @@ A damaged file loads every valid line and reports the rest instead of failing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
-from collections import Counter, deque
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,18 +45,17 @@ class RingStore:
         self.distinct = distinct
         self.flush_every = flush_every
         self._unflushed = 0
-        self.records: deque[StoreRecord] = deque(maxlen=capacity)
-        self._lines: deque[str] = deque(maxlen=capacity)
-        self._held: Counter[str] = Counter()
+        # Oldest first; keyed by text when distinct (a repeat moves to the end in O(1)), else by
+        # arrival. Each record is serialised once, on the way in: a flush is then a join.
+        self._slots: OrderedDict[str | int, tuple[StoreRecord, str]] = OrderedDict()
+        self._arrivals = itertools.count()
         self.load_problems: list[str] = []
         self.reload()
 
     def reload(self) -> None:
         """Read the persisted buffer (a daemon restart); bad lines are reported, not fatal."""
         self.sync()
-        self.records.clear()
-        self._lines.clear()
-        self._held.clear()
+        self._slots.clear()
         self.load_problems = []
         if self.path is None or not self.path.exists():
             return
@@ -73,12 +73,6 @@ class RingStore:
         """Append; with `distinct`, a text already held moves to most-recent instead of repeating
         (replayed passes would otherwise fill the buffer with copies of the same texts)."""
         text = assistant_text[: self.text_chars]
-        if self.distinct and self._held[text]:
-            kept = [(r, line) for r, line in zip(self.records, self._lines, strict=True)
-                    if r.asst_text != text]
-            self.records = deque((r for r, _ in kept), maxlen=self.capacity)
-            self._lines = deque((line for _, line in kept), maxlen=self.capacity)
-            self._held[text] = 0
         record = StoreRecord(
             time=time.time(), stage=stage, user_len=len(user_prompt),
             asst_len=len(assistant_text), user_prefix=user_prompt[:100],
@@ -90,13 +84,16 @@ class RingStore:
             self.flush()
 
     def _append(self, record: StoreRecord) -> None:
-        """Serialise once, on the way in: flushing is then a join, not 500 re-encodings.
-        `_held` counts the texts in the buffer, so the distinct check is O(1)."""
-        if len(self.records) == self.capacity:
-            self._held[self.records[0].asst_text] -= 1  # about to be evicted
-        self.records.append(record)
-        self._held[record.asst_text] += 1
-        self._lines.append(json.dumps(vars(record), ensure_ascii=False) + "\n")
+        key = record.asst_text if self.distinct else next(self._arrivals)
+        self._slots.pop(key, None)
+        if len(self._slots) == self.capacity:
+            self._slots.popitem(last=False)
+        self._slots[key] = (record, json.dumps(vars(record), ensure_ascii=False) + "\n")
+
+    @property
+    def records(self) -> list[StoreRecord]:
+        """Held records, oldest first."""
+        return [record for record, _ in self._slots.values()]
 
     def sync(self) -> None:
         """Write pending additions, if any (pass ends, restarts)."""
@@ -108,12 +105,12 @@ class RingStore:
         recent additions (learning signal, never a run's results); each file stays whole."""
         self._unflushed = 0
         if self.path is not None:
-            write_text_atomic(self.path, "".join(self._lines))
+            write_text_atomic(self.path, "".join(line for _, line in self._slots.values()))
 
     def recent_texts(self, n: int) -> list[str]:
         """The most recent n texts, oldest first."""
-        items = list(self.records)[-n:] if n > 0 else []
-        return [r.asst_text for r in items]
+        newest = itertools.islice(reversed(self._slots.values()), max(n, 0))
+        return [record.asst_text for record, _ in newest][::-1]
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self._slots)
