@@ -72,9 +72,16 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
         "by_label_source": {
             str(source): {"n": len(rows), "prejudge_filter_rate": _rate(
                 sum(d.outcome in PREJUDGE_STAGES for d in rows), len(rows)),
-                "stage_counts": dict(Counter(d.outcome for d in rows))}
+                "stage_counts": dict(Counter(d.outcome for d in rows)),
+                # ground truth for human rows only; for others, agreement with their labeller
+                "substantive_retained_rate": _substantive_retained(rows)}
             for source, rows in _group(decisions, lambda d: d.label_source).items()},
     }
+
+
+def _substantive_retained(rows: Sequence[Decision]) -> float | None:
+    substantive = [d.retained for d in rows if d.label == "substantive"]
+    return _rate(sum(substantive), len(substantive))
 
 
 def _group(decisions: Sequence[Decision],

@@ -15,17 +15,29 @@ def _ci(bounds: list[float | None] | None) -> str:
     return f" [{100 * bounds[0]:.0f}–{100 * bounds[1]:.0f}]"
 
 
+def _other_sources(passes: list[dict[str, Any]]) -> list[str]:
+    """Label sources besides `human` that have substantive rows (e.g. a heuristic labeller)."""
+    return sorted({source for p in passes for source, stats in p.get("by_label_source", {}).items()
+                   if source != "human" and stats.get("substantive_retained_rate") is not None})
+
+
 def pass_table(passes: list[dict[str, Any]]) -> str:
-    header = ("pass", "subst. recall [95% CI]", "noise stored", "low filtered", "pre-judge",
+    """One row per pass. Recall is against human labels; rows labelled otherwise get a column of
+    their own (agreement with that labeller, not ground truth)."""
+    others = _other_sources(passes)
+    header = ("pass", "subst. recall [95% CI]", *(f"kept ({s})" for s in others),
+              "noise stored", "low filtered", "pre-judge",
               "judge calls", "saved", "prefilter", "length", "content", "judge SKIP", "dedup",
               "stored", "threshold", "rej. store")
     rows = []
     for p in passes:
         counts = p["stage_counts"]
         threshold = p.get("content_score_threshold")
+        by_source = p.get("by_label_source", {})
         rows.append((
             str(p.get("arm", "")) + str(p["pass"]),
             _pct(p["substantive_recall"]) + _ci(p.get("substantive_recall_ci95")),
+            *(_pct(by_source.get(s, {}).get("substantive_retained_rate")) for s in others),
             str(p["noise_stored"]), _pct(p["low_value_filtered_rate"]),
             _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]),
             _pct(p["judge_call_saving"]), str(counts["prefilter"]), str(counts["length"]),

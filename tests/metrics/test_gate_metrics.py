@@ -112,6 +112,15 @@ def test_non_human_rows_never_change_ground_truth() -> None:
     assert more["stage_counts"]["judge"] == base["stage_counts"]["judge"] + 20
 
 
+def test_retention_of_substantive_rows_per_label_source(metrics: dict[str, Any]) -> None:
+    by_source = metrics["by_label_source"]
+    assert by_source["human"]["substantive_retained_rate"] == pytest.approx(2 / 4)
+    assert by_source["llm"]["substantive_retained_rate"] == 0.0  # x1 filtered by content score
+    assert by_source["None"]["substantive_retained_rate"] is None  # no substantive row
+    assert by_source["llm"]["n"] == 2 and by_source["llm"]["stage_counts"] == {
+        "content_score": 1, "stored": 1}
+
+
 def test_empty_pass() -> None:
     metrics = pass_metrics([], resamples=100, seed=0)
     assert metrics["entries"] == 0

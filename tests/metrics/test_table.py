@@ -1,0 +1,39 @@
+"""The per-pass table: recall on human labels, other label sources in columns of their own."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from memeval.metrics.gate_metrics import pass_metrics
+from memeval.reporting.table import pass_table
+from tests.metrics.test_gate_metrics import d
+
+
+def table_pass(*sources: str) -> dict[str, Any]:
+    rows = [d("h1", "substantive", "stored"), d("h2", "substantive", "content_score")]
+    for source in sources:
+        rows += [d(f"{source}-{i}", "substantive", outcome, source=source)
+                 for i, outcome in enumerate(["stored", "stored", "dedup", "judge"])]
+    return {"pass": 1, "rejection_store_size": 7,
+            **pass_metrics(rows, resamples=50, seed=0)}
+
+
+def cells(table: str) -> dict[str, str]:
+    header, row = table.splitlines()
+    starts = [i for i, c in enumerate(header) if c != " " and (i == 0 or header[i - 2:i] == "  ")]
+    bounds = [*starts, len(max(header, row, key=len)) + 1]
+    return {header[a:b].strip(): row[a:b].strip() for a, b in itertools.pairwise(bounds)}
+
+
+def test_human_only_runs_have_no_labeller_column() -> None:
+    table = cells(pass_table([table_pass()]))
+    assert table["subst. recall [95% CI]"].startswith("50.0%")
+    assert not any(name.startswith("kept (") for name in table)
+
+
+def test_each_other_label_source_gets_its_own_column() -> None:
+    table = cells(pass_table([table_pass("heuristic-v1", "judge")]))
+    assert table["subst. recall [95% CI]"].startswith("50.0%")  # still human rows only
+    assert table["kept (heuristic-v1)"] == "75.0%" and table["kept (judge)"] == "75.0%"
+    assert table["rej. store"] == "7"
