@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
+from memeval.config import data_path
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
@@ -123,6 +124,15 @@ def test_config_mistakes_fail_before_any_work(override: str, message: str, tmp_p
                                               fast_config: Callable[..., DictConfig]) -> None:
     with pytest.raises(ConfigError, match=message):
         run_experiment(fast_config("+experiment=three_pass", override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_unlabelled_traces_under_the_label_judge_are_refused_before_the_replay(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    traces = data_path("traces/trace_sample_v1.jsonl")
+    cfg = fast_config("+experiment=three_pass", "dataset=hf_traces", f"dataset.path={traces}")
+    with pytest.raises(ConfigError, match=r"rows have none .*three_pass_mixed"):
+        run_experiment(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 

@@ -88,3 +88,11 @@ def test_full_error_rate_inverts_everything() -> None:
 def test_invalid_config(params: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         JUDGES.validate({"name": "labels", **params})
+
+
+def test_building_for_unlabelled_rows_is_refused_with_the_fix() -> None:
+    rows = [entry("a", "substantive"), entry("u1", None), entry("u2", None)]
+    refused = r"2 of 3 rows have none \(first: 'u1'\).*three_pass_mixed"
+    with pytest.raises(ConfigError, match=refused):
+        JUDGES.build({"name": "labels"}, entries=rows)
+    assert JUDGES.build({"name": "labels"}, entries=rows[:1]).name == "labels"

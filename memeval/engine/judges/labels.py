@@ -7,10 +7,12 @@ studies how judge noise propagates into the learned noise prototypes.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memeval.data.entry import LABELS, Entry
 from memeval.engine.judges.base import JUDGES, JudgeError, Verdict
+from memeval.registry import ConfigError
 
 
 @dataclass
@@ -48,6 +50,20 @@ class LabelJudge:
         return Verdict(skip=not keep, model=self.name, raw="SKIP" if not keep else "")
 
 
+def refuse_unlabelled(entries: Sequence[Entry]) -> None:
+    """Before the run, not per row: every unlabelled row would be a judge error."""
+    unlabelled = [e.id for e in entries if e.label is None]
+    if unlabelled:
+        raise ConfigError(
+            f"judge=labels answers from each row's label, but {len(unlabelled)} of "
+            f"{len(entries)} rows have none (first: '{unlabelled[0]}'). Replay unlabelled "
+            f"traces with +experiment=three_pass_mixed (corpus rows get labeller=heuristic or "
+            f"labeller=judge labels), or judge them with an LLM (judge=anthropic or "
+            f"judge=openai_chat).")
+
+
 @JUDGES.register("labels", LabelJudgeConfig)
-def build_label_judge(cfg: LabelJudgeConfig, **_: object) -> LabelJudge:
+def build_label_judge(cfg: LabelJudgeConfig, *, entries: Sequence[Entry] = (),
+                      **_: object) -> LabelJudge:
+    refuse_unlabelled(entries)
     return LabelJudge(cfg)
