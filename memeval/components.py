@@ -30,6 +30,7 @@ BUILTIN_MODULES = (
     "memeval.experiments.three_pass",
     "memeval.experiments.holdout",
     "memeval.experiments.feedback_loop",
+    "memeval.experiments.mqs_calibration",
 )
 
 

@@ -17,7 +17,10 @@ from memeval.runner import run_experiment
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
-TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"]}
+QUALITY = {"mqs_calibration"}  # score hand-labelled quality sets; replay no traces
+REPLAYS = [name for name in EXPERIMENTS if name not in QUALITY]
+TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"],
+        "mqs_calibration": ["bootstrap=30"]}
 REQUIRED_PASS_KEYS = {"pass", "substantive_recall", "noise_stored", "prejudge_filter_rate",
                       "judge_calls", "stage_counts"}
 
@@ -29,13 +32,27 @@ def _stores(run_dir: Path, name: str = "state") -> dict[str, list[dict]]:
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_every_experiment_composes_and_runs(experiment: str, tmp_path: Path,
-                                            fast_config: Callable[..., DictConfig]) -> None:
+def test_every_experiment_writes_a_self_describing_run(
+        experiment: str, tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config(f"+experiment={experiment}", *TINY.get(experiment, ["dataset.limit=70"]),
                       "plots=true")
     metrics = run_experiment(cfg, tmp_path / "run")
     on_disk = read_metrics(tmp_path / "run")
-    assert on_disk["schema_version"] == 1
+    assert on_disk["schema_version"] == 1 and on_disk["experiment"] == experiment
+    assert on_disk["timing"] == metrics["timing"]
+    provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert provenance["packages"]["numpy"]
+    assert "seed: 0" in (tmp_path / "run" / "config.yaml").read_text()
+    assert list((tmp_path / "run" / "figures").glob("*.png"))
+
+
+@pytest.mark.parametrize("experiment", REPLAYS)
+def test_every_replay_measures_every_pass(experiment: str, tmp_path: Path,
+                                          fast_config: Callable[..., DictConfig]) -> None:
+    cfg = fast_config(f"+experiment={experiment}", *TINY.get(experiment, ["dataset.limit=70"]),
+                      "plots=true")
+    metrics = run_experiment(cfg, tmp_path / "run")
+    on_disk = read_metrics(tmp_path / "run")
     assert on_disk["dataset"]["fingerprint"] == metrics["dataset"]["fingerprint"]
     assert len(on_disk["passes"]) == cfg.experiment.passes
     for p in on_disk["passes"]:
@@ -43,9 +60,6 @@ def test_every_experiment_composes_and_runs(experiment: str, tmp_path: Path,
         assert sum(p["stage_counts"].values()) == p["entries"]
     decisions = read_decisions(tmp_path / "run")
     assert len(decisions) >= metrics["dataset"]["entries"] * cfg.experiment.passes
-    provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
-    assert provenance["packages"]["numpy"]
-    assert "seed: 0" in (tmp_path / "run" / "config.yaml").read_text()
     figures = {p.name for p in (tmp_path / "run" / "figures").glob("*.png")}
     assert {"funnel.png", "learning_curve.png", "score_distributions.png"} <= figures
 

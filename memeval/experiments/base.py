@@ -2,44 +2,80 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from memeval.data.base import Dataset
+from memeval.data.base import DATASETS, Dataset
+from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
-from memeval.engine.judges.base import Judge
+from memeval.engine.judges.base import JUDGES, Judge
 from memeval.engine.redact import redact
 from memeval.engine.scorers.base import SCORERS
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import Registry, to_dataclass
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class ExperimentResult:
-    """`passes` are the evaluated passes (metrics.json's top-level list); `extra` is free-form."""
+    """`passes` are the evaluated passes (metrics.json's top-level list); `extra` is free-form
+    (merged into metrics.json); `tables` are written to the run directory as parquet."""
 
     passes: list[dict[str, Any]]
     decisions: list[Decision]
     extra: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""  # printed at the end of the run instead of the per-pass table
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-@dataclass
 class RunContext:
-    cfg: DictConfig
-    run_dir: Path
-    dataset: Dataset
-    embedder: CachedEmbedder
-    judge: Judge
+    """What an experiment may use, each built from config on first use: an experiment that
+    never replays traces (e.g. MQS calibration) never loads a dataset, a model or a judge."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path) -> None:
+        self.cfg = cfg
+        self.run_dir = run_dir
+        self.load_seconds = 0.0  # dataset loading, kept apart from the experiment's own time
+
+    @property
+    def cache_dir(self) -> Path:
+        return Path(str(self.cfg.cache_dir)).expanduser()
+
+    @cached_property
+    def dataset(self) -> Dataset:
+        started = time.perf_counter()
+        dataset = DATASETS.build(self.cfg.dataset, labeller=self.cfg.labeller,
+                                 cache_dir=self.cache_dir)
+        self.load_seconds += time.perf_counter() - started
+        for problem in dataset.report.problems:
+            log.warning("skipped %s", problem)
+        return dataset
+
+    @cached_property
+    def embedder(self) -> CachedEmbedder:
+        return CachedEmbedder(EMBEDDERS.build(self.cfg.embedder),
+                              self.cache_dir / "embeddings.sqlite")
+
+    @cached_property
+    def judge(self) -> Judge:
+        return JUDGES.build(self.cfg.judge, cache_dir=self.cache_dir,
+                            entries=self.dataset.entries, seed=self.seed)
+
+    def built(self, name: str) -> bool:
+        return name in self.__dict__
 
     @property
     def seed(self) -> int:

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from memeval.metrics.gate_metrics import OUTCOMES
+from memeval.reporting.calibration_plots import make_calibration_figures
 from memeval.results.run_dir import read_decisions, read_metrics
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
@@ -88,6 +89,11 @@ def rejection_store(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> N
     ax.legend(fontsize=8)
 
 
+FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
+    "mqs_calibration": make_calibration_figures,
+}
+"""Experiments with figures of their own; every other experiment gets the write-gate set."""
+
 FIGURES: dict[str, Callable[[dict[str, Any], pd.DataFrame, plt.Axes], None]] = {
     "funnel": funnel, "learning_curve": learning_curve,
     "score_distributions": score_distributions, "rejection_store": rejection_store,
@@ -95,7 +101,15 @@ FIGURES: dict[str, Callable[[dict[str, Any], pd.DataFrame, plt.Axes], None]] = {
 
 
 def make_figures(run_dir: str | Path) -> list[Path]:
-    """Render every figure into RUN_DIR/figures/; returns the files written."""
+    """Render the run's figures into RUN_DIR/figures/; returns the files written."""
+    metrics = read_metrics(run_dir)
+    if metrics["experiment"] in FIGURE_SETS:
+        return FIGURE_SETS[metrics["experiment"]](run_dir)
+    return make_gate_figures(run_dir)
+
+
+def make_gate_figures(run_dir: str | Path) -> list[Path]:
+    """The write-gate replays' figures (funnel, learning curve, scores, rejection store)."""
     metrics, decisions = read_metrics(run_dir), read_decisions(run_dir)
     out = Path(run_dir) / "figures"
     out.mkdir(exist_ok=True)

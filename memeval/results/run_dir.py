@@ -41,13 +41,21 @@ def decisions_frame(decisions: list[Decision]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
-              config_yaml: str, provenance: dict[str, Any]) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    frame = decisions_frame(decisions)
-    tmp = run_dir / f".{DECISIONS}.tmp"
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
     frame.to_parquet(tmp, index=False)
-    tmp.replace(run_dir / DECISIONS)
+    tmp.replace(path)
+
+
+def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
+              config_yaml: str, provenance: dict[str, Any],
+              tables: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    """`tables` are an experiment's own per-item results (e.g. per-record scores), one
+    NAME.parquet each, next to decisions.parquet (one row per entry per pass; may be empty)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _write_parquet(decisions_frame(decisions), run_dir / DECISIONS)
+    for name, rows in (tables or {}).items():
+        _write_parquet(pd.DataFrame(rows), run_dir / f"{name}.parquet")
     write_text_atomic(run_dir / "config.yaml", config_yaml)
     write_text_atomic(run_dir / "provenance.json", json.dumps(_jsonable(provenance), indent=2))
     body = {"schema_version": SCHEMA_VERSION, **metrics}
@@ -69,3 +77,10 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
 
 def read_decisions(run_dir: str | Path) -> pd.DataFrame:
     return pd.read_parquet(Path(run_dir) / DECISIONS)
+
+
+def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
+    path = Path(run_dir) / f"{name}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: this run wrote no '{name}' table")
+    return pd.read_parquet(path)

@@ -1,0 +1,87 @@
+"""Does a score mean what it claims? Rank agreement with labels, and calibration as probability.
+
+- Spearman and Kendall (tau-b, tie-aware) between the score and the ordinal label.
+- Brier score and ECE of score-as-probability against the binary outcome. ECE bins are
+  equal-count (sorted by score, split into `bins` near-equal groups): with a few dozen records,
+  equal-width bins leave most bins empty and a few carrying all the weight.
+- Reliability curve: per bin, the mean predicted probability against the observed rate.
+- Percentile bootstrap CIs that resample records (all arrays together) with a seeded generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scipy.stats import kendalltau, spearmanr
+
+
+def spearman(scores: np.ndarray, ranks: np.ndarray) -> float:
+    return float(spearmanr(scores, ranks).statistic)
+
+
+def kendall(scores: np.ndarray, ranks: np.ndarray) -> float:
+    return float(kendalltau(scores, ranks).statistic)
+
+
+def brier(probabilities: np.ndarray, outcomes: np.ndarray) -> float:
+    return float(np.mean((np.asarray(probabilities) - np.asarray(outcomes)) ** 2))
+
+
+def _bins(probabilities: np.ndarray, bins: int) -> list[np.ndarray]:
+    order = np.argsort(probabilities, kind="stable")
+    return [chunk for chunk in np.array_split(order, min(bins, len(order))) if chunk.size]
+
+
+def reliability_curve(probabilities: np.ndarray, outcomes: np.ndarray,
+                      bins: int) -> list[dict[str, float]]:
+    p, y = np.asarray(probabilities, dtype=float), np.asarray(outcomes, dtype=float)
+    return [{"predicted": float(p[b].mean()), "observed": float(y[b].mean()), "n": int(b.size),
+             "low": float(p[b].min()), "high": float(p[b].max())} for b in _bins(p, bins)]
+
+
+def expected_calibration_error(probabilities: np.ndarray, outcomes: np.ndarray,
+                               bins: int) -> float:
+    curve = reliability_curve(probabilities, outcomes, bins)
+    total = sum(b["n"] for b in curve)
+    return float(sum(b["n"] / total * abs(b["predicted"] - b["observed"]) for b in curve))
+
+
+def bootstrap(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], resamples: int,
+              seed: int, level: float = 0.95) -> tuple[float, float]:
+    """CI of statistic(*arrays) over record resamples; resamples where it is undefined (nan,
+    e.g. a constant column for a correlation) are dropped."""
+    n = len(arrays[0])
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        pick = rng.integers(0, n, size=n)
+        with np.errstate(all="ignore"):
+            value = statistic(*(np.asarray(a)[pick] for a in arrays))
+        if np.isfinite(value):
+            values.append(value)
+    if not values:
+        return float("nan"), float("nan")
+    tail = (1 - level) / 2
+    return float(np.quantile(values, tail)), float(np.quantile(values, 1 - tail))
+
+
+def calibration_report(scores: np.ndarray, ranks: np.ndarray, outcomes: np.ndarray, *,
+                       bins: int, resamples: int, seed: int) -> dict[str, Any]:
+    """Every calibration figure of one score (probability = score / 100), with CIs."""
+    p = np.asarray(scores, dtype=float) / 100.0
+
+    def ece(probabilities: np.ndarray, observed: np.ndarray) -> float:
+        return expected_calibration_error(probabilities, observed, bins)
+
+    measures: dict[str, tuple[Callable[..., float], tuple[np.ndarray, ...]]] = {
+        "spearman": (spearman, (p, ranks)), "kendall": (kendall, (p, ranks)),
+        "brier": (brier, (p, outcomes)), "ece": (ece, (p, outcomes)),
+    }
+    report: dict[str, Any] = {"n": int(p.size), "bins": bins}
+    for offset, (name, (fn, arrays)) in enumerate(measures.items()):
+        report[name] = fn(*arrays)
+        report[f"{name}_ci95"] = list(bootstrap(fn, arrays, resamples, seed + offset))
+    report["reliability"] = reliability_curve(p, outcomes, bins)
+    return report

@@ -1,0 +1,98 @@
+"""Figures of an `mqs_calibration` run: reliability diagram, per-record MQS breakdown, MAI
+confusion matrix. They read the run directory only (metrics.json and its tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from memeval.engine.quality.mai import MAI_LABELS
+from memeval.results.run_dir import read_metrics, read_table
+
+COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
+PENALTIES = {"conflict_penalty": "tab:red", "hedged_penalty": "tab:orange"}
+LABEL_MARKS = {"trusted": "tab:green", "questionable": "gold", "untrusted": "tab:red"}
+
+
+def reliability(metrics: dict[str, Any], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
+    for key, name, style in (("configured", "configured constants", "o-"),
+                             ("fitted_out_of_fold", "fitted, out of fold", "s--")):
+        curve = metrics["mqs"][key]["reliability"]
+        ax.plot([b["predicted"] for b in curve], [b["observed"] for b in curve], style,
+                label=f"{name} (ECE {metrics['mqs'][key]['ece']:.3f})")
+    ax.set_xlabel("MQS / 100 (mean per equal-count bin)")
+    ax.set_ylabel("share labelled trusted")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("MQS reliability")
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def breakdown(records: pd.DataFrame, path: Path) -> None:
+    """One bar per record, sorted by score: components stacked up, penalties down."""
+    ordered = records.sort_values("score").reset_index(drop=True)
+    xs = np.arange(len(ordered))
+    fig, ax = plt.subplots(figsize=(max(8.0, len(ordered) * 0.14), 5))
+    bottom = np.zeros(len(ordered))
+    for column, colour in COMPONENTS.items():
+        ax.bar(xs, ordered[column], bottom=bottom, color=colour, label=column, width=0.85)
+        bottom += ordered[column].to_numpy()
+    below = np.zeros(len(ordered))
+    for column, colour in PENALTIES.items():
+        ax.bar(xs, -ordered[column], bottom=below, color=colour, label=column, width=0.85)
+        below -= ordered[column].to_numpy()
+    ax.scatter(xs, ordered["score"], color="black", s=8, zorder=3, label="MQS (clamped)")
+    for label, colour in LABEL_MARKS.items():
+        mine = ordered.index[ordered["label"] == label]
+        ax.scatter(mine, np.full(len(mine), 104.0), color=colour, marker="s", s=14,
+                   label=f"label: {label}")
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xticks([])
+    ax.set_xlabel("records, sorted by MQS")
+    ax.set_ylabel("points")
+    ax.set_title("MQS per record: components and penalties")
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    _save(fig, path)
+
+
+def confusion(metrics: dict[str, Any], path: Path) -> None:
+    matrix = np.array([[metrics["mai"]["confusion"][t][p] for p in MAI_LABELS]
+                       for t in MAI_LABELS])
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    ax.imshow(matrix, cmap="Blues")
+    for (i, j), count in np.ndenumerate(matrix):
+        ax.text(j, i, str(count), ha="center", va="center")
+    short = [label.replace("_attributed", "") for label in MAI_LABELS]
+    ax.set_xticks(range(3), short)
+    ax.set_yticks(range(3), short)
+    ax.set_xlabel("MAI rubric label")
+    ax.set_ylabel("hand label")
+    ax.set_title(f"MAI confusion (accuracy {metrics['mai']['accuracy']:.3f})")
+    _save(fig, path)
+
+
+def _save(fig: plt.Figure, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def make_calibration_figures(run_dir: str | Path) -> list[Path]:
+    metrics = read_metrics(run_dir)
+    out = Path(run_dir) / "figures"
+    out.mkdir(exist_ok=True)
+    paths = [out / "mqs_reliability.png", out / "mqs_breakdown.png", out / "mai_confusion.png"]
+    reliability(metrics, paths[0])
+    breakdown(read_table(run_dir, "mqs_records"), paths[1])
+    confusion(metrics, paths[2])
+    return paths
