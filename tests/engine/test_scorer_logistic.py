@@ -55,7 +55,7 @@ def test_separates_two_clusters() -> None:
 
 
 def test_calibration_scores_are_out_of_fold() -> None:
-    s = plain(calibration_folds=5, seed=3)
+    s = plain(calibration="kfold", calibration_folds=5, seed=3)
     quality = cluster(1, 30, 0, spread=1.0)
     s.fit(protos(quality, cluster(-1, 30, 1, spread=1.0)))
     in_sample = s.score(quality)
@@ -65,6 +65,21 @@ def test_calibration_scores_are_out_of_fold() -> None:
     # a model that saw a text scores it higher than one that did not, on average
     assert held_out.mean() < in_sample.mean()
     np.testing.assert_array_equal(held_out, s.calibration_scores())  # seeded folds
+
+
+def test_approximate_leave_one_out_matches_exact_refits() -> None:
+    quality, noise = cluster(1, 30, 4, spread=1.0), cluster(-1, 40, 5, spread=1.0)
+    s = plain(c=10.0)
+    s.fit(protos(quality, noise))
+    approximate = s.calibration_scores()
+    exact = []
+    for i in range(len(quality)):
+        alone = plain(c=10.0)
+        alone.fit(protos(np.delete(quality, i, axis=0), noise))
+        exact.append(float(alone.score(quality[i : i + 1])[0]))
+    in_sample = s.score(quality)
+    assert np.abs(approximate - exact).max() < 0.05 * np.ptp(exact)
+    assert (approximate <= in_sample + 1e-6).all()  # leaving an acceptance out lowers its score
 
 
 def test_lexical_features_carry_signal_the_embedding_lacks() -> None:
@@ -89,5 +104,7 @@ def test_bad_lexical_regex_fails_validation() -> None:
 
 
 def test_too_few_calibration_folds_fails_validation() -> None:
+    with pytest.raises(ConfigError, match="calibration must be 'alo' or 'kfold'"):
+        SCORERS.validate({"name": "logistic", "calibration": "loo"})
     with pytest.raises(ConfigError, match="calibration_folds"):
         SCORERS.validate({"name": "logistic", "calibration_folds": 1})
