@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
 
@@ -114,22 +115,23 @@ class LogisticScorer:
         """s₋ᵢ ≈ sᵢ + hᵢ·cᵢ·gᵢ / (1 − hᵢ·cᵢ·pᵢ(1 − pᵢ)), with gᵢ = pᵢ − 1 the loss gradient at
         an acceptance, cᵢ its class weight and hᵢ = x̃ᵢᵀ H⁻¹ x̃ᵢ its leverage under the penalised
         Hessian H = Σ cⱼ pⱼ(1 − pⱼ) x̃ⱼx̃ⱼᵀ + I/C (intercept unpenalised), x̃ = [x, 1]."""
-        quality, noise = self._quality.astype(np.float64), self._noise.astype(np.float64)
-        x = np.hstack([np.concatenate([quality, noise]),
-                       np.ones((len(quality) + len(noise), 1))])
+        # float32 and a Cholesky solve: the leverages need ~3 digits, and this runs at every
+        # rebuild (a 395-wide Hessian: ~3 ms instead of ~12 ms in float64 with a general solve)
+        k = len(self._quality)
+        x = np.hstack([np.concatenate([self._quality, self._noise]),
+                       np.ones((k + len(self._noise), 1), dtype=np.float32)])
         n = len(x)
-        weights = np.concatenate([np.full(len(quality), n / (2 * len(quality))),
-                                  np.full(len(noise), n / (2 * len(noise)))])  # "balanced"
-        coef = np.append(self._weights.astype(np.float64), self._bias)
-        scores = x @ coef
-        p = 1.0 / (1.0 + np.exp(-scores))
+        weights = np.concatenate([np.full(k, n / (2 * k)),
+                                  np.full(len(self._noise), n / (2 * len(self._noise)))])
+        scores = x @ np.append(self._weights, np.float32(self._bias))
+        p = 1.0 / (1.0 + np.exp(-scores.astype(np.float64)))
         curvature = weights * p * (1 - p)
-        penalty = np.full(x.shape[1], 1.0 / self.cfg.c)
+        penalty = np.full(x.shape[1], 1.0 / self.cfg.c, dtype=np.float32)
         penalty[-1] = 0.0
-        hessian = (x * curvature[:, None]).T @ x + np.diag(penalty)
-        q = x[: len(quality)]
-        leverage = np.einsum("ij,ji->i", q, np.linalg.solve(hessian, q.T))
-        k = len(quality)
+        hessian = (x * curvature[:, None].astype(np.float32)).T @ x + np.diag(penalty)
+        q = x[:k]
+        solved = cho_solve(cho_factor(hessian), q.T)
+        leverage = np.einsum("ij,ji->i", q, solved).astype(np.float64)
         shift = leverage * weights[:k] * (p[:k] - 1.0) / (1.0 - leverage * curvature[:k])
         return (scores[:k] + shift).astype(np.float32)
 
