@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -46,6 +47,11 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
             f"{threshold['last']:.3f}" if threshold else "off",
             str(p["rejection_store_size"]),
         ))
+    return aligned(header, rows)
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns, two spaces apart: the plain-text tables every command prints."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]

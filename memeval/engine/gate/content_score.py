@@ -1,11 +1,12 @@
 """Content-score gate: skip the judge when the text scores like the judge's past rejections.
 
-It rebuilds its prototypes at start-up and after every `rebuild_every` additions to the stores it
-learns from. While learning, a seeded `audit_rate` share of would-be rejections goes to the judge
-anyway: once the gate is active the judge no longer sees what it filters, so without audits the
-scorer starves of negative examples and never learns from its own mistakes. Graceful degradation:
-with too little learned data, or when embedding fails, the stage passes everything (the judge
-decides) — never a false rejection.
+It rebuilds its prototypes at start-up and after every `rebuild_every` new texts in the stores it
+learns from (a repeat that a distinct store only moves to most-recent does not count). While
+learning, a seeded `audit_rate` share of would-be rejections goes to the judge anyway: once the
+gate is active the judge no longer sees what it filters, so without audits the scorer starves of
+negative examples and never learns from its own mistakes. Graceful degradation: with too little
+learned data, or when embedding fails, the stage passes everything (the judge decides) — never a
+false rejection.
 """
 
 from __future__ import annotations

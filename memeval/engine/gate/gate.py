@@ -161,14 +161,15 @@ class Gate:
             and rejected_by.verdict is None
         if (rejected_by is not None and not judge_failed
                 and rejected_by.stage in self.cfg.rejection_store.feed_stages):
-            self.rejections.add(rejected_by.stage, item.user_prompt, item.text, item.entry.id)
-            self._notify()
+            self._notify(self.rejections.add(rejected_by.stage, item.user_prompt, item.text,
+                                             item.entry.id))
         if kept is not None and kept.verdict is not None and not kept.verdict.skip:
-            self.accepts.add("judge", item.user_prompt, item.text, item.entry.id)
-            self._notify()
+            self._notify(self.accepts.add("judge", item.user_prompt, item.text, item.entry.id))
 
-    def _notify(self) -> None:
-        if self.content_gate is not None:
+    def _notify(self, new_text: bool) -> None:
+        """A store gained a new text: count it towards the scorer's next rebuild (a repeat in a
+        distinct store only reorders it, so it does not)."""
+        if new_text and self.content_gate is not None:
             self.content_gate.note_addition()
 
     def process(self, item: Candidate, pass_no: int, phase: str = "eval") -> Decision:

@@ -69,10 +69,12 @@ class RingStore:
         for problem in self.load_problems:
             log.warning("skipped damaged store line %s", problem)
 
-    def add(self, stage: str, user_prompt: str, assistant_text: str, source_id: str = "") -> None:
+    def add(self, stage: str, user_prompt: str, assistant_text: str, source_id: str = "") -> bool:
         """Append; with `distinct`, a text already held moves to most-recent instead of repeating
-        (replayed passes would otherwise fill the buffer with copies of the same texts)."""
+        (replayed passes would otherwise fill the buffer with copies of the same texts).
+        True when the buffer gained a text it did not hold."""
         text = assistant_text[: self.text_chars]
+        new = not (self.distinct and text in self._slots)
         record = StoreRecord(
             time=time.time(), stage=stage, user_len=len(user_prompt),
             asst_len=len(assistant_text), user_prefix=user_prompt[:100],
@@ -82,6 +84,7 @@ class RingStore:
         self._unflushed += 1
         if self._unflushed >= self.flush_every:
             self.flush()
+        return new
 
     def _append(self, record: StoreRecord) -> None:
         key = record.asst_text if self.distinct else next(self._arrivals)
