@@ -133,6 +133,17 @@ def test_additions_trigger_rebuilds(tmp_path: Path) -> None:
     assert gate.content_gate.threshold == -2.0  # the scorer fits on the new rejection
 
 
+def test_repeated_verdicts_do_not_trigger_rebuilds(tmp_path: Path) -> None:
+    gate = make(tmp_path, config(stages__content_score__rebuild_every=2))
+    gate.restart()
+    assert gate.content_gate is not None
+    before = gate.content_gate.rebuilds
+    run(gate, NOISE, NOISE, NOISE)  # the same rejection three times: one new text
+    assert gate.content_gate.rebuilds == before
+    run(gate, SUBST)  # the second new text
+    assert gate.content_gate.rebuilds == before + 1
+
+
 def test_learning_off_feeds_nothing_and_stops_audits(tmp_path: Path) -> None:
     cfg = config(stages__content_score__audit_rate=1.0,
                  rejection_store__feed_stages=["judge", "content_score"])

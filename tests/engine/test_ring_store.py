@@ -147,3 +147,11 @@ def test_a_distinct_store_loads_a_repeated_text_once_at_its_latest_place(tmp_pat
         writer.add("judge", "q", t)
     assert texts(RingStore(path, capacity=5, distinct=True)) == ["b", "a"]
     assert texts(RingStore(path, capacity=5, distinct=False)) == ["a", "b", "a"]
+
+
+def test_add_says_whether_the_text_was_new() -> None:
+    distinct = RingStore(None, capacity=3, distinct=True)
+    assert [distinct.add("judge", "q", t) for t in ["a", "b", "a", "c"]] == [
+        True, True, False, True]
+    repeats = RingStore(None, capacity=3, distinct=False)
+    assert all(repeats.add("judge", "q", t) for t in ["a", "a"])
