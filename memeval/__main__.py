@@ -10,6 +10,7 @@ USAGE = """usage: python -m memeval COMMAND [options]
 commands:
   run     run an experiment: python -m memeval run +experiment=three_pass [key=value …]
   bench   three passes vs one embedding pass, per-stage time: python -m memeval bench --help
+  gate    CI regression gate on calibration and recall: python -m memeval gate --help
 """
 
 
@@ -46,7 +47,13 @@ def _bench(args: list[str]) -> int:
     return bench_main(args)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench}
+def _gate(args: list[str]) -> int:
+    from memeval.regression_gate import main as gate_main
+
+    return gate_main(args)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench, "gate": _gate}
 
 
 def main(argv: list[str] | None = None) -> int:

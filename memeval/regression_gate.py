@@ -1,0 +1,186 @@
+"""`python -m memeval gate`: recompute the gated metrics, compare them with the thresholds in
+conf/gates/regression.yaml, print metric / value / threshold / verdict, write it as JSON, and
+exit 1 naming every metric that regressed.
+
+Thresholds are derived, not chosen: `--derive` runs every gated run under each seed in
+`derive.seeds` and sets each threshold to the worst value seen, widened by `sd_multiplier`
+standard deviations across those seeds (at least `min_margin`), so seed-to-seed noise never
+fails the gate but a real regression does. The thresholds file records the data fingerprints
+they were derived on; a run on other data is refused rather than compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import conf
+from memeval.config import compose
+from memeval.reporting.table import aligned
+from memeval.runner import run_experiment
+
+THRESHOLDS = Path(conf.__file__).parent / "gates" / "regression.yaml"
+DIRECTIONS = ("at_least", "at_most")
+
+
+@dataclass
+class Check:
+    metric: str  # dotted path into metrics.json; `*` over a list takes its worst element
+    run: str
+    direction: str
+    why: str
+    threshold: float | None = None
+    measured: dict[str, Any] | None = None
+
+    def worst(self, values: list[float]) -> float:
+        return min(values) if self.direction == "at_least" else max(values)
+
+    def passes(self, value: float) -> bool:
+        assert self.threshold is not None
+        if self.direction == "at_least":
+            return value >= self.threshold
+        return value <= self.threshold
+
+
+def lookup(metrics: Any, path: str, check: Check) -> float:
+    """`passes.*.substantive_recall` → the worst pass; `passes.-1.x` → the last pass."""
+    head, _, rest = path.partition(".")
+    if head == "*":
+        return check.worst([lookup(item, rest, check) for item in metrics])
+    node = metrics[int(head)] if isinstance(metrics, list) else metrics[head]
+    return float(node) if not rest else lookup(node, rest, check)
+
+
+def load(path: Path = THRESHOLDS) -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load(path.read_text())
+    for check in spec["checks"]:
+        if check["direction"] not in DIRECTIONS:
+            raise ValueError(f"{path}: {check['metric']}: direction must be one of {DIRECTIONS}")
+        if check["run"] not in spec["runs"]:
+            raise ValueError(f"{path}: {check['metric']}: unknown run '{check['run']}'")
+    return spec
+
+
+def run_metrics(overrides: list[str], seed: int, work: Path) -> dict[str, Any]:
+    cfg = compose([*overrides, f"seed={seed}", "plots=false", "progress=false"])
+    return run_experiment(cfg, work / f"seed{seed}-{len(list(work.iterdir()))}")
+
+
+def _fingerprints(metrics: dict[str, Any], paths: list[str]) -> dict[str, str]:
+    found = {}
+    for path in paths:
+        node: Any = metrics
+        for part in path.split("."):
+            node = node[part]
+        found[path] = str(node)
+    return found
+
+
+def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] | None,
+             work: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    rows: list[dict[str, Any]] = []
+    failures: list[str] = []
+    for name, run in spec["runs"].items():
+        if only and name not in only:
+            continue
+        metrics = run_metrics([*run["overrides"], *extra.get(name, [])], spec["seed"], work)
+        expected = run.get("fingerprints", {})
+        actual = _fingerprints(metrics, list(expected))
+        for path, found in actual.items():
+            if found != expected[path]:
+                failures.append(f"{name}: {path} is {found}, but the thresholds were derived on "
+                                f"{expected[path]}: review the data change, then re-derive "
+                                f"(python -m memeval gate --derive)")
+        for raw in spec["checks"]:
+            check = Check(**raw)
+            if check.run != name:
+                continue
+            value = lookup(metrics, check.metric, check)
+            ok = check.passes(value)
+            rows.append({"metric": check.metric, "run": name, "value": value,
+                         "direction": check.direction, "threshold": check.threshold,
+                         "verdict": "ok" if ok else "REGRESSION", "why": check.why})
+            if not ok:
+                sign = ">=" if check.direction == "at_least" else "<="
+                failures.append(f"{check.metric} = {value:.4f}, needs {sign} "
+                                f"{check.threshold:.4f} ({check.why})")
+    return rows, failures
+
+
+def derive(spec: dict[str, Any], work: Path) -> dict[str, Any]:
+    settings = spec["derive"]
+    for name, run in spec["runs"].items():
+        runs = [run_metrics(run["overrides"], seed, work) for seed in settings["seeds"]]
+        run["fingerprints"] = _fingerprints(runs[0], list(run.get("fingerprints", {})))
+        for raw in spec["checks"]:
+            if raw["run"] != name:
+                continue
+            check = Check(**raw)
+            values = [lookup(m, check.metric, check) for m in runs]
+            spread = statistics.stdev(values) if len(values) > 1 else 0.0
+            margin = max(settings["sd_multiplier"] * spread, settings["min_margin"])
+            worst = check.worst(values)
+            raw["threshold"] = round(worst - margin if check.direction == "at_least"
+                                     else worst + margin, 4)
+            raw["measured"] = {"seeds": list(settings["seeds"]),
+                               "values": [round(v, 4) for v in values],
+                               "worst": round(worst, 4), "sd": round(spread, 4),
+                               "derived_on": datetime.now(UTC).date().isoformat()}
+    return spec
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    header = ("metric", "run", "value", "threshold", "verdict")
+    cells = [(r["metric"], r["run"], f"{r['value']:.4f}",
+              ("≥ " if r["direction"] == "at_least" else "≤ ") + f"{r['threshold']:.4f}",
+              r["verdict"]) for r in rows]
+    return aligned(header, cells)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memeval gate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--thresholds", type=Path, default=THRESHOLDS)
+    parser.add_argument("--out", type=Path, default=Path("reports/gate.json"),
+                        help="where the verdict table is written as JSON")
+    parser.add_argument("--only", action="append", metavar="RUN",
+                        help="check only this run (repeatable)")
+    parser.add_argument("--override", action="append", default=[], metavar="RUN:KEY=VALUE",
+                        help="a config override for one run, e.g. to see the gate fail")
+    parser.add_argument("--derive", action="store_true",
+                        help="re-derive every threshold from seed-to-seed variability and "
+                             "rewrite the thresholds file")
+    args = parser.parse_args(argv)
+    spec = load(args.thresholds)
+    extra: dict[str, list[str]] = {}
+    for item in args.override:
+        run, sep, override = item.partition(":")
+        if not sep or run not in spec["runs"]:
+            parser.error(f"--override {item!r}: expected RUN:KEY=VALUE with RUN one of "
+                         f"{', '.join(spec['runs'])}")
+        extra.setdefault(run, []).append(override)
+    with tempfile.TemporaryDirectory(prefix="memeval-gate-") as tmp:
+        if args.derive:
+            derived = derive(spec, Path(tmp))
+            header = ("# CI regression thresholds, derived by `python -m memeval gate --derive`"
+                      " (see the\n# README, 'Regression gate'); edit `why`, runs and derive "
+                      "settings, not the numbers.\n")
+            args.thresholds.write_text(header + yaml.safe_dump(
+                derived, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None))
+            print(f"thresholds re-derived into {args.thresholds}")
+        rows, failures = evaluate(spec, extra, set(args.only) if args.only else None, Path(tmp))
+    print(table(rows))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": rows, "failures": failures}, indent=2))
+    for failure in failures:
+        print(f"memeval gate: REGRESSION: {failure}", file=sys.stderr)
+    return 1 if failures else 0

@@ -1,0 +1,93 @@
+"""The CI regression gate: metric lookup, verdicts, refusal on other data, and the real thing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memeval import regression_gate
+from memeval.regression_gate import Check, evaluate, load, lookup
+
+METRICS = {"passes": [{"recall": 0.99, "noise": 0}, {"recall": 0.97, "noise": 2}],
+           "mqs": {"configured": {"ece": 0.08}, "fingerprint": "abc"}}
+
+
+def check(direction: str, threshold: float | None = None) -> Check:
+    return Check(metric="x", run="r", direction=direction, why="because", threshold=threshold)
+
+
+def test_lookup_takes_the_worst_of_a_list_and_indexes_from_the_end() -> None:
+    assert lookup(METRICS, "passes.*.recall", check("at_least")) == 0.97
+    assert lookup(METRICS, "passes.*.noise", check("at_most")) == 2
+    assert lookup(METRICS, "passes.-1.recall", check("at_least")) == 0.97
+    assert lookup(METRICS, "mqs.configured.ece", check("at_most")) == 0.08
+
+
+def test_verdicts_respect_direction() -> None:
+    assert check("at_least", 0.5).passes(0.5) and not check("at_least", 0.5).passes(0.49)
+    assert check("at_most", 0.1).passes(0.1) and not check("at_most", 0.1).passes(0.11)
+
+
+def spec(fingerprint: str = "abc") -> dict[str, Any]:
+    return {"seed": 0, "runs": {"r": {"overrides": [], "fingerprints": {
+        "mqs.fingerprint": fingerprint}}},
+            "checks": [{"metric": "mqs.configured.ece", "run": "r", "direction": "at_most",
+                        "why": "stay calibrated", "threshold": 0.1},
+                       {"metric": "passes.*.noise", "run": "r", "direction": "at_most",
+                        "why": "no noise", "threshold": 0.01}]}
+
+
+def test_evaluate_names_each_regressed_metric(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: METRICS)
+    rows, failures = evaluate(spec(), {}, None, tmp_path)
+    assert [r["verdict"] for r in rows] == ["ok", "REGRESSION"]
+    assert failures == ["passes.*.noise = 2.0000, needs <= 0.0100 (no noise)"]
+
+
+def test_thresholds_from_other_data_are_refused(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: METRICS)
+    _, failures = evaluate(spec(fingerprint="old"), {}, None, tmp_path)
+    assert any("mqs.fingerprint is abc, but the thresholds were derived on old" in f
+               for f in failures)
+
+
+def test_shipped_thresholds_are_derived_and_complete() -> None:
+    shipped = load()
+    for raw in shipped["checks"]:
+        assert raw["threshold"] is not None, raw["metric"]
+        assert len(raw["measured"]["values"]) == len(shipped["derive"]["seeds"])
+    for run in shipped["runs"].values():
+        assert all(run["fingerprints"].values())
+
+
+def gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "MEMEVAL_CACHE_DIR": str(cwd / "cache")}
+    return subprocess.run([sys.executable, "-m", "memeval", "gate", "--out",
+                           str(cwd / "gate.json"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=1200)
+
+
+@pytest.mark.slow
+def test_the_gate_passes_on_this_code(tmp_path: Path) -> None:
+    done = gate(cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    report = json.loads((tmp_path / "gate.json").read_text())
+    assert report["failures"] == [] and len(report["rows"]) == len(load()["checks"])
+
+
+@pytest.mark.slow
+def test_a_worsened_mqs_constant_fails_the_gate_naming_the_metric(tmp_path: Path) -> None:
+    done = gate("--only", "calibration", "--override",
+                "calibration:experiment.mqs.confidence_points=5", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "memeval gate: REGRESSION: mqs.configured." in done.stderr
+    assert "REGRESSION" in done.stdout  # the table marks it too
