@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from memeval.engine.quality.mai import MAI_LABELS
+from memeval.reporting.figures import save
 from memeval.results.run_dir import read_metrics, read_table
 
 COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
@@ -35,7 +36,7 @@ def reliability(metrics: dict[str, Any], path: Path) -> None:
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("MQS reliability")
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save(fig, path)
 
 
 def breakdown(records: pd.DataFrame, path: Path) -> None:
@@ -62,7 +63,7 @@ def breakdown(records: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("points")
     ax.set_title("MQS per record: components and penalties")
     ax.legend(fontsize=7, ncol=3, loc="lower right")
-    _save(fig, path)
+    save(fig, path)
 
 
 def confusion(metrics: dict[str, Any], path: Path) -> None:
@@ -78,13 +79,7 @@ def confusion(metrics: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("MAI rubric label")
     ax.set_ylabel("hand label")
     ax.set_title(f"MAI confusion (accuracy {metrics['mai']['accuracy']:.3f})")
-    _save(fig, path)
-
-
-def _save(fig: plt.Figure, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def make_calibration_figures(run_dir: str | Path) -> list[Path]:

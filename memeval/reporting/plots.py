@@ -14,6 +14,7 @@ import pandas as pd
 
 from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.reporting.calibration_plots import make_calibration_figures
+from memeval.reporting.figures import save
 from memeval.results.run_dir import read_decisions, read_metrics
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
@@ -117,9 +118,5 @@ def make_gate_figures(run_dir: str | Path) -> list[Path]:
     for name, draw in FIGURES.items():
         fig, ax = plt.subplots(figsize=(8, 4.5))
         draw(metrics, decisions, ax)
-        fig.tight_layout()
-        path = out / f"{name}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, out / f"{name}.png"))
     return written
