@@ -13,6 +13,11 @@ def bootstrap_ci(values: np.ndarray, resamples: int, seed: int,
         return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[draws].mean(axis=1)
+    return percentile_interval(values[draws].mean(axis=1), level)
+
+
+def percentile_interval(estimates: np.ndarray | list[float],
+                        level: float) -> tuple[float, float]:
+    """The central `level` share of bootstrap estimates."""
     tail = (1.0 - level) / 2.0
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
+    return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1.0 - tail))

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
+from memeval.metrics.bootstrap import percentile_interval
+
 
 def spearman(scores: np.ndarray, ranks: np.ndarray) -> float:
     return float(spearmanr(scores, ranks).statistic)
@@ -63,8 +65,7 @@ def bootstrap(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], r
             values.append(value)
     if not values:
         return float("nan"), float("nan")
-    tail = (1 - level) / 2
-    return float(np.quantile(values, tail)), float(np.quantile(values, 1 - tail))
+    return percentile_interval(values, level)
 
 
 def calibration_report(scores: np.ndarray, ranks: np.ndarray, outcomes: np.ndarray, *,
