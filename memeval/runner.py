@@ -18,6 +18,7 @@ from memeval.results.run_dir import write_run
 
 log = logging.getLogger(__name__)
 
+
 def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
     """metrics.json sections for the components this run actually built."""
     sections: dict[str, Any] = {}

@@ -7,7 +7,7 @@ Both are JSONL with one object per line; a bad line is reported with file:line a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
@@ -63,17 +63,14 @@ def _record(row: dict[str, Any]) -> LabelledRecord:
     return LabelledRecord(record, label, note)
 
 
-def _memory(row: Mapping[str, Any]) -> AttributedMemory:
-    return AttributedMemory(**row)
-
-
 def _scenario(row: dict[str, Any]) -> Scenario:
     if row["ground_truth"] not in MAI_LABELS:
         raise ValueError(f"ground_truth '{row['ground_truth']}' is not one of "
                          f"{', '.join(MAI_LABELS)}")
     return Scenario(row["scenario_id"], row["ground_truth"], row.get("agent_decision", ""),
-                    [_memory(m) for m in row["retrieved_memories"]],
-                    [_memory(m) for m in row.get("ancestors", [])], row.get("label_note", ""))
+                    [AttributedMemory(**m) for m in row["retrieved_memories"]],
+                    [AttributedMemory(**m) for m in row.get("ancestors", [])],
+                    row.get("label_note", ""))
 
 
 def _load(path: Path, parse: Callable[[dict[str, Any]], T], key: Callable[[T], str],

@@ -65,8 +65,10 @@ class MQSCalibration:
         trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
         breakdowns = [compute_mqs(r, ledger, self.cfg.mqs) for r in records]
         scores = np.array([b.score for b in breakdowns], dtype=float)
-        oof = out_of_fold_scores(records, ledger, trusted, self.cfg.mqs, self.cfg.folds, ctx.seed)
-        fitted = fit_constants(features(records, ledger, self.cfg.mqs), trusted, self.cfg.mqs)
+        x = features(records, ledger, self.cfg.mqs)
+        oof = out_of_fold_scores(records, ledger, x, trusted, self.cfg.mqs, self.cfg.folds,
+                                 ctx.seed)
+        fitted = fit_constants(x, trusted, self.cfg.mqs)
         common = {"bins": self.cfg.bins, "resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
         configured = calibration_report(scores, ranks, trusted, **common)
         out_of_fold = calibration_report(oof, ranks, trusted, **common)

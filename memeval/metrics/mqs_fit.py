@@ -44,11 +44,10 @@ def fit_constants(x: np.ndarray, trusted: np.ndarray, base: MQSConstants) -> MQS
 
 
 def out_of_fold_scores(records: Sequence[MemoryRecord], ledger: Mapping[str, MemoryRecord],
-                       trusted: np.ndarray, base: MQSConstants, folds: int,
+                       x: np.ndarray, trusted: np.ndarray, base: MQSConstants, folds: int,
                        seed: int) -> np.ndarray:
     """Each record scored (rounded, clamped, as compute_mqs does) with constants fitted on the
-    other folds only."""
-    x = features(records, ledger, base)
+    other folds only; `x` is `features(records, ledger, base)`."""
     scores = np.zeros(len(records))
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
     for train, test in splitter.split(x, trusted):

@@ -37,7 +37,8 @@ def test_fit_recovers_a_confidence_only_truth() -> None:
 
 def test_out_of_fold_scores_are_seeded_and_clamped() -> None:
     records, trusted = synthetic(200, seed=1)
-    first = out_of_fold_scores(records, {}, trusted, MQSConstants(), folds=5, seed=3)
-    assert np.array_equal(first, out_of_fold_scores(records, {}, trusted, MQSConstants(), 5, 3))
+    x = features(records, {}, MQSConstants())
+    first = out_of_fold_scores(records, {}, x, trusted, MQSConstants(), folds=5, seed=3)
+    assert np.array_equal(first, out_of_fold_scores(records, {}, x, trusted, MQSConstants(), 5, 3))
     assert first.min() >= 0 and first.max() <= 100 and np.all(first == np.round(first))
     assert np.corrcoef(first, [r.confidence for r in records])[0, 1] > 0.95
