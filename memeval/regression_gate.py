@@ -53,11 +53,18 @@ class Check:
 
 def lookup(metrics: Any, path: str, check: Check) -> float:
     """`passes.*.substantive_recall` → the worst pass; `passes.-1.x` → the last pass."""
-    head, _, rest = path.partition(".")
-    if head == "*":
-        return check.worst([lookup(item, rest, check) for item in metrics])
-    node = metrics[int(head)] if isinstance(metrics, list) else metrics[head]
-    return float(node) if not rest else lookup(node, rest, check)
+    prefix, star, rest = path.partition("*")
+    if not star:
+        return float(_at(metrics, path))
+    return check.worst([lookup(item, rest.lstrip("."), check)
+                        for item in _at(metrics, prefix.rstrip("."))])
+
+
+def _at(node: Any, path: str) -> Any:
+    """The value at a dotted path; list steps are indices (negative from the end)."""
+    for part in filter(None, path.split(".")):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
 
 
 def load(path: Path = THRESHOLDS) -> dict[str, Any]:
@@ -75,24 +82,33 @@ def run_metrics(overrides: list[str], seed: int, work: Path) -> dict[str, Any]:
     return run_experiment(cfg, work / f"seed{seed}-{len(list(work.iterdir()))}")
 
 
+class Runs:
+    """Each (overrides, seed) run at most once per command: the runs `--derive` makes for the
+    gate's own seed are the ones the checks then read."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self._done: dict[tuple[tuple[str, ...], int], dict[str, Any]] = {}
+
+    def __call__(self, overrides: list[str], seed: int) -> dict[str, Any]:
+        key = (tuple(overrides), seed)
+        if key not in self._done:
+            self._done[key] = run_metrics(overrides, seed, self.work)
+        return self._done[key]
+
+
 def _fingerprints(metrics: dict[str, Any], paths: list[str]) -> dict[str, str]:
-    found = {}
-    for path in paths:
-        node: Any = metrics
-        for part in path.split("."):
-            node = node[part]
-        found[path] = str(node)
-    return found
+    return {path: str(_at(metrics, path)) for path in paths}
 
 
 def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] | None,
-             work: Path) -> tuple[list[dict[str, Any]], list[str]]:
+             runs: Runs) -> tuple[list[dict[str, Any]], list[str]]:
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
     for name, run in spec["runs"].items():
         if only and name not in only:
             continue
-        metrics = run_metrics([*run["overrides"], *extra.get(name, [])], spec["seed"], work)
+        metrics = runs([*run["overrides"], *extra.get(name, [])], spec["seed"])
         expected = run.get("fingerprints", {})
         actual = _fingerprints(metrics, list(expected))
         for path, found in actual.items():
@@ -116,16 +132,16 @@ def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] |
     return rows, failures
 
 
-def derive(spec: dict[str, Any], work: Path) -> dict[str, Any]:
+def derive(spec: dict[str, Any], runs: Runs) -> dict[str, Any]:
     settings = spec["derive"]
     for name, run in spec["runs"].items():
-        runs = [run_metrics(run["overrides"], seed, work) for seed in settings["seeds"]]
-        run["fingerprints"] = _fingerprints(runs[0], list(run.get("fingerprints", {})))
+        seeded = [runs(run["overrides"], seed) for seed in settings["seeds"]]
+        run["fingerprints"] = _fingerprints(seeded[0], list(run.get("fingerprints", {})))
         for raw in spec["checks"]:
             if raw["run"] != name:
                 continue
             check = Check(**raw)
-            values = [lookup(m, check.metric, check) for m in runs]
+            values = [lookup(m, check.metric, check) for m in seeded]
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
             margin = max(settings["sd_multiplier"] * spread, settings["min_margin"])
             worst = check.worst(values)
@@ -169,15 +185,16 @@ def main(argv: list[str]) -> int:
                          f"{', '.join(spec['runs'])}")
         extra.setdefault(run, []).append(override)
     with tempfile.TemporaryDirectory(prefix="memeval-gate-") as tmp:
+        runs = Runs(Path(tmp))
         if args.derive:
-            derived = derive(spec, Path(tmp))
+            derived = derive(spec, runs)
             header = ("# CI regression thresholds, derived by `python -m memeval gate --derive`"
                       " (see the\n# README, 'Regression gate'); edit `why`, runs and derive "
                       "settings, not the numbers.\n")
             args.thresholds.write_text(header + yaml.safe_dump(
                 derived, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None))
             print(f"thresholds re-derived into {args.thresholds}")
-        rows, failures = evaluate(spec, extra, set(args.only) if args.only else None, Path(tmp))
+        rows, failures = evaluate(spec, extra, set(args.only) if args.only else None, runs)
     print(table(rows))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "failures": failures}, indent=2))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memeval import regression_gate
-from memeval.regression_gate import Check, evaluate, load, lookup
+from memeval.regression_gate import Check, Runs, evaluate, load, lookup
 
 METRICS = {"passes": [{"recall": 0.99, "noise": 0}, {"recall": 0.97, "noise": 2}],
            "mqs": {"configured": {"ece": 0.08}, "fingerprint": "abc"}}
@@ -46,7 +46,7 @@ def spec(fingerprint: str = "abc") -> dict[str, Any]:
 def test_evaluate_names_each_regressed_metric(monkeypatch: pytest.MonkeyPatch,
                                               tmp_path: Path) -> None:
     monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: METRICS)
-    rows, failures = evaluate(spec(), {}, None, tmp_path)
+    rows, failures = evaluate(spec(), {}, None, Runs(tmp_path))
     assert [r["verdict"] for r in rows] == ["ok", "REGRESSION"]
     assert failures == ["passes.*.noise = 2.0000, needs <= 0.0100 (no noise)"]
 
@@ -54,9 +54,20 @@ def test_evaluate_names_each_regressed_metric(monkeypatch: pytest.MonkeyPatch,
 def test_thresholds_from_other_data_are_refused(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: METRICS)
-    _, failures = evaluate(spec(fingerprint="old"), {}, None, tmp_path)
+    _, failures = evaluate(spec(fingerprint="old"), {}, None, Runs(tmp_path))
     assert any("mqs.fingerprint is abc, but the thresholds were derived on old" in f
                for f in failures)
+
+
+def test_each_run_is_made_once_per_command(monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(regression_gate, "run_metrics",
+                        lambda overrides, seed, work: calls.append(seed) or METRICS)
+    runs = Runs(tmp_path)
+    evaluate(spec(), {}, None, runs)
+    evaluate(spec(), {}, None, runs)
+    assert calls == [0]
 
 
 def test_shipped_thresholds_are_derived_and_complete() -> None:
