@@ -10,12 +10,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.reporting.calibration_plots import make_calibration_figures
 from memeval.reporting.figures import save
-from memeval.results.run_dir import read_decisions, read_metrics
+from memeval.results.run_dir import read_decisions, read_metrics, read_table
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
 
@@ -90,6 +91,30 @@ def rejection_store(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> N
     ax.legend(fontsize=8)
 
 
+def stored_mqs(metrics: dict[str, Any], stored: pd.DataFrame, ax: plt.Axes) -> None:
+    """MQS of each pass's stored memories by label, one jittered dot per memory, with the
+    AUROC the pass reports: does the score put what is worth keeping on top?"""
+    jitter = np.random.default_rng(0)
+    offsets = dict(zip(LABEL_COLOURS, (-0.25, 0.0, 0.25), strict=True))
+    for label, colour in LABEL_COLOURS.items():
+        mine = stored[stored["label"] == label]
+        xs = mine["pass"].to_numpy() + offsets[label] + jitter.uniform(-0.08, 0.08, len(mine))
+        ax.scatter(xs, mine["score"], s=9, alpha=0.6, color=colour, label=f"{label}")
+    unlabelled = stored[stored["label"].isna()]
+    if not unlabelled.empty:
+        ax.scatter(unlabelled["pass"] + jitter.uniform(-0.08, 0.08, len(unlabelled)),
+                   unlabelled["score"], s=9, alpha=0.3, color="grey", label="unlabelled")
+    aurocs = {p["pass"]: p["stored_mqs"]["mqs"]["auroc"] for p in metrics["passes"]}
+    ticks = sorted(stored["pass"].unique())
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"pass {t}\nAUROC " + ("—" if aurocs.get(t) is None else
+                                                 f"{aurocs[t]:.3f}") for t in ticks])
+    ax.set_ylabel("MQS")
+    ax.set_ylim(-2, 102)
+    ax.set_title("MQS of stored memories, by label")
+    ax.legend(fontsize=8)
+
+
 FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
     "mqs_calibration": make_calibration_figures,
 }
@@ -119,4 +144,9 @@ def make_gate_figures(run_dir: str | Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         draw(metrics, decisions, ax)
         written.append(save(fig, out / f"{name}.png"))
+    stored = Path(run_dir) / "stored_memories.parquet"
+    if stored.is_file() and not (table := read_table(run_dir, "stored_memories")).empty:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        stored_mqs(metrics, table, ax)
+        written.append(save(fig, out / "stored_mqs.png"))
     return written

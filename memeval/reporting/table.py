@@ -47,7 +47,51 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
             f"{threshold['last']:.3f}" if threshold else "off",
             str(p["rejection_store_size"]),
         ))
+    stored = stored_mqs_table(passes)
+    return aligned(header, rows) + (f"\n\nMQS of stored memories\n{stored}" if stored else "")
+
+
+def _auroc(summary: dict[str, Any]) -> str:
+    value, bounds = summary["auroc"], summary["auroc_ci95"]
+    if value is None:
+        return "—"
+    return f"{value:.3f}" + (f" [{bounds[0]:.2f}–{bounds[1]:.2f}]" if bounds[0] is not None else "")
+
+
+def stored_mqs_table(passes: list[dict[str, Any]]) -> str:
+    """Per pass: how well MQS separates stored substantive memories from stored low-value ones;
+    empty when no pass scored its stored memories."""
+    scored = [p for p in passes if "stored_mqs" in p]
+    if not scored:
+        return ""
+    labels = ("substantive", "low_value", "noise")
+    header = ("pass", "stored", "AUROC subst. vs low [95% CI]", "confidence only",
+              *(f"mean MQS {label}" for label in labels), "hedged", "conflicted",
+              "FILTER/FLAG/PASS subst.", "FILTER/FLAG/PASS low")
+    rows = []
+    for p in scored:
+        quality = p["stored_mqs"]
+        by_label = quality["by_label"]
+        every = list(by_label.values())
+        total = max(quality["memories"], 1)
+        actions = {label: _actions(by_label, labels) for label, labels in (
+            ("substantive", ("substantive",)), ("low", ("low_value", "noise")))}
+        rows.append((
+            str(p.get("arm", "")) + str(p["pass"]), str(quality["memories"]),
+            _auroc(quality["mqs"]), _auroc(quality["confidence_only"]),
+            *(f"{by_label[label]['mean_mqs']:.1f}" if label in by_label else "—"
+              for label in labels),
+            _pct(sum(s["hedged_share"] * s["memories"] for s in every) / total),
+            _pct(sum(s["conflicted_share"] * s["memories"] for s in every) / total),
+            actions["substantive"], actions["low"],
+        ))
     return aligned(header, rows)
+
+
+def _actions(by_label: dict[str, Any], labels: Sequence[str]) -> str:
+    """FILTER/FLAG/PASS counts of the confidence policy over the given labels' memories."""
+    return "/".join(str(sum(by_label.get(label, {}).get("gate_actions", {}).get(action, 0)
+                            for label in labels)) for action in ("FILTER", "FLAG", "PASS"))
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -100,6 +100,9 @@ class FakeScorer:
     def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
         return np.asarray(vectors[:, 0], dtype=np.float32)
 
+    def confidence(self, scores: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(scores, dtype=np.float32), 0.0, 1.0)
+
     def calibration_scores(self) -> np.ndarray:
         return np.zeros(0, dtype=np.float32)
 

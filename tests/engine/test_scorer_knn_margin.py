@@ -64,3 +64,8 @@ def test_calibration_shrinks_k_to_what_remains() -> None:
 def test_bad_k_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="knn_margin"):
         SCORERS.validate({"name": "knn_margin", "k": 0})
+
+
+def test_confidence_maps_the_margin_linearly_with_zero_at_half() -> None:
+    mapped = scorer(k=1).confidence(np.array([-2.0, -0.2, 0.0, 0.2, 2.0]))
+    assert mapped.tolist() == pytest.approx([0.0, 0.4, 0.5, 0.6, 1.0])

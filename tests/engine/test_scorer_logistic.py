@@ -108,3 +108,14 @@ def test_too_few_calibration_folds_fails_validation() -> None:
         SCORERS.validate({"name": "logistic", "calibration": "loo"})
     with pytest.raises(ConfigError, match="calibration_folds"):
         SCORERS.validate({"name": "logistic", "calibration_folds": 1})
+
+
+def test_confidence_is_the_models_probability() -> None:
+    fitted = LogisticScorer(LogisticConfig(min_learned=2))
+    assert fitted.fit(protos(cluster(1.0, 30, 0), cluster(-1.0, 30, 1)))
+    vectors = np.vstack([cluster(1.0, 3, 2), cluster(-1.0, 3, 3)])
+    logits = fitted.score(vectors)
+    expected = fitted._model.predict_proba(vectors)[:, 1]  # type: ignore[union-attr]
+    assert np.allclose(fitted.confidence(logits), expected, atol=1e-5)
+    assert fitted.confidence(np.array([0.0]))[0] == pytest.approx(0.5)
+    assert np.all(fitted.confidence(np.array([-800.0, 800.0])) == [0.0, 1.0])  # no overflow

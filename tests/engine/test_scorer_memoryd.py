@@ -106,3 +106,8 @@ def test_top_k_mean() -> None:
 def test_empty_prototype_lists_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="prototypes"):
         SCORERS.validate({"name": "memoryd", "quality_prototypes": []})
+
+
+def test_confidence_is_the_score_itself() -> None:
+    assert scorer().confidence(np.array([0.0, 0.3, 1.0, 1.2])).tolist() == \
+        pytest.approx([0.0, 0.3, 1.0, 1.0])

@@ -83,6 +83,11 @@ class ContentScorer(Protocol):
         """Higher = more like quality; `texts` are the embedded texts, row for row."""
         ...
 
+    def confidence(self, scores: np.ndarray) -> np.ndarray:
+        """Scores on this scorer's scale as a confidence in [0, 1] that the text is worth keeping:
+        what a stored memory's MQS confidence is read from."""
+        ...
+
     def calibration_scores(self) -> np.ndarray:
         """Scores of the learned quality prototypes (judge acceptances), each computed without
         that text's own influence, so a threshold set from them estimates recall honestly."""

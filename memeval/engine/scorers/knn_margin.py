@@ -50,6 +50,11 @@ class KnnMarginScorer:
     def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
         return self._margin(vectors @ self._quality.T, vectors, self.cfg.k)
 
+    def confidence(self, scores: np.ndarray) -> np.ndarray:
+        """The margin is a difference of cosines in [-2, 2], mapped linearly so 0 (as close to
+        both sides) is 0.5; real margins are small, so confidences stay near 0.5."""
+        return np.clip((1.0 + np.asarray(scores, dtype=np.float32)) / 2.0, 0.0, 1.0)
+
     def calibration_scores(self) -> np.ndarray:
         """Leave-one-out: each accepted text ignores itself (and any identical copy)."""
         sims = self._quality @ self._quality.T

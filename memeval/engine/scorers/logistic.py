@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
 
@@ -99,6 +100,11 @@ class LogisticScorer:
             raise RuntimeError("logistic scorer used before fit() succeeded")
         # w·x + b directly: sklearn's per-call validation costs more than the dot product
         return (self._features(vectors, texts) @ self._weights + self._bias).astype(np.float32)
+
+    def confidence(self, scores: np.ndarray) -> np.ndarray:
+        """The model's probability (scores are logits); with balanced class weights it assumes
+        even odds of keep and skip before reading the text."""
+        return expit(np.asarray(scores, dtype=np.float64)).astype(np.float32)
 
     def calibration_scores(self) -> np.ndarray:
         if self.cfg.calibration == "alo":

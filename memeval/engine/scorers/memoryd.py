@@ -56,6 +56,10 @@ class MemorydScorer:
         score = np.where(denominator > 0, avg_quality / safe, 0.5)
         return np.clip(score, 0.0, 1.0).astype(np.float32)
 
+    def confidence(self, scores: np.ndarray) -> np.ndarray:
+        """The score is already a share in [0, 1]: quality similarity over quality plus noise."""
+        return np.clip(np.asarray(scores, dtype=np.float32), 0.0, 1.0)
+
     def calibration_scores(self) -> np.ndarray:
         """Acceptances are not among memoryd's prototypes, so plain scores are already held out."""
         return self.score(self._accepted)

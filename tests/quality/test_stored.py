@@ -1,0 +1,57 @@
+"""Records for stored memories: memledger's conflict-on-add rule, hedging, gate confidence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memeval.engine.quality.stored import StoredMQSConfig, earlier_conflicts, records_from_store
+from memeval.engine.store.memory_store import Memory
+
+
+def unit(*rows: list[float]) -> np.ndarray:
+    matrix = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
+
+
+def test_a_conflict_points_to_the_nearest_earlier_memory_only() -> None:
+    vectors = unit([1, 0, 0], [0, 1, 0], [1, 0.1, 0], [0.1, 1, 0], [0, 0, 1])
+    assert earlier_conflicts(vectors, 0.65) == [None, None, 0, 1, None]
+
+
+def test_the_threshold_is_strict_and_later_memories_do_not_count() -> None:
+    vectors = unit([1, 0], [0.65, np.sqrt(1 - 0.65**2)])
+    similarity = float(vectors[0] @ vectors[1])
+    assert earlier_conflicts(vectors, similarity) == [None, None]
+    assert earlier_conflicts(vectors, similarity - 1e-4) == [None, 0]
+    assert earlier_conflicts(vectors[::-1].copy(), similarity - 1e-4) == [None, 0]
+
+
+def test_chunking_does_not_change_the_result() -> None:
+    vectors = unit(*np.random.default_rng(0).normal(size=(40, 3)).tolist())
+    assert earlier_conflicts(vectors, 0.6, chunk=7) == earlier_conflicts(vectors, 0.6)
+
+
+def test_unembedded_memories_conflict_with_nothing() -> None:
+    vectors = unit([1, 0], [0, 0], [0, 0])
+    assert earlier_conflicts(vectors, 0.65) == [None, None, None]
+    assert earlier_conflicts(vectors[:0], 0.65) == []
+
+
+def test_records_carry_confidence_conflicts_and_hedging() -> None:
+    memories = [Memory("m1-0", "The build uses uv and ruff for linting.", "e1", 1),
+                Memory("m1-1", "Maybe the build might use uv, I think.", "e2", 1)]
+    records = records_from_store(memories, unit([1, 0], [1, 0.2]), [0.9, None],
+                                 StoredMQSConfig())
+    assert [r.id for r in records] == ["m1-0", "m1-1"]
+    assert [r.confidence for r in records] == [0.9, None]  # None: MQS counts it as missing
+    assert [r.conflicts for r in records] == [[], ["m1-0"]]
+    assert [r.hedged for r in records] == [False, True]
+    assert all(r.derived_from == [] and r.access_count == 0 for r in records)
+
+
+@pytest.mark.parametrize("value", [-1.5, 1.01])
+def test_conflict_similarity_is_a_cosine(value: float) -> None:
+    with pytest.raises(ValueError, match="cosine"):
+        StoredMQSConfig(conflict_similarity=value).validate()
