@@ -11,6 +11,7 @@ commands:
   run     run an experiment: python -m memeval run +experiment=three_pass [key=value …]
   bench   three passes vs one embedding pass, per-stage time: python -m memeval bench --help
   gate    CI regression gate on calibration and recall: python -m memeval gate --help
+  phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
 """
 
 
@@ -53,7 +54,14 @@ def _gate(args: list[str]) -> int:
     return gate_main(args)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench, "gate": _gate}
+def _phoenix(args: list[str]) -> int:
+    from memeval.reporting.phoenix.cli import main as phoenix_main
+
+    return phoenix_main(args)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench, "gate": _gate,
+                                                   "phoenix": _phoenix}
 
 
 def main(argv: list[str] | None = None) -> int:

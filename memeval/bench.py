@@ -34,7 +34,8 @@ def bench(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:
         replicate(Path(compose().dataset.path), entries, data, separator="\n\n")
         overrides = ["+experiment=three_pass", f"embedder={embedder}",
                      "dataset=labeled_jsonl", f"dataset.path={data}",
-                     f"cache_dir={work / 'cache'}", "plots=false", "progress=false"]
+                     f"cache_dir={work / 'cache'}", "plots=false", "progress=false",
+                     "reporting.phoenix.enabled=false"]
         cfg = compose(overrides)
         validate(cfg)
         texts = [redact(e.assistant_response) for e in load_labeled_jsonl(data).entries]
@@ -85,6 +86,8 @@ def main(args: list[str]) -> int:
     parser.add_argument("--scale", default=None, metavar="N,N,…",
                         help="instead: the mixed three-pass run at these corpus sizes")
     parser.add_argument("--scale-one", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--phoenix", action="store_true",
+                        help="instead: push an --entries three-pass run to a fresh local Phoenix")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="with --scale: a config override for every size (repeatable)")
     options = parser.parse_args(args)
@@ -96,7 +99,12 @@ def main(args: list[str]) -> int:
         sizes = [int(size) for size in options.scale.split(",")]
         scale(sizes, options.embedder, options.out, options.override)
         return 0
-    result = bench(options.entries, options.embedder, options.out)
+    if options.phoenix:
+        from memeval.bench_phoenix import bench_phoenix
+
+        result = bench_phoenix(options.entries, options.embedder, options.out)
+    else:
+        result = bench(options.entries, options.embedder, options.out)
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key.ljust(width)}  {value}")

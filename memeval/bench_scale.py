@@ -46,6 +46,7 @@ def run_one(rows: int, embedder: str, overrides: list[str] | None = None) -> dic
         cfg = compose(["+experiment=three_pass_mixed", f"embedder={embedder}",
                        f"dataset.corpus_path={corpus}", f"dataset.corpus_rows={rows}",
                        f"cache_dir={work / 'cache'}", "plots=false", "bootstrap=200",
+                       "reporting.phoenix.enabled=false",
                        *(overrides or [])])
         start = time.perf_counter()
         metrics = run_experiment(cfg, work / "run")

@@ -17,6 +17,7 @@ from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import ConfigError, to_dataclass
+from memeval.reporting.phoenix.config import PhoenixConfig
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -52,6 +53,7 @@ class Validated:
     scorer: Any
     judge: Any
     gate: GateConfig
+    phoenix: PhoenixConfig
 
 
 def validate(cfg: DictConfig) -> Validated:
@@ -60,7 +62,8 @@ def validate(cfg: DictConfig) -> Validated:
         raise ConfigError("no experiment chosen: add +experiment=NAME "
                           f"(known: {', '.join(EXPERIMENTS.names())})")
     gate = OmegaConf.to_container(cfg.gate, resolve=True)
-    assert isinstance(gate, dict)
+    phoenix = OmegaConf.to_container(cfg.reporting.phoenix, resolve=True)
+    assert isinstance(gate, dict) and isinstance(phoenix, dict)
     return Validated(
         experiment=EXPERIMENTS.validate(cfg.experiment),
         dataset=DATASETS.validate(cfg.dataset),
@@ -69,4 +72,5 @@ def validate(cfg: DictConfig) -> Validated:
         scorer=SCORERS.validate(cfg.scorer),
         judge=JUDGES.validate(cfg.judge),
         gate=to_dataclass(GateConfig, gate, "gate"),
+        phoenix=to_dataclass(PhoenixConfig, phoenix, "reporting.phoenix"),
     )

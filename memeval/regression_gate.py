@@ -78,7 +78,8 @@ def load(path: Path = THRESHOLDS) -> dict[str, Any]:
 
 
 def run_metrics(overrides: list[str], seed: int, work: Path) -> dict[str, Any]:
-    cfg = compose([*overrides, f"seed={seed}", "plots=false", "progress=false"])
+    cfg = compose([*overrides, f"seed={seed}", "plots=false", "progress=false",
+                   "reporting.phoenix.enabled=false"])
     return run_experiment(cfg, work / f"seed{seed}-{len(list(work.iterdir()))}")
 
 

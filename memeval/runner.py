@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from memeval.config import validate
 from memeval.engine.scorers.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, RunContext
+from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import write_run
@@ -41,6 +44,20 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
     return sections
 
 
+def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
+                       metrics: dict[str, Any]) -> None:
+    """After the results are on disk: Phoenix's files, then a push if a server answers."""
+    from memeval.engine.redact import redact
+    from memeval.reporting.phoenix.files import write_phoenix_files
+    from memeval.reporting.phoenix.push import report_run
+
+    def write() -> Path:
+        return write_phoenix_files(ctx.run_dir, ctx.dataset.entries, metrics, ctx.cfg, settings,
+                                   redact)
+
+    report_run(ctx.run_dir, settings, write, progress=bool(ctx.cfg.progress), out=sys.stdout)
+
+
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
     checked = validate(cfg)
@@ -52,6 +69,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if ctx.built("embedder"):
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
     metrics: dict[str, Any] = {
+        "run_id": uuid.uuid4().hex,  # names this run's spans and experiments in Phoenix
         "experiment": cfg.experiment.name,
         "seed": int(cfg.seed),
         **_components(ctx, checked),
@@ -65,6 +83,8 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     print(result.summary or pass_table(result.passes))
     if "scorer" in metrics:
         print(f"content-score threshold: {metrics['scorer']['threshold_rule']}")
+    if checked.phoenix.enabled and result.decisions:
+        _report_to_phoenix(ctx, checked.phoenix, metrics)
     if cfg.plots:
         try:
             from memeval.reporting.plots import make_figures

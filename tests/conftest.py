@@ -20,6 +20,7 @@ def fast_config(tmp_path: Path) -> Callable[..., DictConfig]:
 
     def build(*overrides: str) -> DictConfig:
         base = ["embedder=hashing", f"cache_dir={tmp_path / 'cache'}", "progress=false",
+                "reporting.phoenix.endpoint=null",
                 "bootstrap=200"]
         return compose([*base, *overrides])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +254,7 @@ def test_decision_fields(tmp_path: Path) -> None:
     assert set(decision.latency_ms) == {"prefilter", "length", "content_score", "judge", "write"}
     assert all(ms >= 0 for ms in decision.latency_ms.values())
     assert decision.arm == "main"
+    assert abs(decision.started_at - time.time()) < 60
     skipped = gate.process(items[1], pass_no=3)
     assert skipped.judge_skip is True and skipped.outcome == "judge"
     assert "write" not in skipped.latency_ms

@@ -91,6 +91,7 @@ class Decision:
     judge_cost_usd: float = 0.0
     latency_ms: dict[str, float] = field(default_factory=dict)
     arm: str = "main"
+    started_at: float = 0.0  # wall clock (epoch s) when the entry entered the gate: span times
 
 
 class Gate:
@@ -174,7 +175,8 @@ class Gate:
 
     def process(self, item: Candidate, pass_no: int, phase: str = "eval") -> Decision:
         decision = Decision(pass_no, phase, item.entry.id, item.entry.label,
-                            item.entry.label_source, len(item.text), outcome="", retained=False)
+                            item.entry.label_source, len(item.text), outcome="", retained=False,
+                            started_at=time.time())
         judged: StageResult | None = None
         for stage in self.stages:
             start = time.perf_counter()

@@ -1,0 +1,65 @@
+"""What a run keeps for Phoenix in RUN_DIR/phoenix/: its spans and its labelled entries, redacted.
+
+Written at the end of every run that replays traces, before any export is tried, so a run's
+Phoenix view can always be rebuilt from its directory (`python -m memeval phoenix push`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from memeval.data.entry import Entry
+from memeval.engine.atomic import write_atomic
+from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.spans import RunInfo, run_spans
+from memeval.results.run_dir import read_decisions
+
+PHOENIX_DIR = "phoenix"
+SPANS = "spans.jsonl"
+EXAMPLES = "examples.jsonl"
+
+
+def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def passes_by_arm(metrics: Mapping[str, Any]) -> dict[str, Sequence[Mapping[str, Any]]]:
+    return dict(metrics.get("arms") or {"main": metrics.get("passes", [])})
+
+
+def run_info(metrics: Mapping[str, Any], cfg: DictConfig, text_chars: int) -> RunInfo:
+    judge = cfg.judge
+    return RunInfo(run_id=str(metrics["run_id"]), experiment=str(metrics["experiment"]),
+                   stage_order=tuple(cfg.gate.order),
+                   embedder=str(metrics.get("embedder", {}).get("identity", cfg.embedder.name)),
+                   judge_model=str(judge.get("model") or judge.name), text_chars=text_chars)
+
+
+def write_phoenix_files(run_dir: Path, entries: Sequence[Entry], metrics: Mapping[str, Any],
+                        cfg: DictConfig, settings: PhoenixConfig,
+                        redact: Callable[[str], str]) -> Path:
+    """Redacted examples and every span of the run, each file written atomically."""
+    out = run_dir / PHOENIX_DIR
+    out.mkdir(exist_ok=True)
+    chars = settings.text_chars
+    examples = [{"id": e.id, "user_prompt": redact(e.user_prompt)[:chars],
+                 "assistant_response": redact(e.assistant_response)[:chars],
+                 "label": e.label, "label_source": e.label_source} for e in entries]
+    write_atomic(out / EXAMPLES, _jsonl(examples))
+    texts = {str(example["id"]): example for example in examples}
+    spans = run_spans(run_info(metrics, cfg, chars), read_decisions(run_dir), texts,
+                      passes_by_arm(metrics))
+    write_atomic(out / SPANS, _jsonl(spans))
+    return out

@@ -1,0 +1,232 @@
+"""A run pushed to a real Phoenix on loopback: spans, annotations, dataset, experiments, secrets,
+re-pushes, and Phoenix being down before or during a push."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+
+from memeval.config import compose, data_path
+from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.files import PHOENIX_DIR, SPANS, read_jsonl
+from memeval.reporting.phoenix.push import push_run, report_run
+from memeval.reporting.phoenix.rest import PhoenixError, PhoenixREST
+from memeval.reporting.phoenix.server import free_port
+from memeval.results.run_dir import read_decisions
+from memeval.runner import run_experiment
+
+pytestmark = pytest.mark.integration
+
+SECRETS = ("AKIAZ7QF3X2KJ4LM5NPQ", "sk-ant-api03-" + "Q" * 48, "dana.leaker@example.org")
+PLANTED = [
+    {"user_prompt": f"deploy with key {SECRETS[0]} please",
+     "assistant_response": "Configured the deploy: the CI job reads AWS_ACCESS_KEY_ID="
+     f"{SECRETS[0]} and the Anthropic key {SECRETS[1]}; alerts go to {SECRETS[2]} because the "
+     "on-call rotation changed last week and the pager integration was removed.",
+     "label": "substantive"},
+    {"user_prompt": f"who owns this? mail {SECRETS[2]}",
+     "assistant_response": f"ok, {SECRETS[2]}", "label": "noise"},
+]
+
+
+def labelled_file(folder: Path, rows: int = 50) -> Path:
+    bundled = Path(data_path("labeled/write_gate_v1.jsonl")).read_text().splitlines()[:rows]
+    path = folder / "labels.jsonl"
+    path.write_text("\n".join([*bundled, *(json.dumps(r) for r in PLANTED)]) + "\n")
+    return path
+
+
+def config(folder: Path, endpoint: str, project: str, *extra: str) -> Any:
+    return compose(["+experiment=three_pass", "embedder=hashing", "dataset=labeled_jsonl",
+                    f"dataset.path={labelled_file(folder)}", f"cache_dir={folder / 'cache'}",
+                    "progress=false", "plots=false", "bootstrap=50",
+                    f"reporting.phoenix.endpoint={endpoint}",
+                    f"reporting.phoenix.project={project}", *extra])
+
+
+def pages(client: httpx.Client, path: str, **params: Any) -> Iterator[dict[str, Any]]:
+    cursor = None
+    while True:
+        body = client.get(path, params={**params, **({"cursor": cursor} if cursor else {})})
+        body.raise_for_status()
+        data = body.json()
+        yield from data["data"]
+        cursor = data.get("next_cursor")
+        if not cursor:
+            return
+
+
+def run_spans(client: httpx.Client, project: str, run_id: str, *filters: str) -> list[dict]:
+    attributes = [f"memeval.run_id:{run_id}", *filters]
+    return list(pages(client, f"/v1/projects/{project}/spans", attribute=attributes,
+                      limit=1000))
+
+
+def annotations_of(client: httpx.Client, project: str, span_ids: list[str]) -> list[dict]:
+    found: list[dict] = []
+    for start in range(0, len(span_ids), 100):
+        found += pages(client, f"/v1/projects/{project}/span_annotations",
+                       span_ids=span_ids[start:start + 100], limit=1000)
+    return found
+
+
+def experiments_of(client: httpx.Client, run_id: str) -> list[dict]:
+    return [e for d in pages(client, "/v1/datasets") for e in
+            pages(client, f"/v1/datasets/{d['id']}/experiments")
+            if (e.get("metadata") or {}).get("memeval_run_id") == run_id]
+
+
+@pytest.fixture(scope="module")
+def pushed(phoenix_url: str, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[Path, dict[str, Any], str, httpx.Client]]:
+    folder = tmp_path_factory.mktemp("pushed")
+    project = f"memeval-test-{uuid.uuid4().hex[:8]}"
+    metrics = run_experiment(config(folder, phoenix_url, project), folder / "run")
+    with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+        yield folder / "run", metrics, project, client
+
+
+def test_the_run_was_pushed_at_its_end(pushed: tuple) -> None:
+    run_dir, metrics, project, _ = pushed
+    record = json.loads((run_dir / PHOENIX_DIR / "push.json").read_text())
+    lines = sum(1 for _ in read_jsonl(run_dir / PHOENIX_DIR / SPANS))
+    assert record["run_id"] == metrics["run_id"] and record["project"] == project
+    assert record["spans"] == lines > 0 and record["spans_per_s"] > 0
+
+
+def test_spans_arrive_and_are_queryable_by_attribute(pushed: tuple) -> None:
+    run_dir, metrics, project, client = pushed
+    decisions = read_decisions(run_dir)
+    every = run_spans(client, project, metrics["run_id"])
+    assert len(every) == sum(1 for _ in read_jsonl(run_dir / PHOENIX_DIR / SPANS))
+    roots = [s for s in every if s["name"] == "gate"]
+    assert len(roots) == len(decisions)
+    judged = run_spans(client, project, metrics["run_id"], "memeval.stage:judge")
+    assert len(judged) == int(decisions["judge_called"].sum()) > 0
+    assert {s["span_kind"] for s in judged} == {"LLM"}
+    pass_two = run_spans(client, project, metrics["run_id"], "memeval.pass:2",
+                         "memeval.stage:content_score")
+    assert pass_two and all(s["attributes"]["memeval.pass"] == 2 for s in pass_two)
+
+
+def test_annotations_mark_each_decision_on_its_own_spans(pushed: tuple) -> None:
+    run_dir, metrics, project, client = pushed
+    decisions = read_decisions(run_dir).set_index(["pass_no", "entry_id"])
+    roots = run_spans(client, project, metrics["run_id"], "memeval.pass:1")
+    roots = [s for s in roots if s["name"] == "gate"]
+    notes = annotations_of(client, project, [s["context"]["span_id"] for s in roots])
+    by_span = {n["span_id"]: n for n in notes if n["name"] == "gate decision"}
+    assert len(by_span) == len(roots)
+    for span in roots:
+        decision = decisions.loc[(1, span["attributes"]["memeval.entry_id"])]
+        expected = bool(decision["retained"]) == (decision["label"] == "substantive")
+        note = by_span[span["context"]["span_id"]]
+        assert note["result"]["label"] == ("correct" if expected else "incorrect")
+        assert note["annotator_kind"] == "CODE" and note["result"]["explanation"]
+    rejected = run_spans(client, project, metrics["run_id"], "memeval.pass:1",
+                         "memeval.decision:reject")
+    stage_notes = annotations_of(client, project, [s["context"]["span_id"] for s in rejected])
+    assert {n["span_id"] for n in stage_notes if n["name"] == "stage decision"} == \
+        {s["context"]["span_id"] for s in rejected}
+
+
+def test_the_labelled_set_is_a_dataset_and_each_pass_an_experiment(pushed: tuple) -> None:
+    _, metrics, _, client = pushed
+    name = f"memeval {metrics['dataset']['name']} {metrics['dataset']['fingerprint'][:12]}"
+    datasets = [d for d in pages(client, "/v1/datasets") if d["name"] == name]
+    assert len(datasets) == 1 and datasets[0]["example_count"] == metrics["dataset"]["entries"]
+    experiments = experiments_of(client, metrics["run_id"])
+    assert sorted(e["metadata"]["pass"] for e in experiments) == [1, 2, 3]
+    for experiment in experiments:
+        assert experiment["successful_run_count"] == metrics["dataset"]["entries"]
+        recall = metrics["passes"][experiment["metadata"]["pass"] - 1]["substantive_recall"]
+        assert experiment["metadata"]["substantive_recall"] == recall
+    runs = json.loads(client.get(f"/v1/experiments/{experiments[0]['id']}/json").text)
+    scores = [a["score"] for r in runs for a in r["annotations"] if a["name"] == "correct"]
+    assert len(scores) == metrics["dataset"]["entries"]
+
+
+def test_no_planted_secret_reaches_phoenix_or_the_run_directory(pushed: tuple) -> None:
+    run_dir, metrics, project, client = pushed
+    sent = [json.dumps(run_spans(client, project, metrics["run_id"]))]
+    for dataset in pages(client, "/v1/datasets"):
+        sent.append(client.get(f"/v1/datasets/{dataset['id']}/examples").text)
+    for experiment in experiments_of(client, metrics["run_id"]):
+        sent.append(client.get(f"/v1/experiments/{experiment['id']}/json").text)
+    phoenix = "\n".join(sent)
+    assert "[REDACTED:" in phoenix  # the planted rows did arrive, redacted
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    for secret in SECRETS:
+        assert secret not in phoenix
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), f"{secret[:8]}… in {path}"
+
+
+def test_a_second_push_adds_nothing(pushed: tuple) -> None:
+    run_dir, metrics, project, client = pushed
+    before = len(run_spans(client, project, metrics["run_id"]))
+    report = push_run(run_dir, PhoenixConfig(endpoint=str(client.base_url), project=project),
+                      progress=False)
+    assert report.runs_created == 0 and report.evaluations == 0
+    assert len(run_spans(client, project, metrics["run_id"])) == before
+    experiments = experiments_of(client, metrics["run_id"])
+    assert len(experiments) == 3
+    assert all(e["successful_run_count"] == metrics["dataset"]["entries"] for e in experiments)
+    root = run_spans(client, project, metrics["run_id"], "memeval.pass:3")[0]
+    names = [n["name"] for n in annotations_of(client, project, [root["context"]["span_id"]])]
+    assert len(names) == len(set(names))  # upserted, not appended
+
+
+def test_phoenix_down_at_the_end_of_a_run_loses_nothing(
+        phoenix_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = f"memeval-test-{uuid.uuid4().hex[:8]}"
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    metrics = run_experiment(config(tmp_path, nowhere, project, "experiment.passes=1",
+                                    "dataset.limit=30"), tmp_path / "run")
+    out = capsys.readouterr().out
+    assert f"no server at {nowhere}" in out and "phoenix push" in out
+    assert (tmp_path / "run" / "metrics.json").is_file()
+    assert not (tmp_path / "run" / PHOENIX_DIR / "push.json").exists()
+    report = push_run(tmp_path / "run", PhoenixConfig(endpoint=phoenix_url, project=project),
+                      progress=False)
+    with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+        assert len(run_spans(client, project, metrics["run_id"])) == report.spans > 0
+
+
+def test_a_push_that_dies_halfway_is_finished_by_pushing_again(
+        phoenix_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = f"memeval-test-{uuid.uuid4().hex[:8]}"
+    cfg = config(tmp_path, "null", project, "experiment.passes=2", "dataset.limit=30")
+    metrics = run_experiment(cfg, tmp_path / "run")
+    settings = PhoenixConfig(endpoint=phoenix_url, project=project)
+    real_create = PhoenixREST.create_run
+    calls = {"n": 0}
+
+    def dying(self: PhoenixREST, experiment_id: str, run: dict[str, Any]) -> str:
+        calls["n"] += 1
+        if calls["n"] > 20:
+            raise PhoenixError("connection refused (Phoenix stopped)")
+        return real_create(self, experiment_id, run)
+
+    monkeypatch.setattr(PhoenixREST, "create_run", dying)
+    out = io.StringIO()
+    folder = tmp_path / "run" / PHOENIX_DIR
+    assert report_run(tmp_path / "run", settings, lambda: folder, False, out) is None
+    assert "failed" in out.getvalue() and "resumes without duplicates" in out.getvalue()
+    monkeypatch.setattr(PhoenixREST, "create_run", real_create)
+    report = push_run(tmp_path / "run", settings, progress=False)
+    entries = metrics["dataset"]["entries"]
+    assert report.runs_created == 2 * entries - 20
+    with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+        experiments = experiments_of(client, metrics["run_id"])
+        assert sorted(e["successful_run_count"] for e in experiments) == [entries, entries]
+        frame = pd.DataFrame(run_spans(client, project, metrics["run_id"]))
+        assert frame["context"].map(lambda c: c["span_id"]).is_unique

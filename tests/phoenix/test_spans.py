@@ -1,0 +1,160 @@
+"""Spans from decisions, without a server: stage verdicts, stable ids, timing, attributes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memeval.registry import ConfigError, to_dataclass
+from memeval.reporting.phoenix.cli import settings_for
+from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.push import decision_annotations, redacted, report_run
+from memeval.reporting.phoenix.spans import RunInfo, entry_spans, hex_id, run_spans, stage_verdicts
+
+ORDER = ("prefilter", "length", "content_score", "judge")
+RUN = RunInfo("run1", "three_pass", ORDER, "hashing-256", "labels")
+
+
+def row(**changes: object) -> dict[str, object]:
+    base = {"arm": "main", "pass_no": 1, "phase": "eval", "entry_id": "e1", "outcome": "stored",
+            "retained": True, "label": "substantive", "label_source": "human", "asst_len": 120,
+            "score": 0.4, "threshold": 0.1, "audited": False, "judge_called": True,
+            "judge_skip": False, "judge_error": False, "judge_cached": False,
+            "judge_tokens_in": 300, "judge_tokens_out": 20, "judge_cost_usd": 0.001,
+            "started_at": 1_700_000_000.0, "latency_prefilter_ms": 0.5, "latency_length_ms": 0.1,
+            "latency_content_score_ms": 2.0, "latency_judge_ms": 10.0, "latency_write_ms": 1.0}
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(("outcome", "audited", "expected"), [
+    ("stored", False, [("prefilter", "pass"), ("length", "pass"), ("content_score", "pass"),
+                       ("judge", "pass"), ("write", "stored")]),
+    ("length", False, [("prefilter", "pass"), ("length", "reject")]),
+    ("judge", True, [("prefilter", "pass"), ("length", "pass"), ("content_score", "audit"),
+                     ("judge", "reject")]),
+    ("dedup", False, [("prefilter", "pass"), ("length", "pass"), ("content_score", "pass"),
+                      ("judge", "pass"), ("write", "dedup")]),
+])
+def test_stage_verdicts(outcome: str, audited: bool, expected: list[tuple[str, str]]) -> None:
+    assert stage_verdicts(row(outcome=outcome, audited=audited), ORDER) == expected
+
+
+def test_an_entry_is_one_trace_with_a_child_per_stage_laid_end_to_end() -> None:
+    spans = entry_spans(RUN, row(), {"assistant_response": "x" * 5000, "user_prompt": "why?"})
+    root, *children = spans
+    assert {s["trace_id"] for s in spans} == {root["trace_id"]} and len(root["trace_id"]) == 32
+    assert root["parent_id"] is None and all(c["parent_id"] == root["span_id"] for c in children)
+    assert [c["name"] for c in children] == ["gate.prefilter", "gate.length",
+                                             "gate.content_score", "gate.judge", "gate.write"]
+    assert children[0]["start_ns"] == root["start_ns"] == 1_700_000_000 * 10**9
+    assert all(a["end_ns"] == b["start_ns"] for a, b in itertools.pairwise(children))
+    assert root["end_ns"] == children[-1]["end_ns"] == root["start_ns"] + 13_600_000
+    assert len(root["attributes"]["input.value"]) == RUN.text_chars
+    kinds = {c["name"]: c["attributes"]["openinference.span.kind"] for c in children}
+    assert kinds["gate.judge"] == "LLM" and kinds["gate.length"] == "GUARDRAIL"
+    judge = children[3]["attributes"]
+    assert judge["llm.token_count.total"] == 320 and judge["llm.model_name"] == "labels"
+    scored = children[2]["attributes"]
+    assert (scored["memeval.score"], scored["memeval.threshold"]) == (0.4, 0.1)
+
+
+def test_ids_are_stable_and_distinct_per_run_pass_and_entry() -> None:
+    first = entry_spans(RUN, row(), None)
+    assert first == entry_spans(RUN, row(), None)
+    other_pass = entry_spans(RUN, row(pass_no=2), None)
+    other_run = entry_spans(RunInfo("run2", *list(vars(RUN).values())[1:]), row(), None)
+    ids = {s["span_id"] for s in first + other_pass + other_run}
+    assert len(ids) == 3 * len(first)
+    assert len(hex_id(16, "x")) == 16 and hex_id(16, "x") != "0" * 16
+
+
+def test_missing_values_are_left_out_not_sent_as_nan() -> None:
+    spans = entry_spans(RUN, row(label=None, score=float("nan"), outcome="prefilter"), None)
+    assert "memeval.label" not in spans[0]["attributes"]
+    assert "input.value" not in spans[0]["attributes"]
+    assert spans[1]["attributes"]["memeval.decision"] == "reject"
+
+
+def test_a_failed_judge_call_is_an_error_span() -> None:
+    spans = entry_spans(RUN, row(judge_error=True), None)
+    assert [s["status"] for s in spans if s["name"] == "gate.judge"] == ["ERROR"]
+
+
+def test_each_pass_gets_a_summary_span_with_its_metrics() -> None:
+    decisions = pd.DataFrame([row(), row(entry_id="e2", started_at=1_700_000_005.0)])
+    spans = list(run_spans(RUN, decisions, {}, {"main": [{"pass": 1, "substantive_recall": 0.9,
+                                                           "judge_calls": 2}]}))
+    summary = spans[-1]
+    assert summary["name"] == "pass 1 summary"
+    assert summary["attributes"]["memeval.metrics.substantive_recall"] == 0.9
+    assert (summary["start_ns"], summary["end_ns"]) == (1_700_000_000 * 10**9,
+                                                        1_700_000_005 * 10**9)
+
+
+def test_annotations_judge_each_labelled_decision() -> None:
+    kept_low = entry_spans(RUN, row(label="low_value"), None)
+    dropped_noise = entry_spans(RUN, row(entry_id="e2", label="noise", outcome="length",
+                                         retained=False), None)
+    unlabelled = entry_spans(RUN, row(entry_id="e3", label=None), None)
+    roots = [kept_low[0], dropped_noise[0], unlabelled[0]]
+    deciders = {kept_low[0]["trace_id"]: kept_low[-1], dropped_noise[0]["trace_id"]:
+                dropped_noise[-1]}
+    notes = decision_annotations(roots, deciders)
+    assert len(notes) == 4  # root + deciding stage, for the two labelled entries
+    by_span = {n["span_id"]: n for n in notes}
+    assert by_span[kept_low[0]["span_id"]]["result"]["label"] == "incorrect"
+    assert by_span[dropped_noise[-1]["span_id"]]["result"]["score"] == 1.0
+    assert "dropped at length" in by_span[dropped_noise[0]["span_id"]]["result"]["explanation"]
+    assert all(n["annotator_kind"] == "CODE" and n["identifier"] for n in notes)
+
+
+def test_everything_sent_is_redacted() -> None:
+    payload = {"a": ["mail bob@example.com", {"k": "key sk-ant-api03-" + "x" * 40}], "n": 3}
+    text = str(redacted(payload))
+    assert "bob@example.com" not in text and "sk-ant-api03" not in text
+    assert redacted(payload)["n"] == 3
+
+
+def test_config_accepts_the_collector_form_and_refuses_junk() -> None:
+    assert PhoenixConfig(endpoint="http://127.0.0.1:6006/v1/traces/").base_url == \
+        "http://127.0.0.1:6006"
+    assert PhoenixConfig(endpoint=None).base_url is None
+    with pytest.raises(ConfigError, match="http"):
+        to_dataclass(PhoenixConfig, {"endpoint": "localhost:6006"}, "reporting.phoenix")
+    with pytest.raises(ConfigError, match="has no option 'endpont'"):
+        to_dataclass(PhoenixConfig, {"endpont": "x"}, "reporting.phoenix")
+
+
+def test_push_settings_prefer_the_flag_then_the_environment_then_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "config.yaml").write_text(
+        "reporting:\n  phoenix:\n    enabled: false\n    endpoint: http://127.0.0.1:7000\n"
+        "    project: mine\n")
+    monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)
+    assert settings_for(tmp_path, None, None).base_url == "http://127.0.0.1:7000"
+    monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", "http://127.0.0.1:7001")
+    assert settings_for(tmp_path, None, None).base_url == "http://127.0.0.1:7001"
+    chosen = settings_for(tmp_path, "http://127.0.0.1:7002", "other")
+    assert (chosen.base_url, chosen.project, chosen.enabled) == ("http://127.0.0.1:7002", "other",
+                                                                 True)
+
+
+def test_without_an_endpoint_the_run_keeps_its_spans_and_says_how_to_push(tmp_path: Path) -> None:
+    out = io.StringIO()
+    folder = tmp_path / "phoenix"
+    assert report_run(tmp_path, PhoenixConfig(endpoint=None), lambda: folder, False, out) is None
+    assert f"spans written to {folder}" in out.getvalue()
+    assert f"python -m memeval phoenix push {tmp_path}" in out.getvalue()
+
+
+def test_a_failure_to_write_never_fails_the_run(tmp_path: Path) -> None:
+    def broken() -> Path:
+        raise OSError("disk full")
+
+    out = io.StringIO()
+    assert report_run(tmp_path, PhoenixConfig(), broken, False, out) is None
+    assert "disk full" in out.getvalue() and "results are intact" in out.getvalue()
