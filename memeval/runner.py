@@ -44,6 +44,15 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
     return sections
 
 
+def _phoenix_streamer(ctx: RunContext, settings: PhoenixConfig, run_id: str) -> Any:
+    """Each pass's spans go to Phoenix as it ends, when a server answers at the start."""
+    if not (settings.enabled and settings.base_url):
+        return None
+    from memeval.reporting.phoenix.stream import streamer_for
+
+    return streamer_for(ctx, settings, run_id)
+
+
 def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
                        metrics: dict[str, Any]) -> None:
     """After the results are on disk: Phoenix's files, then a push if a server answers."""
@@ -62,14 +71,20 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
     checked = validate(cfg)
     ctx = RunContext(cfg, run_dir)
+    run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix
+    streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
     running = time.perf_counter()
-    result = EXPERIMENTS.build(cfg.experiment).run(ctx)
+    try:
+        result = EXPERIMENTS.build(cfg.experiment).run(ctx)
+    finally:
+        if streamer is not None:
+            streamer.close()
     experiment_s = time.perf_counter() - running - ctx.load_seconds
     timing = {"dataset_load_s": round(ctx.load_seconds, 3), "experiment_s": round(experiment_s, 3)}
     if ctx.built("embedder"):
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
     metrics: dict[str, Any] = {
-        "run_id": uuid.uuid4().hex,  # names this run's spans and experiments in Phoenix
+        "run_id": run_id,
         "experiment": cfg.experiment.name,
         "seed": int(cfg.seed),
         **_components(ctx, checked),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -49,6 +49,8 @@ class RunContext:
         self.cfg = cfg
         self.run_dir = run_dir
         self.load_seconds = 0.0  # dataset loading, kept apart from the experiment's own time
+        # Called with each measured pass's decisions as it ends (e.g. to stream spans).
+        self.pass_listeners: list[Callable[[list[Decision]], None]] = []
 
     @property
     def cache_dir(self) -> Path:
@@ -108,6 +110,8 @@ class RunContext:
         """Metrics of one pass plus the learning state the gate ended it with."""
         metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
                                seed=self.seed + pass_no)
+        for listener in self.pass_listeners:
+            listener(decisions)
         content = gate.content_gate
         labels = {e.id: e.label for e in self.dataset.entries}
         return {"pass": pass_no, **metrics,

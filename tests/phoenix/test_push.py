@@ -3,8 +3,10 @@ re-pushes, and Phoenix being down before or during a push."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from memeval.reporting.phoenix.files import PHOENIX_DIR, SPANS, read_jsonl
 from memeval.reporting.phoenix.push import push_run, report_run
 from memeval.reporting.phoenix.rest import PhoenixError, PhoenixREST
 from memeval.reporting.phoenix.server import free_port
+from memeval.reporting.phoenix.stream import PassStreamer
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 
@@ -230,3 +233,32 @@ def test_a_push_that_dies_halfway_is_finished_by_pushing_again(
         assert sorted(e["successful_run_count"] for e in experiments) == [entries, entries]
         frame = pd.DataFrame(run_spans(client, project, metrics["run_id"]))
         assert frame["context"].map(lambda c: c["span_id"]).is_unique
+
+
+def test_passes_stream_to_phoenix_while_the_run_goes_on(
+        phoenix_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = f"memeval-test-{uuid.uuid4().hex[:8]}"
+    seen: list[tuple[int, int]] = []  # (pass being streamed, pass-1 spans Phoenix already holds)
+    real_call = PassStreamer.__call__
+
+    def watching(self: PassStreamer, decisions: list) -> None:
+        pass_no = decisions[0].pass_no
+        if pass_no == 2:
+            with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+                held = 0
+                for _ in range(120):  # Phoenix stores spans (and makes the project) later
+                    with contextlib.suppress(httpx.HTTPStatusError):
+                        held = len(run_spans(client, project, self.run().run_id,
+                                             "memeval.pass:1"))
+                    if held:
+                        break
+                    time.sleep(0.5)
+            seen.append((pass_no, held))
+        real_call(self, decisions)
+
+    monkeypatch.setattr(PassStreamer, "__call__", watching)
+    metrics = run_experiment(config(tmp_path, phoenix_url, project, "experiment.passes=2",
+                                    "dataset.limit=30"), tmp_path / "run")
+    assert seen and seen[0][0] == 2 and seen[0][1] > 0  # pass 1 was in Phoenix mid-run
+    record = json.loads((tmp_path / "run" / PHOENIX_DIR / "push.json").read_text())
+    assert record["run_id"] == metrics["run_id"]

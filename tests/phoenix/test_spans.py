@@ -158,3 +158,18 @@ def test_a_failure_to_write_never_fails_the_run(tmp_path: Path) -> None:
     out = io.StringIO()
     assert report_run(tmp_path, PhoenixConfig(), broken, False, out) is None
     assert "disk full" in out.getvalue() and "results are intact" in out.getvalue()
+
+
+def test_a_stream_that_loses_phoenix_stops_quietly_and_the_run_goes_on() -> None:
+    from memeval.engine.gate.gate import Decision
+    from memeval.reporting.phoenix.server import free_port
+    from memeval.reporting.phoenix.stream import PassStreamer
+
+    settings = PhoenixConfig(endpoint=f"http://127.0.0.1:{free_port()}", timeout_s=2.0)
+    streamer = PassStreamer(settings, lambda: RUN, dict)
+    decision = Decision(1, "eval", "e1", "noise", "human", 10, outcome="length", retained=False,
+                        latency_ms={"prefilter": 0.1, "length": 0.1}, started_at=1.7e9)
+    streamer([decision])
+    streamer([decision])
+    assert streamer.stopped and "could not reach" in streamer.stopped and streamer.sent == 0
+    streamer.close()

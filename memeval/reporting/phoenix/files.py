@@ -47,19 +47,24 @@ def run_info(metrics: Mapping[str, Any], cfg: DictConfig, text_chars: int) -> Ru
                    judge_model=str(judge.get("model") or judge.name), text_chars=text_chars)
 
 
+def examples(entries: Sequence[Entry], redact: Callable[[str], str],
+             chars: int) -> list[dict[str, Any]]:
+    """Entries as Phoenix sees them: texts redacted, then cut to `chars`."""
+    return [{"id": e.id, "user_prompt": redact(e.user_prompt)[:chars],
+             "assistant_response": redact(e.assistant_response)[:chars],
+             "label": e.label, "label_source": e.label_source} for e in entries]
+
+
 def write_phoenix_files(run_dir: Path, entries: Sequence[Entry], metrics: Mapping[str, Any],
                         cfg: DictConfig, settings: PhoenixConfig,
                         redact: Callable[[str], str]) -> Path:
     """Redacted examples and every span of the run, each file written atomically."""
     out = run_dir / PHOENIX_DIR
     out.mkdir(exist_ok=True)
-    chars = settings.text_chars
-    examples = [{"id": e.id, "user_prompt": redact(e.user_prompt)[:chars],
-                 "assistant_response": redact(e.assistant_response)[:chars],
-                 "label": e.label, "label_source": e.label_source} for e in entries]
-    write_atomic(out / EXAMPLES, _jsonl(examples))
-    texts = {str(example["id"]): example for example in examples}
-    spans = run_spans(run_info(metrics, cfg, chars), read_decisions(run_dir), texts,
+    rows = examples(entries, redact, settings.text_chars)
+    write_atomic(out / EXAMPLES, _jsonl(rows))
+    texts = {str(row["id"]): row for row in rows}
+    spans = run_spans(run_info(metrics, cfg, settings.text_chars), read_decisions(run_dir), texts,
                       passes_by_arm(metrics))
     write_atomic(out / SPANS, _jsonl(spans))
     return out

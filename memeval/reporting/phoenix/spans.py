@@ -146,12 +146,22 @@ def pass_summary_span(run: RunInfo, arm: str, metrics: Mapping[str, Any],
                 "memeval.pass": pass_no, **_attributes(**values)}}
 
 
+def _rows(decisions: pd.DataFrame) -> list[dict[str, Any]]:
+    return cast(list[dict[str, Any]], decisions.to_dict("records"))
+
+
+def decision_spans(run: RunInfo, decisions: pd.DataFrame,
+                   texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The traces of these decisions (a decisions.parquet frame), entry by entry."""
+    for row in _rows(decisions):
+        yield from entry_spans(run, row, texts.get(str(row["entry_id"])))
+
+
 def run_spans(run: RunInfo, decisions: pd.DataFrame, texts: Mapping[str, Mapping[str, Any]],
               passes_by_arm: Mapping[str, Sequence[Mapping[str, Any]]]) -> Iterator[dict[str, Any]]:
     """Every span of a run: entries' traces, then one summary span per evaluated pass."""
-    rows = cast(list[dict[str, Any]], decisions.to_dict("records"))
-    for row in rows:
-        yield from entry_spans(run, row, texts.get(str(row["entry_id"])))
+    yield from decision_spans(run, decisions, texts)
+    rows = _rows(decisions)
     for arm, passes in passes_by_arm.items():
         for metrics in passes:
             mine = [r for r in rows if r["arm"] == arm and int(r["pass_no"]) == metrics["pass"]
