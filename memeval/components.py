@@ -31,6 +31,7 @@ BUILTIN_MODULES = (
     "memeval.experiments.holdout",
     "memeval.experiments.feedback_loop",
     "memeval.experiments.mqs_calibration",
+    "memeval.experiments.conflict_detection",
 )
 
 

@@ -17,10 +17,11 @@ from memeval.runner import run_experiment
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
-QUALITY = {"mqs_calibration"}  # score hand-labelled quality sets; replay no traces
+# score hand-labelled quality sets; replay no traces
+QUALITY = {"mqs_calibration", "conflict_detection"}
 REPLAYS = [name for name in EXPERIMENTS if name not in QUALITY]
 TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"],
-        "mqs_calibration": ["bootstrap=30"]}
+        "mqs_calibration": ["bootstrap=30"], "conflict_detection": ["bootstrap=30"]}
 REQUIRED_PASS_KEYS = {"pass", "substantive_recall", "noise_stored", "prejudge_filter_rate",
                       "judge_calls", "stage_counts"}
 

@@ -1,4 +1,5 @@
-"""Loaders for the hand-labelled quality sets: memory records (trust labels) and MAI scenarios.
+"""Loaders for the hand-labelled quality sets: memory records (trust labels), MAI scenarios,
+memory pairs labelled by conflict type, and retrieval queries with graded relevant memories.
 
 Both are JSONL with one object per line; a bad line is reported with file:line and skipped
 (or raised with `on_error="raise"`), like every other loader.
@@ -43,6 +44,39 @@ class Scenario:
     note: str = ""
 
 
+CONFLICT_LABELS = ("contradiction", "temporal", "semantic", "none")
+
+
+@dataclass(frozen=True)
+class PairSide:
+    content: str
+    path: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    id: str
+    a: PairSide
+    b: PairSide
+    conflict: str
+    note: str = ""
+
+    @property
+    def same_source(self) -> bool:
+        return self.a.path is not None and self.a.path == self.b.path
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    id: str
+    query: str
+    relevant: dict[str, int]  # entry id -> grade (2 answers it, 1 helps)
+    kind: str = ""
+    superseded: tuple[str, ...] = ()
+    note: str = ""
+
+
 def _time(value: Any) -> datetime | None:
     return None if value is None else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
@@ -73,6 +107,25 @@ def _scenario(row: dict[str, Any]) -> Scenario:
                     row.get("label_note", ""))
 
 
+def _pair(row: dict[str, Any]) -> LabelledPair:
+    if row["conflict"] not in CONFLICT_LABELS:
+        raise ValueError(f"conflict '{row['conflict']}' is not one of {', '.join(CONFLICT_LABELS)}")
+    sides = [PairSide(**row[side]) for side in ("a", "b")]
+    if not all(side.content.strip() for side in sides):
+        raise ValueError("both memories need content")
+    return LabelledPair(row["pair_id"], sides[0], sides[1], row["conflict"], row.get("note", ""))
+
+
+def _query(row: dict[str, Any]) -> LabelledQuery:
+    relevant = {str(k): int(v) for k, v in row["relevant"].items()}
+    if not relevant or any(g not in (1, 2) for g in relevant.values()):
+        raise ValueError("relevant must map entry ids to grades 1 or 2")
+    if not str(row["query"]).strip():
+        raise ValueError("empty query")
+    return LabelledQuery(row["query_id"], row["query"], relevant, row.get("kind", ""),
+                         tuple(row.get("superseded", [])), row.get("note", ""))
+
+
 def _load(path: Path, parse: Callable[[dict[str, Any]], T], key: Callable[[T], str],
           on_error: str) -> tuple[list[T], LoadReport]:
     report = LoadReport(source=str(path))
@@ -100,6 +153,16 @@ def load_memory_records(path: str | Path,
 
 def load_scenarios(path: str | Path, on_error: str = "skip") -> tuple[list[Scenario], LoadReport]:
     return _load(Path(path), _scenario, lambda s: s.id, on_error)
+
+
+def load_conflict_pairs(path: str | Path,
+                        on_error: str = "skip") -> tuple[list[LabelledPair], LoadReport]:
+    return _load(Path(path), _pair, lambda p: p.id, on_error)
+
+
+def load_queries(path: str | Path,
+                 on_error: str = "skip") -> tuple[list[LabelledQuery], LoadReport]:
+    return _load(Path(path), _query, lambda q: q.id, on_error)
 
 
 def file_fingerprint(path: str | Path) -> str:

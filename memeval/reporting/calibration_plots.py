@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from memeval.engine.quality.mai import MAI_LABELS
-from memeval.reporting.figures import save
+from memeval.reporting.figures import confusion_matrix, save
 from memeval.results.run_dir import read_metrics, read_table
 
 COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
@@ -67,18 +67,10 @@ def breakdown(records: pd.DataFrame, path: Path) -> None:
 
 
 def confusion(metrics: dict[str, Any], path: Path) -> None:
-    matrix = np.array([[metrics["mai"]["confusion"][t][p] for p in MAI_LABELS]
-                       for t in MAI_LABELS])
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    ax.imshow(matrix, cmap="Blues")
-    for (i, j), count in np.ndenumerate(matrix):
-        ax.text(j, i, str(count), ha="center", va="center")
-    short = [label.replace("_attributed", "") for label in MAI_LABELS]
-    ax.set_xticks(range(3), short)
-    ax.set_yticks(range(3), short)
-    ax.set_xlabel("MAI rubric label")
-    ax.set_ylabel("hand label")
-    ax.set_title(f"MAI confusion (accuracy {metrics['mai']['accuracy']:.3f})")
+    confusion_matrix(ax, metrics["mai"]["confusion"], MAI_LABELS,
+                     f"MAI confusion (accuracy {metrics['mai']['accuracy']:.3f})",
+                     "MAI rubric label", [label.replace("_attributed", "") for label in MAI_LABELS])
     save(fig, path)
 
 

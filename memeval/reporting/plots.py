@@ -15,6 +15,7 @@ import pandas as pd
 
 from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.reporting.calibration_plots import make_calibration_figures
+from memeval.reporting.conflict_plots import make_conflict_figures
 from memeval.reporting.figures import save
 from memeval.results.run_dir import read_decisions, read_metrics, read_table
 
@@ -117,6 +118,7 @@ def stored_mqs(metrics: dict[str, Any], stored: pd.DataFrame, ax: plt.Axes) -> N
 
 FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
     "mqs_calibration": make_calibration_figures,
+    "conflict_detection": make_conflict_figures,
 }
 """Experiments with figures of their own; every other experiment gets the write-gate set."""
 

@@ -1,0 +1,105 @@
+"""`+experiment=conflict_detection`: per-type precision and recall of the conflict detector on
+hand-labelled memory pairs, memeval's word-boundary rules against the reference's substring ones.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from memeval.data.quality_sets import CONFLICT_LABELS, file_fingerprint, load_conflict_pairs
+from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.classification import per_class_report
+from memeval.reporting.table import aligned
+
+CONFLICT_TYPES = CONFLICT_LABELS[:-1]
+MODES = ("memeval", "compat")
+
+
+@dataclass
+class ConflictDetectionConfig:
+    pairs: str = ""
+    on_error: str = "skip"
+    rules: ConflictRules = field(default_factory=ConflictRules)
+
+    def validate(self) -> None:
+        if not self.pairs:
+            raise ValueError("pairs must name the labelled JSONL file")
+        if self.on_error not in ("skip", "raise"):
+            raise ValueError("on_error must be 'skip' or 'raise'")
+        self.rules.validate()
+
+
+class ConflictDetection:
+    def __init__(self, cfg: ConflictDetectionConfig) -> None:
+        self.cfg = cfg
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        pairs, report = load_conflict_pairs(self.cfg.pairs, self.cfg.on_error)
+        truth = [p.conflict for p in pairs]
+        detectors = {"memeval": ConflictDetector(replace(self.cfg.rules, compat=False)),
+                     "compat": ConflictDetector(replace(self.cfg.rules, compat=True))}
+        found = {mode: [d.detect(p.a.content, p.b.content, p.same_source) for p in pairs]
+                 for mode, d in detectors.items()}
+        guesses = {mode: [c.kind.value if c else "none" for c in conflicts]
+                   for mode, conflicts in found.items()}
+        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
+        results: dict[str, Any] = {}
+        for mode, predicted in guesses.items():
+            flagged = [g != "none" for g in predicted]
+            actual = [t != "none" for t in truth]
+            any_conflict = per_class_report(["yes" if a else "no" for a in actual],
+                                            ["yes" if f else "no" for f in flagged], ["yes"],
+                                            resamples=resamples, seed=seed)["yes"]
+            correct = np.array([t == g for t, g in zip(truth, predicted, strict=True)], float)
+            results[mode] = {
+                "per_type": per_class_report(truth, predicted, CONFLICT_TYPES,
+                                             resamples=resamples, seed=seed),
+                "any_conflict": any_conflict,
+                "accuracy": float(correct.mean()) if correct.size else None,
+                "accuracy_ci95": list(bootstrap_ci(correct, resamples, seed)),
+                "confusion": {t: {g: sum(1 for a, b in zip(truth, predicted, strict=True)
+                                         if a == t and b == g) for g in CONFLICT_LABELS}
+                              for t in CONFLICT_LABELS}}
+        rows = [{"pair_id": p.id, "label": p.conflict, "same_source": p.same_source,
+                 "a": p.a.content, "b": p.b.content, "note": p.note,
+                 **{f"{mode}_predicted": guesses[mode][i] for mode in MODES},
+                 **{f"{mode}_reason": getattr(found[mode][i], "reason", "") for mode in MODES}}
+                for i, p in enumerate(pairs)]
+        extra = {"conflicts": {"source": report.source,
+                               "fingerprint": file_fingerprint(self.cfg.pairs),
+                               "pairs": len(pairs), "skipped": report.skipped,
+                               "problems": report.problems[:100],
+                               "labels": dict(Counter(truth)), **results}}
+        return ExperimentResult([], [], extra, summary=summarise(results),
+                                tables={"conflict_pairs": rows})
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def summarise(results: dict[str, Any]) -> str:
+    header = ("type", "support", *(f"{m} {k}" for m in MODES for k in ("precision", "recall")))
+    rows = []
+    for cls in (*CONFLICT_TYPES, "any conflict"):
+        cells = []
+        for mode in MODES:
+            stats = results[mode]["any_conflict"] if cls == "any conflict" else \
+                results[mode]["per_type"][cls]
+            cells += [_pct(stats["precision"]), _pct(stats["recall"])]
+        support = results["memeval"]["any_conflict"]["support"] if cls == "any conflict" else \
+            results["memeval"]["per_type"][cls]["support"]
+        rows.append((cls, str(support), *cells))
+    accuracy = "  ".join(f"{m} accuracy {_pct(results[m]['accuracy'])}" for m in MODES)
+    return f"{aligned(header, rows)}\n{accuracy}"
+
+
+@EXPERIMENTS.register("conflict_detection", ConflictDetectionConfig)
+def build_conflict_detection(cfg: ConflictDetectionConfig) -> ConflictDetection:
+    return ConflictDetection(cfg)

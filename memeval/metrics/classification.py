@@ -1,0 +1,47 @@
+"""Per-class precision and recall over labelled items; nan where a class is never predicted
+(precision) or never labelled (recall), never a silent 0."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memeval.metrics.calibration import bootstrap
+
+
+def precision(truth: np.ndarray, predicted: np.ndarray, cls: str) -> float:
+    chosen = predicted == cls
+    return float((truth[chosen] == cls).mean()) if chosen.any() else float("nan")
+
+
+def recall(truth: np.ndarray, predicted: np.ndarray, cls: str) -> float:
+    actual = truth == cls
+    return float((predicted[actual] == cls).mean()) if actual.any() else float("nan")
+
+
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
+
+
+def per_class_report(truth: Sequence[str], predicted: Sequence[str], classes: Sequence[str], *,
+                     resamples: int, seed: int) -> dict[str, Any]:
+    """Precision, recall and F1 per class, each with a bootstrap CI over items."""
+    t, p = np.asarray(truth), np.asarray(predicted)
+    report: dict[str, Any] = {}
+    for offset, cls in enumerate(classes):
+        row: dict[str, Any] = {"support": int((t == cls).sum()),
+                               "predicted": int((p == cls).sum())}
+        for name, fn in (("precision", precision), ("recall", recall)):
+            def statistic(a: np.ndarray, b: np.ndarray, fn: Any = fn, cls: str = cls) -> float:
+                return float(fn(a, b, cls))
+
+            low, high = bootstrap(statistic, (t, p), resamples, seed + offset)
+            row[name] = _finite(statistic(t, p))
+            row[f"{name}_ci95"] = [_finite(low), _finite(high)]
+        pr, rc = row["precision"], row["recall"]
+        row["f1"] = 2 * pr * rc / (pr + rc) if pr and rc else (0.0 if pr == 0 or rc == 0
+                                                                else None)
+        report[cls] = row
+    return report
