@@ -32,6 +32,7 @@ BUILTIN_MODULES = (
     "memeval.experiments.feedback_loop",
     "memeval.experiments.mqs_calibration",
     "memeval.experiments.conflict_detection",
+    "memeval.experiments.retrieval_replay",
 )
 
 

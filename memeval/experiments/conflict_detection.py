@@ -10,7 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.quality_sets import CONFLICT_LABELS, file_fingerprint, load_conflict_pairs
+from memeval.data.quality_sets import (
+    CONFLICT_LABELS,
+    check_source,
+    file_fingerprint,
+    load_conflict_pairs,
+)
 from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
@@ -28,10 +33,7 @@ class ConflictDetectionConfig:
     rules: ConflictRules = field(default_factory=ConflictRules)
 
     def validate(self) -> None:
-        if not self.pairs:
-            raise ValueError("pairs must name the labelled JSONL file")
-        if self.on_error not in ("skip", "raise"):
-            raise ValueError("on_error must be 'skip' or 'raise'")
+        check_source(self.pairs, self.on_error, "pairs")
         self.rules.validate()
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from memeval.data.quality_sets import (
     TRUST_LABELS,
+    check_source,
     file_fingerprint,
     load_memory_records,
     load_scenarios,
@@ -42,12 +43,10 @@ class MQSCalibrationConfig:
     mai: MAIRubric = field(default_factory=MAIRubric)
 
     def validate(self) -> None:
-        if not self.records or not self.scenarios:
-            raise ValueError("records and scenarios must name the labelled JSONL files")
+        check_source(self.records, self.on_error, "records")
+        check_source(self.scenarios, self.on_error, "scenarios")
         if self.bins < 2 or self.folds < 2:
             raise ValueError("bins and folds must be at least 2")
-        if self.on_error not in ("skip", "raise"):
-            raise ValueError("on_error must be 'skip' or 'raise'")
         self.mqs.validate()
         self.policy.validate()
         self.mai.validate()

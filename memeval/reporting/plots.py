@@ -17,6 +17,7 @@ from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.reporting.calibration_plots import make_calibration_figures
 from memeval.reporting.conflict_plots import make_conflict_figures
 from memeval.reporting.figures import save
+from memeval.reporting.retrieval_plots import make_retrieval_figures
 from memeval.results.run_dir import read_decisions, read_metrics, read_table
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
@@ -119,6 +120,7 @@ def stored_mqs(metrics: dict[str, Any], stored: pd.DataFrame, ax: plt.Axes) -> N
 FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
     "mqs_calibration": make_calibration_figures,
     "conflict_detection": make_conflict_figures,
+    "retrieval_replay": make_retrieval_figures,
 }
 """Experiments with figures of their own; every other experiment gets the write-gate set."""
 
