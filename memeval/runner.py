@@ -60,7 +60,7 @@ def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
     from memeval.reporting.phoenix.files import write_phoenix_files
     from memeval.reporting.phoenix.push import report_run
 
-    def write() -> Path:
+    def write() -> Path | None:
         return write_phoenix_files(ctx.run_dir, ctx.dataset.entries, metrics, ctx.cfg, settings,
                                    redact)
 
@@ -98,7 +98,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     print(result.summary or pass_table(result.passes))
     if "scorer" in metrics:
         print(f"content-score threshold: {metrics['scorer']['threshold_rule']}")
-    if checked.phoenix.enabled and result.decisions:
+    if checked.phoenix.enabled and ctx.built("dataset"):
         _report_to_phoenix(ctx, checked.phoenix, metrics)
     if cfg.plots:
         try:

@@ -22,6 +22,7 @@ top k, and the mean MQS of the top result.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -45,6 +46,7 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.ranking import ndcg_at_k, rank_agreement, recall_at_k
 
 ARMS = ("off", "on")
+MQS_TERMS = ("confidence", "usage", "access", "conflict_penalty", "hedged_penalty")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -201,12 +203,17 @@ class RetrievalReplay:
         flagged = [bool(arm.records[i].conflicts) or entry_of[ids[i]] in query.superseded
                    for i in served]
         top = compute_mqs(arm.records[served[0]], None, self.cfg.stored.mqs) if served else None
-        return {"query_id": query.id, "kind": query.kind,
+        breakdown = {f"top_mqs_{term}": getattr(top, term) if top else None
+                     for term in MQS_TERMS}
+        return {"query_id": query.id, "query": query.query, "kind": query.kind,
+                "searched_at": time.time(),
                 "ndcg": ndcg_at_k(ranked, query.relevant, self.cfg.k),
                 "recall": recall_at_k(ranked, set(query.relevant), self.cfg.k),
                 "exposure": float(np.mean(flagged)) if flagged else 0.0,
                 "top_memory": ids[served[0]] if served else None,
-                "top_mqs": top.score if top else None, "served": ranked}
+                "top_mqs": top.score if top else None, **breakdown,
+                "served": ranked, "served_memories": [ids[i] for i in served],
+                "cosines": [float(sims[i]) for i in served]}
 
     def _measure(self, pass_no: int, arms: dict[str, Arm],
                  scores_by_arm: dict[str, list[dict[str, Any]]], previous: dict[str, dict],

@@ -23,7 +23,7 @@ from memeval.reporting.phoenix.push import push_run, report_run
 from memeval.reporting.phoenix.rest import PhoenixError, PhoenixREST
 from memeval.reporting.phoenix.server import free_port
 from memeval.reporting.phoenix.stream import PassStreamer
-from memeval.results.run_dir import read_decisions
+from memeval.results.run_dir import read_decisions, read_table
 from memeval.runner import run_experiment
 
 pytestmark = pytest.mark.integration
@@ -262,3 +262,31 @@ def test_passes_stream_to_phoenix_while_the_run_goes_on(
     assert seen and seen[0][0] == 2 and seen[0][1] > 0  # pass 1 was in Phoenix mid-run
     record = json.loads((tmp_path / "run" / PHOENIX_DIR / "push.json").read_text())
     assert record["run_id"] == metrics["run_id"]
+
+
+def test_retrieval_searches_arrive_as_retriever_spans_with_the_top_mqs(
+        phoenix_url: str, tmp_path: Path) -> None:
+    project = f"memeval-test-{uuid.uuid4().hex[:8]}"
+    cfg = compose(["+experiment=retrieval_replay", "embedder=hashing", "progress=false",
+                   "plots=false", "bootstrap=20", f"cache_dir={tmp_path / 'cache'}",
+                   "experiment.store_passes=1", "experiment.passes=2",
+                   f"reporting.phoenix.endpoint={phoenix_url}",
+                   f"reporting.phoenix.project={project}"])
+    metrics = run_experiment(cfg, tmp_path / "run")
+    searches = read_table(tmp_path / "run", "retrieval_queries")
+    with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+        spans = []
+        for _ in range(120):  # stored asynchronously
+            spans = run_spans(client, project, metrics["run_id"], "memeval.arm:on",
+                              "memeval.pass:2")
+            if len(spans) == len(searches) // 4:
+                break
+            time.sleep(0.5)
+    mine = searches[(searches["arm"] == "on") & (searches["pass"] == 2)].set_index("query_id")
+    assert len(spans) == len(mine) > 0
+    for span in spans:
+        attributes = span["attributes"]
+        row = mine.loc[attributes["memeval.query_id"]]
+        assert span["span_kind"] == "RETRIEVER"
+        assert attributes["memeval.mqs.top.score"] == row["top_mqs"]
+        assert attributes["retrieval.documents.0.document.id"] == row["top_memory"]

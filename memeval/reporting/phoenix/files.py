@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,13 @@ from omegaconf import DictConfig
 from memeval.data.entry import Entry
 from memeval.engine.atomic import write_atomic
 from memeval.reporting.phoenix.config import PhoenixConfig
-from memeval.reporting.phoenix.spans import RunInfo, run_spans
-from memeval.results.run_dir import read_decisions
+from memeval.reporting.phoenix.spans import RunInfo, run_spans, search_spans
+from memeval.results.run_dir import read_decisions, read_table
 
 PHOENIX_DIR = "phoenix"
 SPANS = "spans.jsonl"
 EXAMPLES = "examples.jsonl"
+SEARCHES = "retrieval_queries"  # a retrieval replay's per-search table
 
 
 def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
@@ -57,14 +59,30 @@ def examples(entries: Sequence[Entry], redact: Callable[[str], str],
 
 def write_phoenix_files(run_dir: Path, entries: Sequence[Entry], metrics: Mapping[str, Any],
                         cfg: DictConfig, settings: PhoenixConfig,
-                        redact: Callable[[str], str]) -> Path:
-    """Redacted examples and every span of the run, each file written atomically."""
+                        redact: Callable[[str], str]) -> Path | None:
+    """Redacted examples and every span of the run, each file written atomically; None (and
+    nothing written) when the run has no spans: it replayed nothing and searched nothing."""
     out = run_dir / PHOENIX_DIR
-    out.mkdir(exist_ok=True)
     rows = examples(entries, redact, settings.text_chars)
-    write_atomic(out / EXAMPLES, _jsonl(rows))
     texts = {str(row["id"]): row for row in rows}
-    spans = run_spans(run_info(metrics, cfg, settings.text_chars), read_decisions(run_dir), texts,
-                      passes_by_arm(metrics))
-    write_atomic(out / SPANS, _jsonl(spans))
+    info = run_info(metrics, cfg, settings.text_chars)
+    spans = _jsonl(chain(_decision_spans(run_dir, info, texts, metrics),
+                         _search_spans(run_dir, info)))
+    if not spans:
+        return None
+    out.mkdir(exist_ok=True)
+    write_atomic(out / EXAMPLES, _jsonl(rows))
+    write_atomic(out / SPANS, spans)
     return out
+
+
+def _decision_spans(run_dir: Path, info: RunInfo, texts: Mapping[str, Mapping[str, Any]],
+                    metrics: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    decisions = read_decisions(run_dir)
+    if not decisions.empty:
+        yield from run_spans(info, decisions, texts, passes_by_arm(metrics))
+
+
+def _search_spans(run_dir: Path, info: RunInfo) -> Iterator[dict[str, Any]]:
+    if (run_dir / f"{SEARCHES}.parquet").is_file():
+        yield from search_spans(info, read_table(run_dir, SEARCHES))

@@ -312,7 +312,7 @@ def push_run(run_dir: str | Path, settings: PhoenixConfig, progress: bool = True
     return Pusher(Path(run_dir), settings, progress).run()
 
 
-def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path],
+def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path | None],
                progress: bool, out: TextIO) -> PushReport | None:
     """At a run's end: write the Phoenix files, then push when a server answers. Never raises:
     the run's results are already on disk, and a push can always be repeated."""
@@ -321,6 +321,8 @@ def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path]
     except Exception as err:
         print(f"Phoenix: could not write spans ({err}); the run's results are intact",
               file=out)
+        return None
+    if folder is None:  # nothing to trace
         return None
     later = f"push later with `python -m memeval phoenix push {run_dir}`"
     if not settings.base_url:

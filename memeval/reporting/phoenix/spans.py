@@ -12,6 +12,9 @@ Attribute names (all documented in the README's Phoenix section):
     llm.model_name, llm.token_count.{prompt,completion,total}, memeval.judge.{cost_usd,cached,
     skip,error}
     memeval.metrics.*            a pass's headline metrics on its summary span
+    RETRIEVER `search` spans (retrieval replays): retrieval.documents.N.document.{id,score},
+    memeval.query_id, .kind, .ndcg, .recall, memeval.mqs.top.{score,confidence,usage,access,
+    conflict_penalty,hedged_penalty}: the top result's MQS, to chart trust over passes
 """
 
 from __future__ import annotations
@@ -168,3 +171,31 @@ def run_spans(run: RunInfo, decisions: pd.DataFrame, texts: Mapping[str, Mapping
                     and r["phase"] == "eval"]
             starts = [int(float(r.get("started_at") or 0) * 1e9) for r in mine] or [0]
             yield pass_summary_span(run, arm, metrics, min(starts), max(starts))
+
+
+def search_spans(run: RunInfo, searches: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """One RETRIEVER trace per measured search, carrying the served memories and the top
+    result's MQS with its breakdown (the retrieval replay's `retrieval_queries` table)."""
+    for row in _rows(searches):
+        key = (run.run_id, row["arm"], row["pass"], row["query_id"], "search")
+        trace_id = hex_id(32, *key)
+        documents: dict[str, Any] = {}
+        for rank, (memory, score) in enumerate(zip(row["served_memories"], row["cosines"],
+                                                   strict=True)):
+            documents[f"retrieval.documents.{rank}.document.id"] = str(memory)
+            documents[f"retrieval.documents.{rank}.document.score"] = float(score)
+        mqs = {f"memeval.mqs.top.{term.removeprefix('top_mqs_')}": row.get(term)
+               for term in row if str(term).startswith("top_mqs_")}
+        start = int(float(row["searched_at"]) * 1e9)
+        yield {"trace_id": trace_id, "span_id": hex_id(16, *key), "parent_id": None,
+               "name": "search", "start_ns": start, "end_ns": start, "status": "OK",
+               "attributes": {"openinference.span.kind": "RETRIEVER", **documents,
+                              **_attributes(**{
+                                  "memeval.run_id": run.run_id,
+                                  "memeval.experiment": run.experiment,
+                                  "memeval.arm": row["arm"], "memeval.pass": int(row["pass"]),
+                                  "memeval.query_id": row["query_id"],
+                                  "memeval.kind": row.get("kind"),
+                                  "input.value": str(row.get("query") or "")[: run.text_chars],
+                                  "memeval.ndcg": row["ndcg"], "memeval.recall": row["recall"],
+                                  "memeval.mqs.top.score": row.get("top_mqs"), **mqs})}}
