@@ -12,6 +12,7 @@ commands:
   bench   three passes vs one embedding pass, per-stage time: python -m memeval bench --help
   gate    CI regression gate on calibration and recall: python -m memeval gate --help
   phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
+  report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
 """
 
 
@@ -54,6 +55,12 @@ def _gate(args: list[str]) -> int:
     return gate_main(args)
 
 
+def _report(args: list[str]) -> int:
+    from memeval.reporting.report import main as report_main
+
+    return report_main(args)
+
+
 def _phoenix(args: list[str]) -> int:
     from memeval.reporting.phoenix.cli import main as phoenix_main
 
@@ -61,7 +68,7 @@ def _phoenix(args: list[str]) -> int:
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench, "gate": _gate,
-                                                   "phoenix": _phoenix}
+                                                   "phoenix": _phoenix, "report": _report}
 
 
 def main(argv: list[str] | None = None) -> int:
