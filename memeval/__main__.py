@@ -13,12 +13,14 @@ commands:
   gate    CI regression gate on calibration and recall: python -m memeval gate --help
   phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
   report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
+  sweep   a multirun as a table, Pareto front and default marked: python -m memeval sweep --help
 """
 
 
 def _run(args: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
     from omegaconf import DictConfig
 
     from memeval.config import register_resolvers
@@ -37,6 +39,10 @@ def _run(args: list[str]) -> int:
         except ConfigError as err:
             print(f"memeval: configuration error: {err}", file=sys.stderr)
             status["code"] = 2
+            if HydraConfig.get().mode == RunMode.MULTIRUN:
+                # A parallel launcher runs jobs in worker processes that cannot set our exit
+                # code: failing the job is how the sweep learns of it.
+                raise SystemExit(2) from None
 
     sys.argv = [f"{sys.argv[0]} run", *args]
     job()
@@ -61,6 +67,12 @@ def _report(args: list[str]) -> int:
     return report_main(args)
 
 
+def _sweep(args: list[str]) -> int:
+    from memeval.sweep import main as sweep_main
+
+    return sweep_main(args)
+
+
 def _phoenix(args: list[str]) -> int:
     from memeval.reporting.phoenix.cli import main as phoenix_main
 
@@ -68,7 +80,8 @@ def _phoenix(args: list[str]) -> int:
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench, "gate": _gate,
-                                                   "phoenix": _phoenix, "report": _report}
+                                                   "phoenix": _phoenix, "report": _report,
+                                                   "sweep": _sweep}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """Content-addressed on-disk cache (SQLite): shared by the embedding and judge-response caches.
 
-SQLite gives atomic commits and safe concurrent readers/writers, so parallel sweep jobs can share
-one cache file and a killed run never leaves a half-written entry behind.
+SQLite gives atomic commits and safe concurrent readers/writers, so parallel sweep jobs on one
+machine can share one cache file and a killed run never leaves a half-written entry behind. WAL
+mode needs every process on the same host: on a cluster, give each node a local `cache_dir`
+rather than one on NFS or another network filesystem.
 """
 
 from __future__ import annotations
