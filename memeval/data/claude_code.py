@@ -41,7 +41,7 @@ from typing import Any
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
 from memeval.data.jsonl import note_problem, read_objects
-from memeval.data.labeled_jsonl import ON_ERROR
+from memeval.data.labeled_jsonl import MAX_CHARS, ON_ERROR
 
 DEFAULT_PATH = "~/.claude/projects"
 PATH_HELP = ("point dataset.path= at a Claude Code project folder "
@@ -86,7 +86,7 @@ class ClaudeCodeConfig:
     include_sidechains: bool = False
     on_error: str = "skip"
     limit: int | None = None
-    max_chars: int = 32768
+    max_chars: int = MAX_CHARS
     min_chars: int = 1
 
     def validate(self) -> None:
@@ -158,7 +158,7 @@ def _prompt_text(event: dict[str, Any], blocks: list[dict[str, Any]]) -> tuple[s
 
 
 def load_claude_code(path: str | Path = DEFAULT_PATH, *, include_sidechains: bool = False,
-                     on_error: str = "skip", limit: int | None = None, max_chars: int = 32768,
+                     on_error: str = "skip", limit: int | None = None, max_chars: int = MAX_CHARS,
                      min_chars: int = 1) -> Dataset:
     root = Path(path).expanduser()
     files = session_files(root)

@@ -1,12 +1,14 @@
 """Reads any JSONL file in the labelled schema: user_prompt, assistant_response, label.
 
 Bad lines are reported with file and line, then skipped (`on_error: skip`) or abort the load before
-any work starts (`on_error: raise`): a run never dies halfway over one malformed line.
+any work starts (`on_error: raise`): a run never dies halfway over one malformed line. An empty or
+whitespace-only response is such a line (there is nothing to gate); a response longer than
+`max_chars` is cut to it and counted in the report's `truncated`, as the Claude Code loader does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from memeval.data.jsonl import note_problem, read_objects
 __all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]
 
 ON_ERROR = ("skip", "raise")
+MAX_CHARS = 32768  # the reference benchmark's cut, shared with the Claude Code loader
 
 
 @dataclass
@@ -24,12 +27,15 @@ class LabeledJsonlConfig:
     path: str = "???"
     on_error: str = "skip"
     limit: int | None = None
+    max_chars: int = MAX_CHARS
 
     def validate(self) -> None:
         if self.on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got '{self.on_error}'")
         if self.limit is not None and self.limit <= 0:
             raise ValueError("limit must be positive")
+        if self.max_chars < 1:
+            raise ValueError("max_chars must be positive")
 
 
 def _parse_row(row: dict[str, Any], default_id: str) -> Entry:
@@ -41,6 +47,8 @@ def _parse_row(row: dict[str, Any], default_id: str) -> Entry:
         raise ValueError("user_prompt and assistant_response must be strings")
     if not isinstance(row["label"], str):
         raise ValueError("label must be a string")
+    if not response.strip():
+        raise ValueError("empty assistant_response: nothing to gate")
     meta = {k: v for k, v in row.items() if k not in {"id", "user_prompt", "assistant_response",
                                                       "label", "label_source"}}
     given_id = row.get("id")  # an explicit 0 is an id too: only a missing or empty id defaults
@@ -54,8 +62,8 @@ def _parse_row(row: dict[str, Any], default_id: str) -> Entry:
     )
 
 
-def load_labeled_jsonl(path: str | Path, on_error: str = "skip",
-                       limit: int | None = None) -> Dataset:
+def load_labeled_jsonl(path: str | Path, on_error: str = "skip", limit: int | None = None,
+                       max_chars: int = MAX_CHARS) -> Dataset:
     file = Path(path).expanduser()
     if not file.is_file():
         raise DatasetError(f"labelled dataset file not found: {file} (set dataset.path=FILE)")
@@ -71,6 +79,9 @@ def load_labeled_jsonl(path: str | Path, on_error: str = "skip",
             note_problem(report, file, number, str(err), on_error)
             continue
         seen.add(entry.id)
+        if len(entry.assistant_response) > max_chars:
+            entry = replace(entry, assistant_response=entry.assistant_response[:max_chars])
+            report.stats["truncated"] = report.stats.get("truncated", 0) + 1
         entries.append(entry)
         if limit is not None and len(entries) >= limit:
             break
@@ -81,4 +92,4 @@ def load_labeled_jsonl(path: str | Path, on_error: str = "skip",
 
 @DATASETS.register("labeled_jsonl", LabeledJsonlConfig)
 def build_labeled_jsonl(cfg: LabeledJsonlConfig, **_: object) -> Dataset:
-    return load_labeled_jsonl(cfg.path, cfg.on_error, cfg.limit)
+    return load_labeled_jsonl(cfg.path, cfg.on_error, cfg.limit, cfg.max_chars)

@@ -1,4 +1,5 @@
-"""Labelled JSONL loader: aliases, bad lines reported with file:line, skip or raise, limit."""
+"""Labelled JSONL loader: aliases, bad lines (empty responses too) reported with file:line, skip
+or raise, limit, oversized responses cut and counted."""
 
 from __future__ import annotations
 
@@ -67,6 +68,8 @@ BAD_LINES: list[tuple[bytes | dict[str, Any] | list[Any], str]] = [
     (b'{"id": "r2", "user_prompt": ', "Expecting value"),
     ({**row(2), "label": None}, "label must be a string"),
     ({**row(2), "user_prompt": 5}, "must be strings"),
+    ({**row(2), "assistant_response": ""}, "empty assistant_response"),
+    ({**row(2), "assistant_response": " \n\t "}, "empty assistant_response"),
 ]
 
 
@@ -147,3 +150,16 @@ def test_bundled_dataset_loads_cleanly() -> None:
     assert dataset.report.problems == []
     assert {e.label for e in dataset.entries} == {"noise", "low_value", "substantive"}
     assert len({e.id for e in dataset.entries}) == rows
+
+
+def test_a_multi_megabyte_response_is_cut_and_counted(tmp_path: Path) -> None:
+    path = write(tmp_path, [row(1), {**row(2), "assistant_response": "x" * 5_000_000}])
+    dataset = load_labeled_jsonl(path, max_chars=1000)
+    assert [len(e.assistant_response) for e in dataset.entries] == [len("answer 1"), 1000]
+    assert dataset.report.stats == {"truncated": 1} and dataset.report.problems == []
+    assert len(load_labeled_jsonl(path).entries[1].assistant_response) == 32768
+
+
+def test_max_chars_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="max_chars"):
+        DATASETS.validate({"name": "labeled_jsonl", "path": "x.jsonl", "max_chars": 0})
