@@ -114,7 +114,7 @@ def test_record_outcome_feeds_usage() -> None:
 
 
 def test_invalid_records_and_constants() -> None:
-    with pytest.raises(ValueError, match="not in \\[0, 1\\]"):
+    with pytest.raises(ValueError, match=r"must be a number in \[0, 1\], got 1\.2"):
         rec("a", 1.2)
     with pytest.raises(ValueError, match="non-negative"):
         rec("a", 0.5, access_count=-1)

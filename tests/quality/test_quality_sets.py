@@ -73,3 +73,22 @@ def test_scenario_with_unknown_label_is_skipped(tmp_path: Path) -> None:
     scenarios, report = load_scenarios(path)
     assert [s.id for s in scenarios] == ["s1"] and scenarios[0].memories[0].confidence == 0.9
     assert "sort_of" in report.problems[0]
+
+
+@pytest.mark.parametrize("confidence", ["NaN", "7", '"high"', "true", "-0.1"])
+def test_impossible_confidences_are_bad_lines_in_both_sets(tmp_path: Path,
+                                                           confidence: str) -> None:
+    record = json.dumps({**RECORD, "id": "r2"}).replace('"confidence": 0.8',
+                                                         f'"confidence": {confidence}')
+    records_path = tmp_path / "records.jsonl"
+    records_path.write_text(json.dumps(RECORD) + "\n" + record + "\n")
+    records, report = load_memory_records(records_path)
+    assert [r.record.id for r in records] == ["r1"]
+    assert report.problems[0].startswith(f"{records_path}:2: ")
+    assert "confidence must be a number in [0, 1]" in report.problems[0]
+    scenario = ('{"scenario_id": "s1", "ground_truth": "well_attributed", '
+                f'"retrieved_memories": [{{"id": "m1", "confidence": {confidence}}}]}}')
+    scenarios_path = tmp_path / "scenarios.jsonl"
+    scenarios_path.write_text(scenario + "\n")
+    scenarios, report = load_scenarios(scenarios_path)
+    assert scenarios == [] and "confidence must be a number" in report.problems[0]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memeval.engine.quality.lineage import Derived, trace
+from memeval.engine.quality.record import check_confidence
 
 MAI_LABELS = ("unattributed", "partially_attributed", "well_attributed")
 
@@ -36,6 +37,9 @@ class AttributedMemory:
     session_id: str | None = None
     hedged: bool = False
     namespace: str = "default"
+
+    def __post_init__(self) -> None:
+        check_confidence(f"memory '{self.id}'", self.confidence)
 
 
 @dataclass

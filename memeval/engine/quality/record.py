@@ -10,6 +10,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 
+def check_confidence(owner: str, value: object) -> None:
+    """None (undeclared) or a real number in [0, 1]; NaN, text and booleans are refused."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{owner}: confidence must be a number in [0, 1], got {value!r}")
+
+
 @dataclass(frozen=True)
 class Citation:
     path: str
@@ -36,8 +45,7 @@ class MemoryRecord:
     citation: Citation | None = None
 
     def __post_init__(self) -> None:
-        if self.confidence is not None and not 0.0 <= self.confidence <= 1.0:
-            raise ValueError(f"record '{self.id}': confidence {self.confidence} is not in [0, 1]")
+        check_confidence(f"record '{self.id}'", self.confidence)
         counts = (self.success_count, self.failure_count, self.access_count)
         if min(counts) < 0:
             raise ValueError(f"record '{self.id}': counts must be non-negative, got {counts}")
