@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from memeval.config import validate
 from memeval.engine.scorers.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, RunContext
+from memeval.registry import ConfigError
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table
 from memeval.results.provenance import provenance
@@ -67,8 +68,18 @@ def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
     report_run(ctx.run_dir, settings, write, progress=bool(ctx.cfg.progress), out=sys.stdout)
 
 
+def _refuse_reuse(run_dir: Path) -> None:
+    """A directory holding an earlier run's results or stores would mix two runs: its `state/`
+    stores would be reloaded, so pass 1 would start pre-trained."""
+    earlier = [name for name in ("metrics.json", "state") if (run_dir / name).exists()]
+    if earlier:
+        raise ConfigError(f"{run_dir} already holds a run ({', '.join(earlier)}): choose a new "
+                          f"directory (hydra.run.dir=…; the default is timestamped)")
+
+
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
+    _refuse_reuse(run_dir)
     checked = validate(cfg)
     ctx = RunContext(cfg, run_dir)
     run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix

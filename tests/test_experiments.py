@@ -156,3 +156,13 @@ def test_missing_experiment_names_the_choices(tmp_path: Path,
                                               fast_config: Callable[..., DictConfig]) -> None:
     with pytest.raises(ConfigError, match=r"\+experiment=NAME .*three_pass"):
         run_experiment(fast_config(), tmp_path / "run")
+
+
+@pytest.mark.parametrize("left_over", ["metrics.json", "state"])
+def test_a_directory_holding_a_run_is_refused(
+        tmp_path: Path, fast_config: Callable[..., DictConfig], left_over: str) -> None:
+    """Reusing it would reload the earlier run's stores: pass 1 would start pre-trained."""
+    run_dir = tmp_path / "run"
+    (run_dir / left_over).mkdir(parents=True)
+    with pytest.raises(ConfigError, match=f"already holds a run \\({left_over}\\)"):
+        run_experiment(fast_config("+experiment=three_pass", "dataset.limit=20"), run_dir)
