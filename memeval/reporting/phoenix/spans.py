@@ -156,15 +156,20 @@ def _rows(decisions: pd.DataFrame) -> list[dict[str, Any]]:
 def decision_spans(run: RunInfo, decisions: pd.DataFrame,
                    texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     """The traces of these decisions (a decisions.parquet frame), entry by entry."""
-    for row in _rows(decisions):
+    yield from _traces(run, _rows(decisions), texts)
+
+
+def _traces(run: RunInfo, rows: list[dict[str, Any]],
+            texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    for row in rows:
         yield from entry_spans(run, row, texts.get(str(row["entry_id"])))
 
 
 def run_spans(run: RunInfo, decisions: pd.DataFrame, texts: Mapping[str, Mapping[str, Any]],
               passes_by_arm: Mapping[str, Sequence[Mapping[str, Any]]]) -> Iterator[dict[str, Any]]:
     """Every span of a run: entries' traces, then one summary span per evaluated pass."""
-    yield from decision_spans(run, decisions, texts)
-    rows = _rows(decisions)
+    rows = _rows(decisions)  # converted once, for the traces and the summaries
+    yield from _traces(run, rows, texts)
     for arm, passes in passes_by_arm.items():
         for metrics in passes:
             mine = [r for r in rows if r["arm"] == arm and int(r["pass_no"]) == metrics["pass"]
