@@ -13,12 +13,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
 from memeval.engine.scorers.threshold import explain
-from memeval.experiments.base import EXPERIMENTS, RunContext
+from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
+from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.registry import ConfigError
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table
 from memeval.results.provenance import provenance
-from memeval.results.run_dir import write_run
+from memeval.results.run_dir import METRICS, write_run
 
 log = logging.getLogger(__name__)
 
@@ -68,25 +69,53 @@ def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
     report_run(ctx.run_dir, settings, write, progress=bool(ctx.cfg.progress), out=sys.stdout)
 
 
-def _refuse_reuse(run_dir: Path) -> None:
-    """A directory holding an earlier run's results or stores would mix two runs: its `state/`
-    stores would be reloaded, so pass 1 would start pre-trained."""
-    earlier = [name for name in ("metrics.json", "state") if (run_dir / name).exists()]
-    if earlier:
-        raise ConfigError(f"{run_dir} already holds a run ({', '.join(earlier)}): choose a new "
+def _check_run_dir(run_dir: Path, resume: bool) -> None:
+    """A directory holding an earlier run's results or stores would mix two runs (its `state/`
+    stores would be reloaded, so pass 1 would start pre-trained), unless it is resumed."""
+    if (run_dir / METRICS).exists():
+        raise ConfigError(f"{run_dir} already holds a run ({METRICS}): choose a new "
                           f"directory (hydra.run.dir=…; the default is timestamped)")
+    if resume:
+        return
+    if (run_dir / CHECKPOINTS).exists():
+        raise ConfigError(f"{run_dir} holds an interrupted run: finish it by adding resume=true "
+                          f"to the same command, or choose a new directory")
+    if (run_dir / "state").exists():
+        raise ConfigError(f"{run_dir} already holds a run (state): choose a new "
+                          f"directory (hydra.run.dir=…; the default is timestamped)")
+
+
+def _run_resumably(ctx: RunContext, experiment: Experiment, resume: bool) -> ExperimentResult:
+    """Passes are checkpointed as they finish; an interruption says how to go on from them."""
+    if not experiment.resumable:
+        if resume:
+            raise ConfigError(f"experiment {ctx.cfg.experiment.name} does not checkpoint its "
+                              f"passes: run it again instead of resume=true")
+        return experiment.run(ctx)
+    ctx.checkpoints.start(ctx.cfg, resume)
+    try:
+        return experiment.run(ctx)
+    except BaseException as err:
+        if not ctx.checkpoints.started or isinstance(err, ConfigError):
+            raise
+        print(f"memeval: run interrupted with {ctx.checkpoints.saved} finished pass(es) saved in "
+              f"{ctx.checkpoints.dir}; add resume=true hydra.run.dir={ctx.run_dir} to the same "
+              f"command to finish it", file=sys.stderr)
+        raise
 
 
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
-    _refuse_reuse(run_dir)
+    resume = bool(cfg.get("resume", False))
+    _check_run_dir(run_dir, resume)
     checked = validate(cfg)
     ctx = RunContext(cfg, run_dir)
+    experiment = EXPERIMENTS.build(cfg.experiment)
     run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix
     streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
     running = time.perf_counter()
     try:
-        result = EXPERIMENTS.build(cfg.experiment).run(ctx)
+        result = _run_resumably(ctx, experiment, resume)
     finally:
         if streamer is not None:
             streamer.close()
@@ -106,6 +135,8 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     }
     write_run(run_dir, metrics, result.decisions, OmegaConf.to_yaml(cfg, resolve=True),
               provenance(), result.tables)
+    if experiment.resumable:
+        ctx.checkpoints.discard()
     print(result.summary or pass_table(result.passes))
     if "scorer" in metrics:
         print(f"content-score threshold: {metrics['scorer']['threshold_rule']}")

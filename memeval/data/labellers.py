@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,26 +90,39 @@ def build_heuristic(cfg: HeuristicConfig, **_: object) -> HeuristicLabeller:
 @dataclass
 class JudgeLabellerConfig:
     judge: dict[str, Any] = field(default_factory=lambda: {"name": "classifier"})
+    max_concurrency: int = 4
 
     def validate(self) -> None:
         JUDGES.validate(self.judge)
+        if self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
 
 
 class JudgeLabeller:
-    """Labels rows with a judge's verdict; texts are redacted first, as in the gate."""
+    """Labels rows with a judge's verdict; texts are redacted first, as in the gate.
+
+    Rows are independent (unlike a gate replay, where each verdict changes what the next entry
+    meets), so up to `max_concurrency` verdicts are asked at once: an HTTP judge's latency, not
+    its throughput, is what bounds labelling thousands of corpus rows.
+    """
 
     def __init__(self, cfg: JudgeLabellerConfig, training: Sequence[Entry],
                  cache_dir: Path | None) -> None:
+        self.cfg = cfg
         self.judge = JUDGES.build(cfg.judge, entries=training, cache_dir=cache_dir)
         self.source = f"judge:{self.judge.name}"
 
+    def _label_one(self, entry: Entry) -> Entry:
+        verdict = self.judge.judge(entry, redact(entry.user_prompt),
+                                   redact(entry.assistant_response))
+        return dataclasses.replace(entry, label="noise" if verdict.skip else "substantive",
+                                   label_source=self.source)
+
     def label(self, entries: Sequence[Entry]) -> list[Entry]:
-        out = []
-        for e in entries:
-            verdict = self.judge.judge(e, redact(e.user_prompt), redact(e.assistant_response))
-            out.append(dataclasses.replace(e, label="noise" if verdict.skip else "substantive",
-                                           label_source=self.source))
-        return out
+        if self.cfg.max_concurrency == 1:
+            return [self._label_one(e) for e in entries]
+        with ThreadPoolExecutor(self.cfg.max_concurrency, "memeval-label") as pool:
+            return list(pool.map(self._label_one, entries))
 
 
 @LABELLERS.register("judge", JudgeLabellerConfig)

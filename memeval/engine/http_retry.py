@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -71,6 +72,24 @@ class HttpRetryError(RuntimeError):
         self.exhausted = exhausted
 
 
+class Cooldown:
+    """A pause shared by every thread calling one service: when the server answers 429 with
+    `retry-after`, no caller sends anything until it has passed (each would only get 429 too)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until = 0.0
+        self._lock = threading.Lock()
+
+    def extend(self, seconds: float) -> None:
+        with self._lock:
+            self._until = max(self._until, self._clock() + seconds)
+
+    def remaining(self) -> float:
+        with self._lock:
+            return max(0.0, self._until - self._clock())
+
+
 class PostResult(NamedTuple):
     """`latency_ms` is the whole call's wall time, backoff waits included: what a caller waits."""
 
@@ -124,13 +143,15 @@ def post_json(
     backoff_max_s: float = 30.0,
     jitter: float = 0.25,
     retry_after_cap_s: float = 60.0,
+    cooldown: Cooldown | None = None,
 ) -> PostResult:
     """POST `payload` as JSON and return (parsed JSON, latency ms, attempts).
 
     Retries HTTP 429, 5xx, timeouts and connection errors up to `max_retries` times after the
     first attempt, waiting `retry-after` seconds (capped at `retry_after_cap_s`) when the server
-    sends one and exponential backoff with jitter otherwise. Raises HttpRetryError naming the URL
-    and the last status or exception.
+    sends one and exponential backoff with jitter otherwise. With a shared `cooldown`, a
+    `retry-after` pauses every caller of the service, not just this one. Raises HttpRetryError
+    naming the URL and the last status or exception.
     """
     if max_retries < 0:
         raise ValueError("max_retries must be >= 0")
@@ -141,6 +162,8 @@ def post_json(
     started = time.perf_counter()
     attempts = 0
     try:
+        if cooldown is not None and (pause := cooldown.remaining()) > 0:
+            sleep(pause)
         while True:
             attempts += 1
             wait: float | None = None
@@ -183,6 +206,8 @@ def post_json(
                 hinted = _retry_after_s(response)
                 if hinted is not None:
                     wait = min(hinted, retry_after_cap_s)
+                    if cooldown is not None:
+                        cooldown.extend(wait)
             if attempts > max_retries:
                 raise HttpRetryError(
                     f"POST {url} failed after {attempts} attempt(s); last error: {last}",
@@ -199,6 +224,8 @@ def post_json(
                     jitter=jitter,
                     rand=rand,
                 )
+            if cooldown is not None:
+                wait = max(wait, cooldown.remaining())
             sleep(wait)
     finally:
         if own_client:

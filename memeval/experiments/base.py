@@ -22,6 +22,7 @@ from memeval.engine.gate.gate import Decision, Gate, GateConfig
 from memeval.engine.judges.base import JUDGES, Judge
 from memeval.engine.redact import redact
 from memeval.engine.scorers.base import SCORERS
+from memeval.experiments.checkpoint import Checkpoints
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import Registry, to_dataclass
 
@@ -70,6 +71,10 @@ class RunContext:
     def embedder(self) -> CachedEmbedder:
         return CachedEmbedder(EMBEDDERS.build(self.cfg.embedder),
                               self.cache_dir / "embeddings.sqlite")
+
+    @cached_property
+    def checkpoints(self) -> Checkpoints:
+        return Checkpoints(self.run_dir, lambda: self.dataset.fingerprint)
 
     @cached_property
     def judge(self) -> Judge:
@@ -125,6 +130,9 @@ class RunContext:
 
 
 class Experiment(Protocol):
+    # True when every pass goes through ctx.checkpoints, so `resume=true` can finish a run
+    resumable: bool
+
     def run(self, ctx: RunContext) -> ExperimentResult: ...
 
 

@@ -38,6 +38,8 @@ class ConflictDetectionConfig:
 
 
 class ConflictDetection:
+    resumable = False  # one quick pass: a re-run costs no more than a resume
+
     def __init__(self, cfg: ConflictDetectionConfig) -> None:
         self.cfg = cfg
 

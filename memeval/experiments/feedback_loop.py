@@ -9,9 +9,13 @@ rejects more of them every pass. The only place memeval lets content_score feed 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from memeval.engine.gate.base import Candidate
+from memeval.engine.gate.gate import Gate
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.checkpoint import PassRecord
 
 
 @dataclass
@@ -28,6 +32,8 @@ class FeedbackLoopConfig:
 
 
 class FeedbackLoop:
+    resumable = True
+
     def __init__(self, cfg: FeedbackLoopConfig) -> None:
         self.cfg = cfg
 
@@ -41,13 +47,20 @@ class FeedbackLoop:
             items = ctx.prepare(gate, ctx.dataset.entries)
             per_arm[arm] = []
             for pass_no in range(1, self.cfg.passes + 1):
-                gate.restart(wipe_memories=True)
-                rows = replay(ctx, gate, items, pass_no, "eval", arm)
-                per_arm[arm].append({"arm": arm, **ctx.measure(rows, gate, pass_no)})
-                decisions.extend(rows)
+                record = ctx.checkpoints.run_pass(gate, f"{arm}-pass-{pass_no}",
+                                                  partial(_pass, ctx, gate, items, pass_no, arm))
+                per_arm[arm].append(record.metrics)
+                decisions.extend(record.decisions)
         return ExperimentResult(per_arm["self_feeding"], decisions,
                                 {"protocol": "feedback_loop", "arms": per_arm,
                                  "feeds": {k: list(v) for k, v in arms.items()}})
+
+
+def _pass(ctx: RunContext, gate: Gate, items: list[Candidate], pass_no: int,
+          arm: str) -> PassRecord:
+    gate.restart(wipe_memories=True)
+    rows = replay(ctx, gate, items, pass_no, "eval", arm)
+    return PassRecord({"arm": arm, **ctx.measure(rows, gate, pass_no)}, rows)
 
 
 @EXPERIMENTS.register("feedback_loop", FeedbackLoopConfig)

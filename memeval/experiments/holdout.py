@@ -8,10 +8,13 @@ evaluated text ever enters the learned prototypes or the threshold calibration.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
 
 from memeval.data.splits import stratified_split
+from memeval.engine.gate.base import Candidate
+from memeval.engine.gate.gate import Gate
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.checkpoint import PassRecord
 
 
 @dataclass
@@ -27,6 +30,8 @@ class HoldoutConfig:
 
 
 class Holdout:
+    resumable = True
+
     def __init__(self, cfg: HoldoutConfig) -> None:
         self.cfg = cfg
 
@@ -34,24 +39,29 @@ class Holdout:
         learn, evaluate = stratified_split(ctx.dataset.entries, self.cfg.learn_fraction, ctx.seed)
         gate = ctx.build_gate()
         learn_items, eval_items = ctx.prepare(gate, learn), ctx.prepare(gate, evaluate)
-        passes: list[dict[str, Any]] = []
-        learn_passes: list[dict[str, Any]] = []
-        decisions = []
-        for pass_no in range(1, self.cfg.passes + 1):
-            gate.learning = True
-            gate.restart(wipe_memories=True)
-            rows = replay(ctx, gate, learn_items, pass_no, "learn")
-            learn_passes.append(ctx.measure(rows, gate, pass_no))
-            decisions.extend(rows)
-            gate.restart(wipe_memories=True)
-            gate.learning = False
-            rows = replay(ctx, gate, eval_items, pass_no, "eval")
-            passes.append(ctx.measure(rows, gate, pass_no))
-            decisions.extend(rows)
+        records = [ctx.checkpoints.run_pass(
+            gate, f"pass-{pass_no}",
+            partial(self._pass, ctx, gate, learn_items, eval_items, pass_no))
+            for pass_no in range(1, self.cfg.passes + 1)]
         split = {"learn": len(learn), "eval": len(evaluate), "seed": ctx.seed,
                  "learn_fraction": self.cfg.learn_fraction}
-        return ExperimentResult(passes, decisions, {"protocol": "three_pass_holdout",
-                                                    "split": split, "learn_passes": learn_passes})
+        return ExperimentResult([r.metrics for r in records],
+                                [d for r in records for d in r.decisions],
+                                {"protocol": "three_pass_holdout", "split": split,
+                                 "learn_passes": [r.extra["learn"] for r in records]})
+
+    @staticmethod
+    def _pass(ctx: RunContext, gate: Gate, learn_items: list[Candidate],
+              eval_items: list[Candidate], pass_no: int) -> PassRecord:
+        gate.learning = True
+        gate.restart(wipe_memories=True)
+        learn_rows = replay(ctx, gate, learn_items, pass_no, "learn")
+        learn_metrics = ctx.measure(learn_rows, gate, pass_no)
+        gate.restart(wipe_memories=True)
+        gate.learning = False
+        eval_rows = replay(ctx, gate, eval_items, pass_no, "eval")
+        return PassRecord(ctx.measure(eval_rows, gate, pass_no), learn_rows + eval_rows,
+                          extra={"learn": learn_metrics})
 
 
 @EXPERIMENTS.register("three_pass_holdout", HoldoutConfig)

@@ -53,6 +53,8 @@ class MQSCalibrationConfig:
 
 
 class MQSCalibration:
+    resumable = False  # one quick pass: a re-run costs no more than a resume
+
     def __init__(self, cfg: MQSCalibrationConfig) -> None:
         self.cfg = cfg
 

@@ -85,6 +85,8 @@ class Arm:
 
 
 class RetrievalReplay:
+    resumable = False  # its passes share in-memory graphs that checkpoints do not hold
+
     def __init__(self, cfg: RetrievalReplayConfig) -> None:
         self.cfg = cfg
 

@@ -9,9 +9,13 @@ evaluated (train/test leakage). `three_pass_holdout` is the leakage-free variant
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
+from memeval.engine.gate.base import Candidate
+from memeval.engine.gate.gate import Gate
 from memeval.engine.quality.stored import StoredMQSConfig
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.checkpoint import PassRecord
 from memeval.experiments.stored_quality import stored_memory_quality
 
 
@@ -27,24 +31,32 @@ class ThreePassConfig:
 
 
 class ThreePass:
+    resumable = True
+
     def __init__(self, cfg: ThreePassConfig) -> None:
         self.cfg = cfg
 
     def run(self, ctx: RunContext) -> ExperimentResult:
         gate = ctx.build_gate()
         items = ctx.prepare(gate, ctx.dataset.entries)
-        passes, decisions, stored = [], [], []
-        for pass_no in range(1, self.cfg.passes + 1):
-            gate.restart(wipe_memories=True)
-            rows = replay(ctx, gate, items, pass_no, "eval")
-            quality, memories = stored_memory_quality(
-                gate, rows, self.cfg.stored_mqs, resamples=int(ctx.cfg.bootstrap),
-                seed=ctx.seed + pass_no)
-            passes.append({**ctx.measure(rows, gate, pass_no), "stored_mqs": quality})
-            decisions.extend(rows)
-            stored.extend(memories)
-        return ExperimentResult(passes, decisions, {"protocol": "three_pass (leaky by design)"},
-                                tables={"stored_memories": stored})
+        records = [ctx.checkpoints.run_pass(gate, f"pass-{pass_no}",
+                                            partial(self._pass, ctx, gate, items, pass_no))
+                   for pass_no in range(1, self.cfg.passes + 1)]
+        return ExperimentResult([r.metrics for r in records],
+                                [d for r in records for d in r.decisions],
+                                {"protocol": "three_pass (leaky by design)"},
+                                tables={"stored_memories": [row for r in records
+                                                            for row in r.tables["stored"]]})
+
+    def _pass(self, ctx: RunContext, gate: Gate, items: list[Candidate],
+              pass_no: int) -> PassRecord:
+        gate.restart(wipe_memories=True)
+        rows = replay(ctx, gate, items, pass_no, "eval")
+        quality, memories = stored_memory_quality(
+            gate, rows, self.cfg.stored_mqs, resamples=int(ctx.cfg.bootstrap),
+            seed=ctx.seed + pass_no)
+        return PassRecord({**ctx.measure(rows, gate, pass_no), "stored_mqs": quality}, rows,
+                          {"stored": memories})
 
 
 @EXPERIMENTS.register("three_pass", ThreePassConfig)

@@ -68,6 +68,7 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
                          "output": sum(d.judge_tokens_out for d in decisions)},
         "content_score_threshold": {"first": thresholds[0], "last": thresholds[-1]}
         if thresholds else None,
+        "degraded": _degraded(decisions),
         "latency": _latency(decisions),
         "by_label_source": {
             str(source): {"n": len(rows), "prejudge_filter_rate": _rate(
@@ -77,6 +78,15 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
                 "substantive_retained_rate": _substantive_retained(rows)}
             for source, rows in _group(decisions, lambda d: d.label_source).items()},
     }
+
+
+def _degraded(decisions: Sequence[Decision]) -> dict[str, Any]:
+    """Where a stage stood aside (e.g. the embedding server was down): entries the content-score
+    gate passed unscored, by reason, and memories stored without a vector (not deduplicated)."""
+    skipped = Counter(d.scorer_note.removeprefix("skipped: ").split(":")[0]
+                      for d in decisions if d.scorer_note.startswith("skipped: "))
+    return {"content_score_skipped": dict(skipped),
+            "stored_without_embedding": sum(not d.embedded for d in decisions)}
 
 
 def _substantive_retained(rows: Sequence[Decision]) -> float | None:

@@ -97,6 +97,9 @@ class FakeScorer:
         self.last = protos
         return len(protos.learned_noise) >= self.min_noise
 
+    def forget(self) -> None:
+        self.last = None
+
     def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
         return np.asarray(vectors[:, 0], dtype=np.float32)
 

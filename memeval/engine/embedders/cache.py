@@ -11,6 +11,8 @@ import numpy as np
 from memeval.engine.embedders.base import Embedder
 from memeval.engine.kvcache import SqliteKV, content_key
 
+CHUNK = 64  # texts per call to the wrapped embedder
+
 
 class CachedEmbedder:
     """Wraps an embedder; keys are sha256(embedder identity, text), values raw float32 bytes."""
@@ -38,10 +40,12 @@ class CachedEmbedder:
         keys = [content_key(self.identity, text) for text in texts]
         found = self.store.get_many(sorted(set(keys)))
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
-        if missing:
-            vectors = self.inner.embed([text for _, text in missing])
+        # cached chunk by chunk: what was embedded before a failure is not embedded again
+        for start in range(0, len(missing), CHUNK):
+            chunk = missing[start : start + CHUNK]
+            vectors = self.inner.embed([text for _, text in chunk])
             fresh = {key: vectors[i].astype(np.float32).tobytes()
-                     for i, (key, _) in enumerate(missing)}
+                     for i, (key, _) in enumerate(chunk)}
             self.store.put_many(fresh.items())
             found.update(fresh)
         self.misses += len(missing)

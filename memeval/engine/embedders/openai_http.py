@@ -7,6 +7,7 @@ default base_url is a llama.cpp `llama-server --embeddings` on loopback.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +27,14 @@ class OpenAIHttpConfig(HttpEndpointConfig):
     model: str = "local"
     batch_size: int = 64
     dim: int = 0
+    down_for_s: float = 30.0
 
     def validate(self) -> None:
         super().validate()
         if self.batch_size <= 0:
             raise ValueError("batch_size must be positive")
+        if self.down_for_s < 0:
+            raise ValueError("down_for_s must be >= 0")
         if self.dim < 0:
             raise ValueError("dim must be >= 0 (0 = learn from the first response)")
 
@@ -43,6 +47,7 @@ class OpenAIHttpEmbedder:
         self.identity = f"openai_http:{self.base_url}:{cfg.model}"
         self.dim = cfg.dim
         self._client = client if client is not None else httpx.Client()
+        self._down_until = 0.0  # monotonic time before which the server counts as down
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json"}
@@ -80,6 +85,9 @@ class OpenAIHttpEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if (wait := self._down_until - time.monotonic()) > 0:
+            raise EmbeddingError(f"{self.url} failed its last request; not asked again for "
+                                 f"{wait:.0f} s (embedder.down_for_s)")
         headers = self._headers()
         out: list[np.ndarray] = []
         for start in range(0, len(texts), self.cfg.batch_size):
@@ -94,6 +102,8 @@ class OpenAIHttpEmbedder:
                     client=self._client,
                 )
             except HttpRetryError as err:
+                if err.exhausted:  # unreachable or failing, not a request it refused
+                    self._down_until = time.monotonic() + self.cfg.down_for_s
                 raise EmbeddingError(f"embedding request failed: {err}") from err
             rows = self._parse(result.data, len(batch))
             if self.dim == 0:

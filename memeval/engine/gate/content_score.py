@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.engine.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
 from memeval.engine.scorers.base import ContentScorer, Prototypes
 from memeval.engine.scorers.threshold import resolve_policy
@@ -82,12 +82,41 @@ class ContentScoreGate:
         """Forget what only lived in memory (a restarted daemon keeps its stores, not its model's
         past scores), then rebuild and calibrate from the stores."""
         self._fitted, self._prequential = False, {}
+        self.scorer.forget()
         self.rebuild(calibrate=True)
+
+    def learning_state(self) -> dict[str, Any]:
+        """What carries over a restart besides the stores: counters, the audit draws, and the cut
+        (kept as is when `threshold.refresh` is off)."""
+        return {"rebuilds": self.rebuilds, "calibrations": dict(self.calibrations),
+                "audit_draws": self._audit_draws.bit_generator.state,
+                "threshold": self.threshold}
+
+    def restore_learning_state(self, state: dict[str, Any]) -> None:
+        self.rebuilds = int(state["rebuilds"])
+        self.calibrations = Counter(state["calibrations"])
+        self._audit_draws.bit_generator.state = state["audit_draws"]
+        self.threshold = state["threshold"]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return self.embedder.embed(texts)
+
+    def _embed_learned(self, store: RingStore) -> tuple[np.ndarray, list[str]]:
+        """The store's recent texts that can be embedded now: one text the embedding server
+        never saw must not switch the whole gate off (none at all does)."""
+        texts = store.recent_texts(self.cfg.learn_last)
+        vectors = embed_available(self.embedder, texts) if texts else []
+        kept = [(v, t) for v, t in zip(vectors, texts, strict=True) if v is not None]
+        if len(kept) < len(texts):
+            log.warning("learning from %d of %d stored texts: the others could not be embedded",
+                        len(kept), len(texts))
+        if not kept:
+            if texts:
+                raise EmbeddingError(f"none of the {len(texts)} stored texts could be embedded")
+            return np.zeros((0, self.embedder.dim), dtype=np.float32), []
+        return np.stack([v for v, _ in kept]), [t for _, t in kept]
 
     def rebuild(self, calibrate: bool = False) -> None:
         """(Re)learn prototypes and threshold from the stores, as the daemon does at start-up;
@@ -98,11 +127,11 @@ class ContentScoreGate:
             if self._static is None:
                 self._static = (self._embed(self.scorer.static_quality_texts),
                                 self._embed(self.scorer.static_noise_texts))
-            noise_texts = self.rejections.recent_texts(self.cfg.learn_last)
-            quality_texts = self.accepts.recent_texts(self.cfg.learn_last)
+            noise, noise_texts = self._embed_learned(self.rejections)
+            quality, quality_texts = self._embed_learned(self.accepts)
             protos = Prototypes(
                 static_quality=self._static[0], static_noise=self._static[1],
-                learned_noise=self._embed(noise_texts), learned_quality=self._embed(quality_texts),
+                learned_noise=noise, learned_quality=quality,
                 learned_noise_texts=noise_texts, learned_quality_texts=quality_texts,
             )
         except EmbeddingError as err:

@@ -7,6 +7,7 @@ memoryd authors hit; it is allowed only so the `feedback_loop` experiment can sh
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from memeval.data.entry import Entry
-from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.engine.embedders.base import Embedder, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
-from memeval.engine.gate.write import WriteConfig, WritePipeline
+from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
 from memeval.engine.judges.base import Judge
 from memeval.engine.scorers.base import ContentScorer
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.engine.store.ring_store import RingStore
 from memeval.registry import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Decision:
     score: float | None = None
     threshold: float | None = None
     scorer_note: str = ""
+    embedded: bool = True  # False: stored although the write path could not embed (no dedup)
     audited: bool = False
     judge_called: bool = False
     judge_skip: bool | None = None
@@ -100,6 +104,7 @@ class Gate:
         self.cfg = cfg
         self.embedder = embedder
         self.redact = redact
+        self.state_dir = state_dir
         self.rejections = self._store(state_dir / "rejection_store.jsonl", cfg.rejection_store)
         self.accepts = self._store(state_dir / "accept_store.jsonl", cfg.accept_store)
         deps = {"embedder": embedder, "judge": judge, "scorer": scorer,
@@ -140,16 +145,27 @@ class Gate:
         if self.content_gate is not None:
             self.content_gate.restart()
 
+    def learning_state(self) -> dict[str, Any]:
+        """What a restart keeps besides the stores on disk (see experiments/checkpoint.py)."""
+        content = self.content_gate
+        return {"content_score": content.learning_state() if content is not None else None}
+
+    def restore_learning_state(self, state: dict[str, Any]) -> None:
+        content, saved = self.content_gate, state["content_score"]
+        if content is not None and saved is not None:
+            content.restore_learning_state(saved)
+
     def prepare(self, entries: Sequence[Entry]) -> list[Candidate]:
         """Redact once, embed every whole text in one batch (cached): the scorer reads vectors."""
         prompts = [self.redact(e.user_prompt) for e in entries]
         texts = [self.redact(e.assistant_response) for e in entries]
-        vectors: list[np.ndarray | None]
-        try:
-            matrix = self.embedder.embed(texts) if self.content_gate is not None else None
-            vectors = list(matrix) if matrix is not None else [None] * len(texts)
-        except EmbeddingError:
-            vectors = [None] * len(texts)
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        if self.content_gate is not None:
+            vectors = embed_available(self.embedder, texts)
+            failed = sum(v is None for v in vectors)
+            if failed:
+                log.warning("embedding %d of %d entries failed; the content-score gate passes "
+                            "them to the judge unscored", failed, len(texts))
         return [Candidate(e, p, t, v)
                 for e, p, t, v in zip(entries, prompts, texts, vectors, strict=True)]
 
@@ -195,6 +211,7 @@ class Gate:
         decision.latency_ms["write"] = (time.perf_counter() - start) * 1000
         decision.outcome = written.stage
         decision.retained = written.stage in ("stored", "dedup")
+        decision.embedded = NOT_EMBEDDED not in written.detail
         self._learn(None, item, judged)
         return decision
 

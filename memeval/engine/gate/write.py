@@ -14,6 +14,8 @@ from memeval.engine.store.memory_store import SCALES, Memory, MemoryStore, to_co
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
+NOT_EMBEDDED = "; not embedded: "  # in a stored result's detail
+
 
 @dataclass
 class WriteConfig:
@@ -61,11 +63,7 @@ class WritePipeline:
         # rewrite or a cleaned copy is redacted before it is stored.
         if text != item.text:
             text = self.redact(text)
-        note = ""
-        try:
-            vector = self.embedder.embed([text])[0]
-        except EmbeddingError as err:  # keep the memory; it just cannot be deduplicated
-            vector, note = np.zeros(self.store.dim, dtype=np.float32), f"; not embedded: {err}"
+        vector, note = self._vector(item, text)
         nearest, similarity = self.store.top1(vector)
         if similarity >= self.dedup_cosine:
             return StageResult("dedup", passed=False, score=similarity,
@@ -75,3 +73,13 @@ class WritePipeline:
         self.store.add(Memory(memory_id, text, item.entry.id, pass_no), vector)
         return StageResult("stored", passed=True, score=similarity if nearest >= 0 else None,
                            threshold=self.dedup_cosine, detail=memory_id + note)
+
+    def _vector(self, item: Candidate, text: str) -> tuple[np.ndarray, str]:
+        """The candidate's own text was embedded at gate entry: reuse that vector instead of
+        hashing the text and looking it up again (about half the write stage's time)."""
+        if text == item.text and item.vector is not None:
+            return item.vector, ""
+        try:
+            return self.embedder.embed([text])[0], ""
+        except EmbeddingError as err:  # keep the memory; it just cannot be deduplicated
+            return np.zeros(self.store.dim, dtype=np.float32), f"{NOT_EMBEDDED}{err}"

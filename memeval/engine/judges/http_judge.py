@@ -18,7 +18,13 @@ from typing import Any, TypeVar
 import httpx
 
 from memeval.data.entry import Entry
-from memeval.engine.http_retry import HttpEndpointConfig, HttpRetryError, post_json, preview
+from memeval.engine.http_retry import (
+    Cooldown,
+    HttpEndpointConfig,
+    HttpRetryError,
+    post_json,
+    preview,
+)
 from memeval.engine.judges.base import JudgeError, Verdict
 from memeval.engine.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
 from memeval.engine.kvcache import SqliteKV, content_key
@@ -70,6 +76,7 @@ class HttpJudge:
         self.name = f"{self.provider}:{cfg.model}"
         self._client = client if client is not None else httpx.Client()
         self._sleep = sleep
+        self._cooldown = Cooldown()  # callers in parallel (labeller=judge) pause together
         self._cache: SqliteKV | None = None
         if cache_dir is not None and cfg.cache:
             self._cache = SqliteKV(Path(cache_dir) / CACHE_FILE, CACHE_TABLE)
@@ -177,6 +184,7 @@ class HttpJudge:
                 max_retries=self.cfg.max_retries,
                 client=self._client,
                 sleep=self._sleep,
+                cooldown=self._cooldown,
             )
         except HttpRetryError as err:
             raise JudgeError(f"{self.name} on entry '{entry.id}': {err}") from err

@@ -79,6 +79,11 @@ class ContentScorer(Protocol):
         """Adopt the prototypes; False when there is too little to score with (gate skipped)."""
         ...
 
+    def forget(self) -> None:
+        """Drop what only lived in memory (e.g. a warm start): a restarted daemon starts from its
+        stores alone, so a resumed run and an uninterrupted one fit the same models."""
+        ...
+
     def score(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         """Higher = more like quality; `texts` are the embedded texts, row for row."""
         ...

@@ -42,6 +42,9 @@ class KnnMarginScorer:
         self._noise = protos.learned_noise
         return min(len(self._quality), len(self._noise)) >= self.cfg.min_learned
 
+    def forget(self) -> None:
+        """Holds nothing but the prototypes `fit` replaces."""
+
     def _margin(self, quality_sims: np.ndarray, vectors: np.ndarray, k: int) -> np.ndarray:
         quality = top_k_mean(quality_sims, k)
         noise = top_k_mean(vectors @ self._noise.T, self.cfg.k)

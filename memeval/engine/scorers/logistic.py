@@ -95,6 +95,9 @@ class LogisticScorer:
         self._bias = float(self._model.intercept_[0])
         return True
 
+    def forget(self) -> None:
+        self._model = None
+
     def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
         if self._model is None:
             raise RuntimeError("logistic scorer used before fit() succeeded")

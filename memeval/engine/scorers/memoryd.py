@@ -48,6 +48,9 @@ class MemorydScorer:
         self._accepted = protos.learned_quality
         return learned or not self.cfg.require_learned
 
+    def forget(self) -> None:
+        """Holds nothing but the prototypes `fit` replaces."""
+
     def score(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
         avg_quality = (vectors @ self._quality.T).mean(axis=1)
         top_noise = top_k_mean(vectors @ self._noise.T, self.cfg.k)
