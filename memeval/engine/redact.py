@@ -18,6 +18,11 @@ Order matters, and `DEFAULT_PATTERNS` is applied top to bottom:
    and the generic rule then sees an already-redacted value and leaves it alone.
 4. Generic assignments, then passwords, then e-mail last (the broadest shape).
 
+Generic assignments are found in the shapes traces carry them: `KEY=v`, `KEY: v`, `KEY => v`,
+`--key v`, JSON and dict entries (quotes escaped up to three times, for JSON inside JSON), Python
+triple quotes, a YAML value on the next line (`key: |`), `<key>v</key>`; the key may end in a short
+suffix (`SECRET_KEY_BASE`, `API_KEY_PROD`, `DB_PASS`).
+
 Every regex is linear-time on hostile input: no nested ambiguous quantifiers, unbounded runs only
 over classes that cannot contain the pattern's own start or end marker, everything else bounded.
 A pattern whose literal hints are absent from the text is not run at all. Replacement markers
@@ -146,13 +151,17 @@ _PASSWORD_VARIABLE = re.compile(r"[a-z_]*(?:password|passwd|passphrase|pwd)", re
 _KEY_TAIL = re.compile(r"[\w.\-]{0,64}$")
 
 
-def _key_name(m: re.Match[str]) -> str:
-    """The whole key (`DB_PASSWORD`) around the keyword group the regex is anchored on."""
-    if m.group("kw") is None:
-        return m.group("flag")  # `--db-password VALUE`: the flag matched whole
+def _key_start(m: re.Match[str]) -> int:
+    """Where the whole key (`DB_PASSWORD`) starts: the regex is anchored on its keyword."""
     start = m.start("kw")
     head = _KEY_TAIL.search(m.string, max(0, start - 64), start)
-    return (head.group(0) if head else "") + m.group("kw")
+    return head.start() if head else start
+
+
+def _key_name(m: re.Match[str]) -> str:
+    if m.group("kw") is None:
+        return m.group("flag")  # `--db-password VALUE`: the flag matched whole
+    return m.string[_key_start(m) : m.end("kw")]
 
 
 def _next_char(m: re.Match[str]) -> str:
@@ -176,10 +185,28 @@ def _looks_random(value: str) -> bool:
     return len(value) >= 32 and "." not in value and value.lower() != value != value.upper()
 
 
+def _layout_ok(m: re.Match[str], value: str) -> bool:
+    """The shape around a value seen only after matching: YAML next-line and XML element forms.
+
+    `key:` + indented next line counts only when that line is the value alone and carries a digit
+    (`if password:` + `    return` is code); `<key>value` only inside `<key>…</`.
+    """
+    if m.group("block") is not None:
+        line_end = m.string.find("\n", m.end())
+        rest = m.string[m.end() : line_end if line_end != -1 else len(m.string)]
+        return not rest.strip() and any(c.isdigit() for c in value)
+    if m.group("xml") is not None:
+        start = _key_start(m)
+        return m.string[start - 1 : start] == "<" and m.string.startswith("</", m.end())
+    return True
+
+
 def _accept_secret_assignment(m: re.Match[str]) -> bool:
     value, group = _secret_value(m)
     if value.startswith(_TEMPLATE_PREFIXES):
         return False  # `${GITHUB_TOKEN}` / `{{ secrets.X }}`: a reference, not the secret
+    if m.group("kw") is not None and not _layout_ok(m, value):
+        return False
     if group != "secret_bare":
         return True  # a quoted literal assigned to a secret-named key
     if value.startswith(("/", "~", ".")):
@@ -191,9 +218,13 @@ def _accept_password(m: re.Match[str]) -> bool:
     value, group = _secret_value(m)
     if value.startswith(_TEMPLATE_PREFIXES) or set(value) <= {"*"}:
         return False  # a reference or an already-masked value
+    if m.group("kw") is not None and not _layout_ok(m, value):
+        return False
+    key = _key_name(m).lower()
+    if _PASS_KEY.search(key) and (value.isdigit() or value.lower() in _CODE_WORDS):
+        return False  # `DB_PASS=…` is a password, `"pass": 2` / `FIRST_PASS=true` a counter/flag
     if group != "secret_bare":
         return True
-    key = _key_name(m).lower()
     if key.endswith("pwd") and value.startswith(("/", "~")):
         return False  # `PWD=/home/dev/project` in an env dump is a directory
     if _PASSWORD_VARIABLE.fullmatch(value):
@@ -238,18 +269,36 @@ def _accept_email(m: re.Match[str]) -> bool:
 # of the key: a regex that begins with a literal is skipped through quickly, while one that begins
 # with a look-behind is tried at every offset. Any `[\w.-]` prefix (`GITHUB_`, `db.`) is allowed,
 # which is what a key-start anchor would have allowed too. `_SEP` covers `=`, `:`, `=>`, `:=` and
-# rejects `==` and `::`; it never crosses a line break, so a YAML `password:` whose value is a
-# nested mapping does not take the next line as its value. `_Q` is an optional (possibly
-# JSON-escaped) quote around a key or value.
-_Q = r"""\\?["'`]?"""
-_SEP = r"[ \t]*(?:=>|:=|=(?!=)|:(?!:))[ \t]*"
+# rejects `==` and `::` (and takes the full-width `：`/`＝` of CJK prose); it never crosses a line
+# break. The one form that does is `_BLOCK`, a YAML value on the next line, and it counts only when
+# that line is a lone value (`_layout_ok`), so a `password:` whose value is a nested mapping keeps
+# it. `_Q` is an optional (possibly JSON-escaped) quote around a key or value.
+_ESC = r"\\{0,7}"  # JSON escaping of a quote: `\"` once, `\\\"` twice, up to three levels
+_Q = _ESC + r"""["'`]?"""
+_SEP = r"[ \t]*(?:=>|:=|[=＝](?![=＝])|[:：](?![:：]))[ \t]*"
+# YAML: the value on the next, indented line, after `key:` or a block scalar `key: |` / `key: >-`.
+_BLOCK = r"[ \t]*:[ \t]*(?:[|>][-+]?[1-9]?[ \t]*)?\r?\n[ \t]+"
+# `<key>value</key>` (Maven settings.xml, .NET config): checked in `_layout_ok`.
+_XML = r">"
 _NOT_REDACTED = r"(?!\[REDACTED:)"
 
-_SECRET_KEYWORDS = (
-    r"(?i:api[_-]?key|apikey|secret[_-]?key|private[_-]?key|access[_-]?key|auth[_-]?key"
-    r"|token|bearer|secret)"
+# A short suffix after the keyword still names the same secret: `SECRET_KEY_BASE`, `API_KEY_PROD`,
+# `GITHUB_TOKEN_2`, `token_value`. A closed list: `tokenizer_name`, `secret_name` and
+# `token_type` are not secrets.
+_KEY_SUFFIX = (
+    r"(?:[_.\-]?(?i:base|value|val|prod|production|dev|staging|live|test|old|new|primary"
+    r"|secondary|v?[0-9]{1,2})(?![A-Za-z0-9]))?"
 )
-_PASSWORD_KEYWORDS = r"(?i:password|passwd|passphrase|pwd)"
+# Alternatives share their first letter where they can: tried at every offset, this is the hot
+# part of redaction.
+_SECRET_KEYWORDS = (
+    r"(?i:a(?:pi[_-]?key|ccess[_-]?key|uth[_-]?key)|secret(?:[_-]?key)?|private[_-]?key"
+    r"|token|bearer)"
+)
+# `pass` only as the last part of a longer key (`DB_PASS`, `smtp.pass`): alone it is a test
+# verdict (`--- PASS: TestFoo`) or a counter.
+_PASSWORD_KEYWORDS = r"(?i:p(?:ass(?:word|wd|phrase|code|(?<=[_.\-]pass)(?![a-z]))|wd))"
+_PASS_KEY = re.compile("pass" + _KEY_SUFFIX + "$")  # a lowercased key that ends in bare `pass`
 
 
 def _quoted(min_len: int, name: str, *, spaces: bool) -> str:
@@ -258,18 +307,21 @@ def _quoted(min_len: int, name: str, *, spaces: bool) -> str:
     alts = []
     for i, q in enumerate(('"', "'", "`")):
         body = rf"[^{q}{ws}\\]{{{min_len},}}"
-        alts.append(rf"\\?{q}{_NOT_REDACTED}(?P<{name}_{i}>{body})\\?{q}")
+        # `{q}{q}{q}` opens a Python triple-quoted string; the body stops at the first closing quote
+        alts.append(rf"{_ESC}{q}(?:{q}{q})?{_NOT_REDACTED}(?P<{name}_{i}>{body}){_ESC}{q}")
     return "|".join(alts)
 
 
 _PEM_HEAD = r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_TAIL = r"-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 # Complete block: body chars may not contain `--`, so a scan stops at the next marker.
-_PEM_BODY = r"""(?:[A-Za-z0-9+/=\s\\:,."']|-(?!-))*"""
+# `>#*;` let a key quoted in Markdown (`> `) or commented out (`# `, ` * `, `; `) match whole.
+_PEM_BODY = r"""(?:[A-Za-z0-9+/=\s\\:,."'>#*;]|-(?!-))*"""
 # Truncated block (no END marker): only whole base64 or `Header: value` lines after line breaks,
 # so prose after a cut-off key is not swallowed.
 _PEM_LINES = (
-    r"(?:(?:[ \t]*(?:\r?\n|\\r?\\n))+[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z-]*:[^\r\n\\\"']*))*"
+    r"(?:(?:[ \t]*(?:\r?\n|\\r?\\n))+[ \t]*(?:[>#*;]+[ \t]*)?"
+    r"(?:[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z-]*:[^\r\n\\\"']*))*"
 )
 
 _TOKEN_VALUE = r"[A-Za-z0-9\-._~+/]"
@@ -291,7 +343,9 @@ DEFAULT_PATTERNS: tuple[RedactionPattern, ...] = (
         "uri_credentials",
         _rx(
             r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://", _NOT_REDACTED,
-            r"""(?P<secret>[^\s:/?#@\[\]"'<>\\]{0,256}:[^\s/?#@"'<>\\]{1,256})@""",
+            # `@` may sit inside the user (`admin@server` on Azure) and, unencoded, inside the
+            # password: the user ends at the first `:`, the password at the authority's last `@`.
+            r"""(?P<secret>[^\s:/?#\[\]"'<>\\]{0,256}:[^\s/?#"'<>\\]{1,256})@""",
         ),
         hints=("://",),
     ),
@@ -392,7 +446,8 @@ DEFAULT_PATTERNS: tuple[RedactionPattern, ...] = (
         _rx(
             # `--api-key VALUE` (space-separated CLI flag) or `KEY = VALUE` in any syntax.
             r"(?:(?P<flag>--[A-Za-z0-9\-]{0,64}?", _SECRET_KEYWORDS, r")[ \t]+",
-            r"|(?P<kw>", _SECRET_KEYWORDS, ")", _Q, _SEP, ")",
+            r"|(?P<kw>", _SECRET_KEYWORDS, _KEY_SUFFIX, ")",
+            "(?:(?P<xml>", _XML, ")|", _Q, "(?:(?P<block>", _BLOCK, ")|", _SEP, ")))",
             "(?:", _quoted(20, "secret_q", spaces=False),
             r"|(?P<secret_bare>[A-Za-z0-9_\-./+~]{20,}={0,3}))",
         ),
@@ -404,7 +459,8 @@ DEFAULT_PATTERNS: tuple[RedactionPattern, ...] = (
         _rx(
             # `--db-password VALUE` (space-separated CLI flag) or `KEY = VALUE` in any syntax.
             r"(?:(?P<flag>--[A-Za-z0-9\-]{0,64}?", _PASSWORD_KEYWORDS, r")[ \t]+",
-            r"|(?P<kw>", _PASSWORD_KEYWORDS, ")", _Q, _SEP, ")",
+            r"|(?P<kw>", _PASSWORD_KEYWORDS, _KEY_SUFFIX, ")",
+            "(?:(?P<xml>", _XML, ")|", _Q, "(?:(?P<block>", _BLOCK, ")|", _SEP, ")))",
             "(?:", _quoted(1, "secret_q", spaces=True),
             "|", _NOT_REDACTED, r"""(?P<secret_bare>[^\s"'`,;&(){}\[\]<>\\]{1,256}))""",
         ),

@@ -500,12 +500,265 @@ def test_unicode_around_secrets() -> None:
     assert "🔑 clé API" in out and "✅" in out and "ñandú" in out
 
 
+# --- adversarial variants --------------------------------------------------------------------
+# How secrets really turn up in traces: inside (re-)escaped JSON, fences, shell and YAML, URLs,
+# under any key spelling and separator, glued to punctuation, wrapped, repeated, in CJK prose.
+
+# JSON inside JSON: a tool result that was itself a JSON string, serialised again.
+_INNER = json.dumps({"api_key": GENERIC, "password": PASSWORD, "auth": f"Bearer {GENERIC}"})
+
+# (class, text, secrets that must disappear)
+ADVERSARIAL_CASES: list[tuple[str, str, list[str]]] = [
+    # JSON, with escaped quotes one, two and three levels deep
+    ("secret_assignment", json.dumps(_INNER), [GENERIC]),
+    ("secret_assignment", json.dumps(json.dumps(_INNER)), [GENERIC]),
+    ("password_assignment", json.dumps(json.dumps(_INNER)), [PASSWORD]),
+    ("password_assignment", json.dumps(json.dumps(json.dumps(_INNER))), [PASSWORD]),
+    ("github_token", json.dumps({"env": {"GH_TOKEN": GITHUB_PAT_CLASSIC}}), [GITHUB_PAT_CLASSIC]),
+    # code fences
+    ("aws_access_key_id", f"```ini\n[default]\naws_access_key_id={AWS_KEY_ID}\n```", [AWS_KEY_ID]),
+    ("anthropic_key", f"```\n{ANTHROPIC_KEY}\n```", [ANTHROPIC_KEY]),
+    ("secret_assignment", f"~~~sh\nexport SERVICE_TOKEN='{GENERIC}'\n~~~", [GENERIC]),
+    # shell
+    ("secret_assignment", f"export FOO_API_KEY={GENERIC} && ./run.sh", [GENERIC]),
+    ("password_assignment", f"PGPASSWORD={PASSWORD} psql -h db -U app", [PASSWORD]),
+    ("password_assignment", f'export DB_PASS="{PASSWORD}"', [PASSWORD]),
+    ("password_assignment", f"SMTP_PASS={PASSWORD}", [PASSWORD]),
+    ("aws_secret_access_key", f"set -x; export AWS_SECRET_ACCESS_KEY={AWS_SECRET};", [AWS_SECRET]),
+    # YAML, including the value on the next line and block scalars
+    ("secret_assignment", f"openai:\n  api_key: {GENERIC}\n", [GENERIC]),
+    ("secret_assignment", f"credentials:\n  api_key:\n    {GENERIC}\n", [GENERIC]),
+    ("secret_assignment", f"api_token: |\n  {GENERIC}\nnext: 1\n", [GENERIC]),
+    ("secret_assignment", f"client_secret: >-\n    {GENERIC}\n", [GENERIC]),
+    ("password_assignment", f"db:\n  password: '{PASSWORD}'  # rotate!\n", [PASSWORD]),
+    ("password_assignment", f"db:\n  password:\n    {DB_PASSWORD}\n", [DB_PASSWORD]),
+    # URL query parameters
+    ("secret_assignment", f"curl 'https://x.example.com/a?api_key={GENERIC}&page=2'", [GENERIC]),
+    ("secret_assignment", f"https://x.example.com/?q=1&Token={GENERIC}#top", [GENERIC]),
+    ("password_assignment", f"jdbc:postgresql://db/a?user=a&password={DB_PASSWORD}", [DB_PASSWORD]),
+    # key spellings and separators
+    ("secret_assignment", f"API_KEY => {GENERIC}", [GENERIC]),
+    ("secret_assignment", f"ApiKey:{GENERIC}", [GENERIC]),
+    ("secret_assignment", f"X-API-KEY: {GENERIC}", [GENERIC]),
+    ("secret_assignment", f"$env:API_KEY = \"{GENERIC}\"", [GENERIC]),
+    ("secret_assignment", f"api_key = '''{GENERIC}'''", [GENERIC]),
+    ("password_assignment", f'password = """{PASSWORD}"""', [PASSWORD]),
+    ("secret_assignment", f"token：{GENERIC}", [GENERIC]),  # full-width colon in CJK prose
+    # keys with a suffix after the keyword
+    ("secret_assignment", f"SECRET_KEY_BASE={HEX_TOKEN}{HEX_TOKEN}", [HEX_TOKEN]),
+    ("secret_assignment", f"STRIPE_API_KEY_PROD={GENERIC}", [GENERIC]),
+    ("secret_assignment", f"GITHUB_TOKEN_2: {GENERIC}", [GENERIC]),
+    ("password_assignment", f"DB_PASSWORD_V2='{PASSWORD}'", [PASSWORD]),
+    # XML config (Maven settings.xml, .NET)
+    ("password_assignment", f"<server><password>{PASSWORD}</password></server>", [PASSWORD]),
+    ("secret_assignment", f"<apiKey>{GENERIC}</apiKey>", [GENERIC]),
+    # JWT inside headers and cookies
+    ("jwt", f"-H 'Authorization: Bearer {JWT}'", [JWT]),
+    ("jwt", f'{{"headers": {{"Authorization": "Bearer {JWT}"}}}}', [JWT]),
+    ("jwt", f"Set-Cookie: id_token={JWT}; HttpOnly; Secure", [JWT]),
+    ("jwt", f"X-Amzn-Oidc-Data: {JWT}", [JWT]),
+    ("authorization_header", f"Proxy-Authorization: Basic {GENERIC}", [GENERIC]),
+    ("authorization_header", f"'Authorization' => 'Bearer {GENERIC}',", [GENERIC]),
+    # database and broker URIs
+    ("uri_credentials", f"postgresql+psycopg2://app:{DB_PASSWORD}@db:5432/app", [DB_PASSWORD]),
+    ("uri_credentials", f"mysql+pymysql://root:{DB_PASSWORD}@localhost/db", [DB_PASSWORD]),
+    (
+        "uri_credentials",
+        f"MONGO_URI='mongodb+srv://svc:{DB_PASSWORD}@c0.ab1cd.mongodb.net/db?retryWrites=true'",
+        [DB_PASSWORD],
+    ),
+    ("uri_credentials", f"CELERY_BROKER=redis://:{DB_PASSWORD}@redis:6379/1", [DB_PASSWORD]),
+    ("uri_credentials", f"amqp://svc:{DB_PASSWORD}@rabbit:5672/%2F", [DB_PASSWORD]),
+    # an unencoded `@` inside the password: all of it goes, not just the part before the `@`
+    ("uri_credentials", f"postgres://app:{DB_PASSWORD}@x{PASSWORD}@db:5432/app", [PASSWORD]),
+    # Azure: the user name itself carries `@server`
+    (
+        "uri_credentials",
+        f"postgres://admin@srv1:{DB_PASSWORD}@srv1.postgres.database.azure.com/db",
+        [DB_PASSWORD],
+    ),
+    # e-mail: plus-addressing, subdomains, glued to brackets and quotes
+    ("email", "cc <first.last+billing@eu.mail.example.co.uk>.", ["first.last+billing"]),
+    ("email", '"to": "ops+alerts@sub.dept.example.org",', ["ops+alerts@sub"]),
+    ("email", "(contact: A_B-c.d+x@mx-1.example.io)", ["A_B-c.d+x"]),
+    # PEM blocks wrapped, quoted or commented line by line
+    ("pem_private_key", "> " + pem()[0].replace("\n", "\n> "), PEM_BODY_LINES),
+    ("pem_private_key", "# " + pem("EC ")[0].replace("\n", "\n# "), PEM_BODY_LINES),
+    ("pem_private_key", pem(newline="\r\n")[0], PEM_BODY_LINES),
+    (
+        "pem_private_key",
+        'KEY = ("' + pem()[0].replace("\n", '\\n"\n       "') + '\\n")',
+        PEM_BODY_LINES,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "text", "secrets"),
+    ADVERSARIAL_CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(ADVERSARIAL_CASES)],
+)
+def test_adversarial_variants_are_redacted(cls: str, text: str, secrets: list[str]) -> None:
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    for secret in secrets:
+        assert secret not in out, (secret, out)
+    assert counts.get(cls, 0) >= 1, (out, counts)
+    assert redact(out) == out  # idempotent on these shapes too
+
+
+# One canonical text per class, each ending in its secret, to glue punctuation and prose onto.
+ENDS_IN_SECRET: dict[str, tuple[str, str]] = {
+    "aws_access_key_id": (f"id {AWS_KEY_ID}", AWS_KEY_ID),
+    "aws_secret_access_key": (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET),
+    "github_token": (f"gh {GITHUB_FINE}", GITHUB_FINE),
+    "slack_token": (f"slack {SLACK_BOT}", SLACK_BOT),
+    "stripe_key": (f"stripe {STRIPE_LIVE}", STRIPE_LIVE),
+    "openai_key": (f"key {OPENAI_KEY}", OPENAI_KEY),
+    "anthropic_key": (f"key {ANTHROPIC_KEY}", ANTHROPIC_KEY),
+    "google_api_key": (f"maps {GOOGLE_KEY}", GOOGLE_KEY),
+    "huggingface_token": (f"hf {HF_TOKEN}", HF_TOKEN),
+    "jwt": (f"jwt {JWT}", JWT),
+    "ssh_key": (f"ssh-ed25519 {SSH_PUB}", SSH_PUB),
+    "authorization_header": (f"Authorization: Bearer {GENERIC}", GENERIC),
+    "secret_assignment": (f"api_key={GENERIC}", GENERIC),
+    "password_assignment": (f"password={DB_PASSWORD}", DB_PASSWORD),
+    "uri_credentials": (f"redis://:{DB_PASSWORD}@cache", DB_PASSWORD),
+    "email": (f"mail {EMAIL}", EMAIL),
+}
+
+
+@pytest.mark.parametrize("punct", [".", ",", ")", '"', "'", ";", "…", "。"])
+@pytest.mark.parametrize("cls", list(ENDS_IN_SECRET))
+def test_secret_followed_by_punctuation_and_unicode(cls: str, punct: str) -> None:
+    """A sentence-final `.` or a closing `)` neither hides the secret nor lets prose be eaten."""
+    text, secret = ENDS_IN_SECRET[cls]
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(f"«🔑 {text}{punct} — merci» fin")
+    assert secret not in out, out
+    assert counts.get(cls, 0) == 1, (out, counts)
+    assert out.startswith("«🔑 ") and out.endswith(" — merci» fin"), out
+
+
+@pytest.mark.parametrize("key", ["api_key", "API_KEY", "ApiKey", "x-api-key", "Client_Secret",
+                                 "ACCESS_TOKEN", "authToken"])
+@pytest.mark.parametrize("sep", ["=", ":", "=>", " = ", ": ", ":=", "\t=\t"])
+@pytest.mark.parametrize("quote", ["", '"', "'", '\\"'])
+def test_secret_assignment_any_key_case_separator_and_quote(key: str, sep: str,
+                                                            quote: str) -> None:
+    out = redact(f"{quote}{key}{quote}{sep}{quote}{GENERIC}{quote},")
+    assert GENERIC not in out
+    assert out == f"{quote}{key}{quote}{sep}{quote}[REDACTED:secret_assignment]{quote},"
+
+
+@pytest.mark.parametrize("key", ["password", "PASSWORD", "Passwd", "db_pwd", "MYSQL_ROOT_PASSWORD",
+                                 "smtp.pass", "passphrase"])
+@pytest.mark.parametrize("sep", ["=", ": ", " => "])
+@pytest.mark.parametrize("quote", ["", '"', "'"])
+def test_password_any_key_case_separator_and_quote(key: str, sep: str, quote: str) -> None:
+    out = redact(f"{key}{sep}{quote}{PASSWORD}{quote} next")
+    assert PASSWORD not in out
+    assert out == f"{key}{sep}{quote}[REDACTED:password_assignment]{quote} next"
+
+
+def test_several_secrets_on_one_line_and_a_repeated_secret() -> None:
+    line = (
+        f"token={GENERIC} password={PASSWORD} again token={GENERIC}; "
+        f"{EMAIL},{EMAIL} {GITHUB_OAUTH}|{GITHUB_OAUTH} postgres://a:{DB_PASSWORD}@h/x"
+    )
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(line)
+    for secret in (GENERIC, PASSWORD, EMAIL, GITHUB_OAUTH, DB_PASSWORD):
+        assert secret not in out
+    assert counts == {
+        "uri_credentials": 1,
+        "github_token": 2,
+        "secret_assignment": 2,
+        "password_assignment": 1,
+        "email": 2,
+    }
+    assert "\n" not in out and out.count("[REDACTED:") == 8
+
+
+def test_pem_wrapped_in_a_yaml_block_scalar_keeps_the_yaml() -> None:
+    block, lines = pem("OPENSSH ")
+    text = "tls:\n  key: |\n    " + block.replace("\n", "\n    ") + "\n  cert_file: /etc/x.crt\n"
+    out = redact(text)
+    assert not any(line in out for line in lines)
+    assert out == "tls:\n  key: |\n    [REDACTED:pem_private_key]\n  cert_file: /etc/x.crt\n"
+
+
+def test_yaml_next_line_value_only_when_it_is_a_lone_value() -> None:
+    """`key:` + next line is a value only if that line holds nothing else; otherwise a mapping."""
+    assert redact(f"api_key:\n  {GENERIC}\n") == "api_key:\n  [REDACTED:secret_assignment]\n"
+    nested = "password:\n  from_secret: db_password_2\nif token:\n    return None\n"
+    assert redact(nested) == nested
+
+
+# Must come out unchanged: redacting these would damage the memories built from the trace.
+ADVERSARIAL_FALSE_POSITIVES = [
+    # git SHAs
+    "git checkout 3f786850e387550fdab836ed7e6dc881de23001b && git log -1",
+    "HEAD is now at 9fceb02 fix: token refresh race",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    # UUIDs
+    "trace_id=550e8400-e29b-41d4-a716-446655440000",
+    '{"id": "123e4567-e89b-12d3-a456-426614174000", "kind": "job"}',
+    # file paths that name secrets
+    "/etc/ssl/private/server.key",
+    "open('secrets/prod/api_key.txt')",
+    "src/auth/password_reset_token.py:88",
+    "GOOGLE_APPLICATION_CREDENTIALS=/home/dev/.config/gcloud/creds-2024.json",
+    "ssh-keygen -t ed25519 -f ~/.ssh/id_ed25519_work",
+    # `password_reset_token` and friends as bare identifiers, no value
+    "def send_password_reset_token(user: User) -> None:",
+    "user.password_reset_token = generate_token()",
+    "password_reset_token: Mapped[str | None] = mapped_column(String(64))",
+    "UPDATE users SET password_reset_token = NULL WHERE id = $1",
+    "if not user.password_reset_token:",
+    "if password:\n    return None\n",
+    "token_limit = 4096",
+    "max_tokens: 1024",
+    "token_type: bearer",
+    "tokenizer_name_or_path: sentence-transformers/all-MiniLM-L6-v2",
+    "api_key:\n  from_env: OPENAI_API_KEY\n",
+    "password:\n  type: string\n  minLength: 12\n",
+    # short values (under the 20-character floor of generic key assignments)
+    "token=abc123",
+    "api_key = 'dev-key-1'",
+    "secret: s3cr3t",
+    # version strings
+    "version: 1.2.3-beta.4+build.567",
+    "node v20.11.1 and npm 10.2.4",
+    "api_version=2024-02-15-preview",
+    '"apiVersion": "apps/v1"',
+    "torch==2.13.0+cu121",
+    # test verdicts and counters are not passwords
+    "--- PASS: TestTokenRefresh (0.00s)",
+    "PASS: tests/test_password_hash.py::test_roundtrip",
+    '{"pass": 2, "fail": 0, "first_pass": true}',
+    "FIRST_PASS=3 bypass=1",
+    # URLs and hosts with `@` and `:` but no credentials
+    "ssh://git@github.com:22/org/repo.git",
+    "http://user@host:8080/path",
+    "https://medium.com/@dev/how-we-rotate-tokens-2024",
+    "x < y and token_count > 3",
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL_FALSE_POSITIVES)
+def test_adversarial_non_secrets_are_unchanged(text: str) -> None:
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    assert out == text
+    assert counts == {}
+
+
 # --- stability ---------------------------------------------------------------------------------
 
 ALL_CASE_TEXTS = [text for _, text, _ in CASES]
 
 
-@pytest.mark.parametrize("text", [*ALL_CASE_TEXTS, pem()[0], pem("", "\\n")[0]])
+@pytest.mark.parametrize(
+    "text",
+    [*ALL_CASE_TEXTS, *(t for _, t, _ in ADVERSARIAL_CASES), pem()[0], pem("", "\\n")[0]],
+)
 def test_idempotent(text: str) -> None:
     once = redact(text)
     twice, counts = DEFAULT_REDACTOR.redact_with_counts(once)
@@ -607,6 +860,11 @@ ADVERSARIAL: dict[str, Callable[[], str]] = {
     "bearer": lambda: "Bearer " * (TWO_MB // 7),
     "--token": lambda: "--token " * (TWO_MB // 8),
     "unicode": lambda: "é" * TWO_MB,
+    "escaped_quotes": lambda: '\\\\\\\"token\\\\\\\": ' * (TWO_MB // 16),
+    "yaml_next_line": lambda: "password:\n  a\n" * (TWO_MB // 16),
+    "xml": lambda: "<token>" * (TWO_MB // 7),
+    "uri_at": lambda: "a://b:" + "@" * TWO_MB,
+    "pem_quoted": lambda: "-----BEGIN PRIVATE KEY-----\n" + "> # ;\n" * (TWO_MB // 6),
 }
 
 
