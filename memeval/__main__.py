@@ -23,11 +23,16 @@ def _run(args: list[str]) -> int:
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
-    from memeval.config import register_resolvers
+    from memeval.config import check_overrides, register_resolvers
     from memeval.registry import ConfigError
     from memeval.runner import run_experiment
 
     register_resolvers()
+    try:
+        check_overrides(args)
+    except ConfigError as err:
+        print(f"memeval: configuration error: {err}", file=sys.stderr)
+        return 2
     status = {"code": 0}
 
     @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")

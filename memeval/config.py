@@ -16,7 +16,7 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
-from memeval.registry import ConfigError, to_dataclass
+from memeval.registry import ConfigError, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -35,6 +35,38 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     register_resolvers()
     with initialize_config_module(config_module="conf", version_base="1.3"):
         return hydra_compose("config", overrides=overrides or [])
+
+
+def check_overrides(args: list[str]) -> None:
+    """Hydra refuses a misspelt key by suggesting to add it with '+', the wrong fix: compose the
+    plain overrides first (sweeps and Hydra's own aside) and name the key meant instead."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import ConfigCompositionException, OverrideParseException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    try:
+        parsed = OverridesParser.create().parse_overrides([a for a in args
+                                                           if not a.startswith("-")])
+    except OverrideParseException:
+        return  # Hydra reports its own syntax errors
+    plain = [o for o in parsed if not o.is_sweep_override()
+             and not o.key_or_group.startswith("hydra")]
+    try:
+        compose([str(o.input_line) for o in plain])
+    except ConfigCompositionException as err:
+        cause = err.__cause__
+        if not isinstance(cause, ConfigAttributeError | ConfigKeyError) or not cause.full_key:
+            return
+        wrong = str(cause.full_key)
+        parent = wrong.rpartition(".")[0]
+        rest = compose([str(o.input_line) for o in plain
+                        if not f"{o.key_or_group}.".startswith(f"{wrong}.")])
+        siblings = OmegaConf.select(rest, parent) if parent else rest
+        leaves = [str(k) for k in (siblings.keys() if isinstance(siblings, DictConfig) else [])]
+        hint = did_you_mean(wrong.rpartition(".")[2], leaves)
+        if hint and parent:
+            hint = hint.replace(" '", f" '{parent}.", 1)
+        raise ConfigError(f"unknown setting '{wrong}'{hint}") from None
 
 
 def register_resolvers() -> None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,8 @@ ROW = st.fixed_dictionaries(
                                                       "substantive", "other"]), VALUE)})
 LINE = st.one_of(ROW.map(lambda r: json.dumps(r).encode()), st.binary(max_size=80),
                  st.lists(VALUE, max_size=3).map(lambda v: json.dumps(v).encode()))
+
+pytestmark = pytest.mark.bad_input  # arbitrary input: always an entry or a reported problem
 
 
 @FAST

@@ -127,6 +127,7 @@ def write(path: Path, lines: list[bytes | dict[str, Any] | list[Any]]) -> Path:
     return path
 
 
+@pytest.mark.bad_input
 def test_broken_lines_reported_with_file_line_and_skipped(tmp_path: Path) -> None:
     log = write(tmp_path / "p" / "s.jsonl", [
         user("first question"),
@@ -232,6 +233,7 @@ def test_sidechains_excluded_by_default_and_included_on_request(tmp_path: Path) 
         ("main question", "main answer", False)]
 
 
+@pytest.mark.bad_input
 def test_truncation_and_min_chars_are_counted(tmp_path: Path) -> None:
     log = write(tmp_path / "s.jsonl", [user("q"), said("x" * 50, "ok", "y" * 10)])
     dataset = load_claude_code(log, max_chars=20, min_chars=3)
@@ -239,6 +241,7 @@ def test_truncation_and_min_chars_are_counted(tmp_path: Path) -> None:
     assert dataset.report.stats["truncated"] == 1 and dataset.report.stats["empty_text"] == 1
 
 
+@pytest.mark.bad_input
 def test_duplicate_events_across_files_load_once(tmp_path: Path) -> None:
     question, answer = user("q"), said("a")
     write(tmp_path / "proj" / "a.jsonl", [question, answer])
@@ -258,6 +261,7 @@ def test_string_assistant_content_and_interrupted_turn(tmp_path: Path) -> None:
     assert pairs == [("q1", "plain string reply"), ("q2", "a2")]
 
 
+@pytest.mark.bad_input
 def test_missing_path_and_empty_folder_name_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     with pytest.raises(DatasetError, match=r"not found: .*nope.*dataset\.path="):

@@ -83,6 +83,7 @@ def test_a_folder_of_shards_is_one_dataset(tmp_path: Path) -> None:
     assert len(load_hf_traces(HfTracesConfig(path=str(tmp_path))).entries) == 6
 
 
+@pytest.mark.bad_input
 def test_missing_local_path_names_it(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="no parquet or JSONL trace files"):
         load_hf_traces(HfTracesConfig(path=str(tmp_path / "nowhere")))
@@ -115,6 +116,7 @@ def test_a_conversation_ending_on_the_user_has_no_response(tmp_path: Path) -> No
     assert data.report.stats["empty_responses"] == 1
 
 
+@pytest.mark.bad_input
 def test_a_broken_jsonl_line_is_reported_and_skipped(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(row(1, "first answer")) + "\n{broken\n"

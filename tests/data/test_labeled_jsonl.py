@@ -73,6 +73,7 @@ BAD_LINES: list[tuple[bytes | dict[str, Any] | list[Any], str]] = [
 ]
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize(("bad", "message"), BAD_LINES)
 def test_bad_line_is_reported_and_skipped(tmp_path: Path, bad: Any, message: str) -> None:
     path = write(tmp_path, [row(1), bad, row(3)])
@@ -84,6 +85,7 @@ def test_bad_line_is_reported_and_skipped(tmp_path: Path, bad: Any, message: str
     assert dataset.report.rows_read == 3
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize(("bad", "message"), BAD_LINES)
 def test_bad_line_raises_with_on_error_raise(tmp_path: Path, bad: Any, message: str) -> None:
     path = write(tmp_path, [row(1), bad, row(3)])
@@ -93,6 +95,7 @@ def test_bad_line_raises_with_on_error_raise(tmp_path: Path, bad: Any, message: 
     assert message in str(caught.value)
 
 
+@pytest.mark.bad_input
 def test_blank_lines_are_ignored_but_count_in_line_numbers(tmp_path: Path) -> None:
     path = write(tmp_path, [row(1), b"", b"   ", row(4, "bogus")])
     dataset = load_labeled_jsonl(path)
@@ -100,6 +103,7 @@ def test_blank_lines_are_ignored_but_count_in_line_numbers(tmp_path: Path) -> No
     assert dataset.report.problems[0].startswith(f"{path}:4: ")
 
 
+@pytest.mark.bad_input
 def test_empty_file_is_a_dataset_error(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("")
@@ -107,12 +111,14 @@ def test_empty_file_is_a_dataset_error(tmp_path: Path) -> None:
         load_labeled_jsonl(path)
 
 
+@pytest.mark.bad_input
 def test_all_bad_is_a_dataset_error(tmp_path: Path) -> None:
     path = write(tmp_path, [b"nope", row(2, "bogus")])
     with pytest.raises(DatasetError, match=r"no usable entries \(2 bad lines\)"):
         load_labeled_jsonl(path)
 
 
+@pytest.mark.bad_input
 def test_missing_file_is_a_dataset_error(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="not found"):
         load_labeled_jsonl(tmp_path / "absent.jsonl")

@@ -86,6 +86,7 @@ def test_registered_names() -> None:
     assert STAGES.names() == ["content_score", "judge", "length", "prefilter"]
 
 
+@pytest.mark.bad_input
 def test_unknown_name_suggests_the_closest() -> None:
     with pytest.raises(ConfigError, match=r"unknown scorer 'knn_margn'; did you mean 'knn_margin'"):
         SCORERS.get("knn_margn")
@@ -93,6 +94,7 @@ def test_unknown_name_suggests_the_closest() -> None:
         EMBEDDERS.validate({"name": "word2vec"})
 
 
+@pytest.mark.bad_input
 def test_unknown_option_suggests_the_closest() -> None:
     with pytest.raises(ConfigError) as caught:
         JUDGES.validate({"name": "labels", "error_rat": 0.1})
@@ -101,6 +103,7 @@ def test_unknown_option_suggests_the_closest() -> None:
     assert "options: error_rate, keep_labels, seed" in message
 
 
+@pytest.mark.bad_input
 def test_wrong_type_names_the_component() -> None:
     with pytest.raises(ConfigError, match=r"(?s)^embedder 'hashing': .*full_key: dim"):
         EMBEDDERS.validate({"name": "hashing", "dim": "large"})
@@ -108,11 +111,13 @@ def test_wrong_type_names_the_component() -> None:
         SCORERS.validate({"name": "knn_margin", "threshold": {"refresh": "sometimes"}})
 
 
+@pytest.mark.bad_input
 def test_nested_unknown_option_is_refused() -> None:
     with pytest.raises(ConfigError, match="scorer 'knn_margin'"):
         SCORERS.validate({"name": "knn_margin", "threshold": {"polcy": "fixed"}})
 
 
+@pytest.mark.bad_input
 def test_missing_name() -> None:
     with pytest.raises(ConfigError, match="needs a 'name' key"):
         EMBEDDERS.validate({"dim": 8})

@@ -108,6 +108,7 @@ def test_memory_only_store_writes_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.bad_input
 def test_damaged_file_loads_valid_lines_and_reports_bad_ones(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     good = {"time": 1.0, "stage": "judge", "user_len": 2, "asst_len": 4, "user_prefix": "ok",

@@ -68,6 +68,7 @@ def test_per_class_metrics_are_hand_checkable() -> None:
     assert report["c"]["precision"] is None and report["c"]["support"] == 0
 
 
+@pytest.mark.bad_input
 def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "pairs.jsonl"
     good = {"pair_id": "p1", "a": {"content": "x is y"}, "b": {"content": "x is z"},

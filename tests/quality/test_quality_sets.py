@@ -44,6 +44,7 @@ def _write(path: Path, rows: list[object]) -> Path:
     return path
 
 
+@pytest.mark.bad_input
 def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
     rows: list[object] = [
         RECORD,
@@ -64,6 +65,7 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
         load_memory_records(path, "raise")
 
 
+@pytest.mark.bad_input
 def test_scenario_with_unknown_label_is_skipped(tmp_path: Path) -> None:
     scenario = {"scenario_id": "s1", "ground_truth": "well_attributed", "agent_decision": "d",
                 "retrieved_memories": [{"id": "m1", "confidence": 0.9, "created_by": "a"}],
@@ -75,6 +77,7 @@ def test_scenario_with_unknown_label_is_skipped(tmp_path: Path) -> None:
     assert "sort_of" in report.problems[0]
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize("confidence", ["NaN", "7", '"high"', "true", "-0.1"])
 def test_impossible_confidences_are_bad_lines_in_both_sets(tmp_path: Path,
                                                            confidence: str) -> None:
