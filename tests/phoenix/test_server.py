@@ -247,8 +247,10 @@ def test_healthz_answers(phoenix_url: str) -> None:
 
 
 @pytest.mark.integration
-def test_http_port_is_bound_on_loopback_only(phoenix_server: PhoenixServer) -> None:
-    port = phoenix_server.settings.port
+@pytest.mark.parametrize("which", ["port", "grpc_port"])
+def test_ports_are_bound_on_loopback_only(phoenix_server: PhoenixServer, which: str) -> None:
+    """HTTP by PHOENIX_HOST; OTLP/gRPC (hard-coded by Phoenix to every interface) by launch.py."""
+    port = getattr(phoenix_server.settings, which)
     with socket.create_connection(("127.0.0.1", port), timeout=5):
         pass
     addresses = non_loopback_ipv4()

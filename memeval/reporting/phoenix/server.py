@@ -1,16 +1,17 @@
 """A local Arize Phoenix server, a child process on loopback, for `memeval phoenix serve` and tests.
 
 Phoenix is never imported here: importing anything under `phoenix` costs ~10 s and ~400 MB, so
-it always runs as `python -m phoenix.server.main serve`, in its own session so that a Ctrl-C in
-the terminal reaches only us and we decide how the child stops. Its output goes to
+it always runs as a child, `python -m memeval.reporting.phoenix.launch serve` (Phoenix's own
+`phoenix.server.main`, its gRPC listener moved to loopback), in its own session so that a Ctrl-C
+in the terminal reaches only us and we decide how the child stops. Its output goes to
 `<working_dir>/phoenix-server.log`, rewritten at every start; its data (`phoenix.db`) stays there.
 
 What Phoenix (20.x) binds:
     HTTP  127.0.0.1:<port>        UI, REST, GraphQL, /healthz and OTLP over HTTP at /v1/traces;
                                   PHOENIX_HOST decides the address and we pin it to 127.0.0.1.
-    gRPC  [::]:<grpc_port>        OTLP over gRPC. Phoenix hard-codes every interface here,
-                                  whatever PHOENIX_HOST says, and offers no switch to turn it off.
-                                  memeval exports over HTTP only; keep the gRPC port firewalled.
+    gRPC  127.0.0.1:<grpc_port>   OTLP over gRPC. Phoenix hard-codes every interface ([::])
+                                  here, whatever PHOENIX_HOST says; launch.py rewrites it to
+                                  loopback. memeval itself exports over HTTP only.
 Prometheus would bind [::]:9090 as well, so the child always runs with it off.
 """
 
@@ -39,7 +40,7 @@ LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 6006
 DEFAULT_GRPC_PORT = 4317
 LOG_NAME = "phoenix-server.log"
-COMMAND = ("-m", "phoenix.server.main", "serve")
+COMMAND = ("-m", "memeval.reporting.phoenix.launch", "serve")
 
 
 def default_working_dir() -> Path:
@@ -217,7 +218,7 @@ class PhoenixServer:
                 f"port {settings.port} on {LOOPBACK} is already in use (another Phoenix?): stop "
                 "whatever listens there or choose another port with PHOENIX_PORT"
             )
-        if port_taken(settings.grpc_port, "0.0.0.0"):  # Phoenix binds gRPC on every interface
+        if port_taken(settings.grpc_port):
             raise PhoenixServerError(
                 f"gRPC port {settings.grpc_port} is already in use (another Phoenix?): stop "
                 "whatever listens there or choose another port with PHOENIX_GRPC_PORT"
@@ -348,8 +349,7 @@ def serve(settings: PhoenixSettings | None = None, out: TextIO | None = None) ->
                 f"Phoenix is ready at {settings.url}\n"
                 f"OTLP over HTTP: {settings.otlp_http_endpoint}\n"
                 f"  export PHOENIX_COLLECTOR_ENDPOINT={settings.url}\n"
-                f"(Phoenix also listens for OTLP over gRPC on port {settings.grpc_port} on every "
-                "interface, whatever PHOENIX_HOST says; memeval exports over HTTP.)\n"
+                f"OTLP over gRPC: {LOOPBACK}:{settings.grpc_port}\n"
                 "Press Ctrl-C to stop.",
                 file=out,
                 flush=True,
