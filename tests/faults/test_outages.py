@@ -17,8 +17,7 @@ from omegaconf import DictConfig
 from memeval.engine.embedders.hashing import HashingEmbedder
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
-from tests.engine.test_http_judges import openai_reply
-from tests.faults.test_resume import _without_clock
+from tests.faults.common import chat_verdict, without_clock
 from tests.loopback import LoopbackServer, Received, Reply
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
@@ -48,13 +47,6 @@ def down_after(healthy: int, answer: Callable[[Received], Reply]) -> Callable[[R
         return answer(request) if alive else Reply(503, {"error": "server is down"})
 
     return respond
-
-
-def chat_verdict(request: Received) -> Reply:
-    """A deterministic chat-completions judge: keeps texts with code or some length."""
-    user = request.body["messages"][-1]["content"]
-    return openai_reply("SKIP" if "`" not in user and len(user) < 1400 else
-                        "The memory, rewritten: " + user[-200:])
 
 
 def judge_overrides(server: LoopbackServer, **extra: Any) -> list[str]:
@@ -116,7 +108,7 @@ def test_a_judge_that_rate_limits_errs_and_stalls_changes_no_result(
     (healthy, healthy_hits), (flaky_metrics, flaky_hits) = runs["healthy"], runs["flaky"]
     assert flaky_hits > healthy_hits  # the faults happened and were retried
     assert all(p["judge_errors"] == 0 for p in flaky_metrics["passes"])
-    assert _without_clock(flaky_metrics["passes"]) == _without_clock(healthy["passes"])
+    assert without_clock(flaky_metrics["passes"]) == without_clock(healthy["passes"])
 
 
 def test_a_judge_that_dies_mid_run_keeps_the_entries_and_counts_the_errors(

@@ -3,9 +3,13 @@ same metrics, same decisions, none counted twice."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -15,27 +19,12 @@ from memeval.data.entry import Entry
 from memeval.engine.judges.base import Verdict
 from memeval.engine.judges.labels import LabelJudge
 from memeval.registry import ConfigError
-from memeval.results.run_dir import read_decisions, read_metrics
+from memeval.results.run_dir import read_metrics
 from memeval.runner import run_experiment
+from tests.faults.common import chat_verdict, decisions_without_clock, without_clock
+from tests.loopback import LoopbackServer, Received, Reply
 
 pytestmark = pytest.mark.faults
-
-# Wall-clock fields: the only ones allowed to differ between two runs of the same settings.
-CLOCK = ("latency", "wall_seconds", "timing", "run_id", "started_at")
-
-
-def _without_clock(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_clock(v) for k, v in value.items() if k not in CLOCK}
-    if isinstance(value, list):
-        return [_without_clock(v) for v in value]
-    return value
-
-
-def _decisions(run_dir: Path) -> pd.DataFrame:
-    frame = read_decisions(run_dir)
-    return frame.drop(columns=[c for c in frame.columns
-                               if c.startswith("latency_") or c == "started_at"])
 
 
 class Interrupt(KeyboardInterrupt):
@@ -87,13 +76,13 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_result(
 
     run_experiment(fast_config(*settings, "resume=true"), broken)
     resumed = read_metrics(broken)
-    assert _without_clock(resumed["passes"]) == _without_clock(expected["passes"])
-    assert _without_clock(resumed.get("arms")) == _without_clock(expected.get("arms"))
-    assert _without_clock(resumed.get("learn_passes")) == _without_clock(
+    assert without_clock(resumed["passes"]) == without_clock(expected["passes"])
+    assert without_clock(resumed.get("arms")) == without_clock(expected.get("arms"))
+    assert without_clock(resumed.get("learn_passes")) == without_clock(
         expected.get("learn_passes"))
-    decisions = _decisions(broken)
+    decisions = decisions_without_clock(broken)
     assert not decisions.duplicated(["arm", "phase", "pass_no", "entry_id"]).any()
-    pd.testing.assert_frame_equal(decisions, _decisions(whole))
+    pd.testing.assert_frame_equal(decisions, decisions_without_clock(whole))
     assert not (broken / "checkpoints").exists()  # a finished run keeps its results only
 
 
@@ -138,5 +127,44 @@ def test_a_run_interrupted_in_its_first_pass_resumes_from_empty_stores(
     assert sum(p.stat().st_size for p in (run_dir / "state").glob("*.jsonl")) > 0
     assert read_metrics(whole)["passes"][0]["judge_calls"] > 60  # it was stopped in pass 1
     run_experiment(fast_config(*settings, "resume=true"), run_dir)
-    assert _without_clock(read_metrics(run_dir)["passes"]) == _without_clock(
+    assert without_clock(read_metrics(run_dir)["passes"]) == without_clock(
         read_metrics(whole)["passes"])
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_killed_cli_run_resumes_from_the_command_line(tmp_path: Path) -> None:
+    """SIGKILL mid-pass (no handler runs, files may be mid-write): `resume=true` on the same
+    command finishes it, with the results of a run never killed."""
+    def slow_verdict(request: Received) -> Reply:
+        time.sleep(0.01)
+        return chat_verdict(request)
+
+    def command(run_dir: Path, server: LoopbackServer, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "memeval", "run", "+experiment=three_pass",
+                "embedder=hashing", "judge=openai_chat", f"judge.base_url={server.base_url}/v1",
+                "judge.cache=false", "plots=false", "progress=false",
+                "reporting.phoenix.enabled=false", f"hydra.run.dir={run_dir}", *extra]
+
+    env = {**os.environ, "MEMEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    with LoopbackServer(slow_verdict) as server:
+        subprocess.run(command(tmp_path / "whole", server), env=env, check=True,
+                       capture_output=True, timeout=600)
+        broken = tmp_path / "broken"
+        child = subprocess.Popen(command(broken, server), env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while not (broken / "checkpoints" / "pass-1.json").exists():
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)  # into pass 2
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        assert not (broken / "metrics.json").exists()
+        done = subprocess.run(command(broken, server, "resume=true"), env=env,
+                              capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert without_clock(read_metrics(broken)["passes"]) == without_clock(
+        read_metrics(tmp_path / "whole")["passes"])
+    pd.testing.assert_frame_equal(decisions_without_clock(broken),
+                                  decisions_without_clock(tmp_path / "whole"))
