@@ -1,111 +1,230 @@
-"""`python -m memeval bench`: what three passes cost against one embedding pass, per stage.
+"""`python -m memeval bench --entries 250,1000`: what three passes cost against one embedding
+pass, per stage, at several sizes.
 
-Builds N distinct labelled entries from the bundled set (each copy tagged so every text embeds
-anew), then measures in ONE process, in this order: model load; one cold embedding pass of the N
-texts (no cache); a full three-pass run with a cold cache. Ratios come from the same run, so a
-shared, noisy machine moves both sides together.
+Each size runs in a fresh process (so its peak RSS is its own) over N distinct labelled entries:
+the bundled set cycled, each copy tagged so every text embeds anew. That process measures, in
+this order: model load; one batch embedded untimed (a first batch pays one-off start-up); one
+cold embedding pass of the N texts (no cache); the three-pass run with a cold cache; the N texts
+again through the run's now-warm embedding cache; then the three passes once more on the warm
+cache under tracemalloc, for the Python heap peak (tracing made the three passes about three
+times slower with the hashing embedder, so the timed run is never traced). Ratios come from one
+process, minutes apart. The 1-minute load average at the start and the end is recorded: other
+jobs on a shared machine can still slow one side more than the other.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from memeval.bench_scale import replicate, run_one, scale
-from memeval.config import compose, validate
+import pandas as pd
+from omegaconf import DictConfig
+
+from memeval.bench_scale import (
+    in_fresh_process,
+    labelled_three_pass,
+    peak_rss_mb,
+    run_one,
+    scale,
+    time_split,
+)
+from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.engine.embedders.base import EMBEDDERS
+from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.redact import redact
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 
 EMBEDDERS_BENCHED = ("hashing", "minilm")
+WARM_UP_BATCH = 32  # sentence-transformers' default batch size
+T = TypeVar("T")
 
 
-def bench(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:
+def parse_sizes(text: str) -> list[int]:
+    """`1000` or `250,1000`: the entry counts to measure, each at least 1."""
+    sizes = [int(part) for part in text.split(",")]
+    if any(size < 1 for size in sizes):
+        raise ValueError(f"entry counts must be at least 1, got {text}")
+    return sizes
+
+
+def _timed(work: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    value = work()
+    return value, time.perf_counter() - start
+
+
+def _rate(count: int, seconds: float) -> dict[str, float]:
+    return {"texts": count, "seconds": round(seconds, 3), "texts_per_s": round(count / seconds, 1)}
+
+
+def _cold_embedding(cfg: DictConfig, texts: list[str]) -> tuple[float, float]:
+    """(model load s, one uncached pass over `texts` s). One batch is embedded untimed first:
+    a first real batch pays one-off start-up costs (about 1.5 s measured with MiniLM) that the
+    run, later in the same process, never pays. The model is freed afterwards: the run loads
+    its own, and two resident copies would inflate the peak RSS a real run never has."""
+    def load() -> Any:
+        model = EMBEDDERS.build(cfg.embedder)
+        model.embed(["warm-up"])  # sentence-transformers loads on its first call
+        return model
+
+    model, load_s = _timed(load)
+    model.embed(texts[:WARM_UP_BATCH])
+    _, cold_s = _timed(partial(model.embed, texts))
+    del model
+    gc.collect()
+    return load_s, cold_s
+
+
+def _cached_embedding(cfg: DictConfig, texts: list[str], cache: Path) -> dict[str, float]:
+    """`texts` through a warm cache: every lookup a hit, so the model is never even loaded."""
+    embedder = CachedEmbedder(EMBEDDERS.build(cfg.embedder), cache)
+    try:
+        _, seconds = _timed(partial(embedder.embed, texts))
+    finally:
+        embedder.store.close()
+    return {**_rate(len(texts), seconds), "hits": embedder.hits, "misses": embedder.misses}
+
+
+def _heap_peak_mb(cfg: DictConfig, run_dir: Path) -> float:
+    tracemalloc.start()
+    try:
+        run_experiment(cfg, run_dir)
+        return round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+    finally:
+        tracemalloc.stop()
+
+
+def stage_throughput(decisions: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Per stage, in gate order: entries that reached it / seconds spent in it (an entry a
+    stage never saw has no latency there)."""
+    stages: dict[str, dict[str, float | None]] = {}
+    for column in decisions.columns:
+        if column.startswith("latency_") and column.endswith("_ms"):
+            spent = decisions[column].dropna()
+            seconds = float(spent.sum()) / 1000
+            stages[column[len("latency_"):-len("_ms")]] = {
+                "entries": int(spent.size), "seconds": round(seconds, 3),
+                "entries_per_s": round(spent.size / seconds, 1) if seconds > 0 else None}
+    return stages
+
+
+def measure(entries: int, embedder: str) -> dict[str, Any]:
+    """One size, in this process (run it in a fresh one: the peak RSS is the process's)."""
     with tempfile.TemporaryDirectory(prefix="memeval-bench-") as tmp:
         work = Path(tmp)
-        data = work / "bench.jsonl"
-        replicate(Path(compose().dataset.path), entries, data, separator="\n\n")
-        overrides = ["+experiment=three_pass", f"embedder={embedder}",
-                     "dataset=labeled_jsonl", f"dataset.path={data}",
-                     f"cache_dir={work / 'cache'}", "plots=false", "progress=false",
-                     "reporting.phoenix.enabled=false"]
-        cfg = compose(overrides)
+        cfg = labelled_three_pass(work, entries, embedder, "reporting.phoenix.enabled=false")
         validate(cfg)
-        texts = [redact(e.assistant_response) for e in load_labeled_jsonl(data).entries]
-
-        start = time.perf_counter()
-        model = EMBEDDERS.build(cfg.embedder)
-        model.embed(["warm-up"])
-        load_s = time.perf_counter() - start
-
-        start = time.perf_counter()
-        model.embed(texts)
-        embed_s = time.perf_counter() - start
-
-        tracemalloc.start()
-        start = time.perf_counter()
-        metrics = run_experiment(cfg, work / "run")
-        three_pass_s = time.perf_counter() - start
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
+        texts = [redact(e.assistant_response)
+                 for e in load_labeled_jsonl(cfg.dataset.path).entries]
+        load_average = [os.getloadavg()[0]]  # other jobs on a shared machine skew both sides
+        load_s, cold_s = _cold_embedding(cfg, texts)
+        metrics, three_pass_s = _timed(partial(run_experiment, cfg, work / "run"))
+        load_average.append(os.getloadavg()[0])
+        cached = _cached_embedding(cfg, texts, work / "cache" / "embeddings.sqlite")
         decisions = read_decisions(work / "run")
-
-    stage_cols = [c for c in decisions.columns if c.startswith("latency_")]
-    stage_seconds = {c[len("latency_"):-len("_ms")]: float(decisions[c].sum()) / 1000
-                     for c in stage_cols}
-    result = {
+        heap_mb = _heap_peak_mb(cfg, work / "traced")
+    split = time_split(metrics, decisions)
+    return {
         "entries": entries, "embedder": metrics["embedder"]["identity"],
         "model_load_s": round(load_s, 3),
-        "one_embedding_pass_s": round(embed_s, 3),
-        "three_pass_run_s": round(three_pass_s, 3),
-        "three_pass_over_one_embedding_pass": round(three_pass_s / embed_s, 3),
+        "embedding_cold": _rate(len(texts), cold_s), "embedding_cached": cached,
+        "stages": stage_throughput(decisions),
+        "three_pass_s": round(three_pass_s, 3),
+        **{key: round(value, 3) for key, value in split.items()},
+        "ratios": {"three_passes_over_one_embedding_pass": round(three_pass_s / cold_s, 3),
+                   "gate_own_over_one_embedding_pass": round(split["gate_own_s"] / cold_s, 3)},
         "embedding_cache": {"hits": metrics["embedder"]["cache_hits"],
                             "misses": metrics["embedder"]["cache_misses"]},
-        "stage_seconds_total": {k: round(v, 3) for k, v in stage_seconds.items()},
-        "python_heap_peak_mb": round(peak / 2**20, 1),
+        "peak_rss_mb": peak_rss_mb(), "python_heap_peak_mb": heap_mb,
+        "load_average_1m": {"start": load_average[0], "end": load_average[1]},
         "passes": [{k: p[k] for k in ("pass", "substantive_recall", "prejudge_filter_rate",
                                       "judge_calls")} for p in metrics["passes"]],
     }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """One Markdown row per size."""
+    stages = list(dict.fromkeys(name for row in rows for name in row["stages"]))
+    header = ["entries", "model load", "embedding cold (texts/s)",
+              "embedding cached (texts/s)", *(f"{s} (entries/s)" for s in stages),
+              "three passes", "÷ one embedding pass", "gate's own work", "÷ one embedding pass",
+              "peak RSS", "Python heap peak"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        rates = [row["stages"].get(s, {}).get("entries_per_s") for s in stages]
+        cells = [f"{row['entries']:,}", f"{row['model_load_s']:.1f} s",
+                 f"{row['embedding_cold']['texts_per_s']:,.0f}",
+                 f"{row['embedding_cached']['texts_per_s']:,.0f}",
+                 *("—" if r is None else f"{r:,.0f}" for r in rates),
+                 f"{row['three_pass_s']:.1f} s",
+                 f"{row['ratios']['three_passes_over_one_embedding_pass']:.2f}",
+                 f"{row['gate_own_s']:.1f} s",
+                 f"{row['ratios']['gate_own_over_one_embedding_pass']:.3f}",
+                 f"{row['peak_rss_mb']:,.0f} MB", f"{row['python_heap_peak_mb']:.1f} MB"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bench(sizes: list[int], embedder: str, out: Path | None) -> dict[str, Any]:
+    rows = [in_fresh_process(["--entries-one", str(n), "--embedder", embedder]) for n in sizes]
+    result = {"embedder": rows[0]["embedder"], "cpu_count": os.cpu_count(), "sizes": rows}
     if out is not None:
         out.write_text(json.dumps(result, indent=2))
+    print(table(rows))
     return result
 
 
-def main(args: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memeval bench", description=__doc__)
-    parser.add_argument("--entries", type=int, default=1000)
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m memeval bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=parse_sizes, default=[1000], metavar="N[,N…]",
+                        help="entry counts, each measured in its own process")
     parser.add_argument("--embedder", choices=EMBEDDERS_BENCHED, default="minilm")
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON")
-    parser.add_argument("--scale", default=None, metavar="N,N,…",
+    parser.add_argument("--scale", type=parse_sizes, default=None, metavar="N,N,…",
                         help="instead: the mixed three-pass run at these corpus sizes")
-    parser.add_argument("--scale-one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--phoenix", action="store_true",
                         help="instead: push an --entries three-pass run to a fresh local Phoenix")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="with --scale: a config override for every size (repeatable)")
-    options = parser.parse_args(args)
-    if options.scale_one is not None:  # one size, in its own process: print JSON last
-        print(json.dumps(run_one(options.scale_one, options.embedder,
-                                 options.override)))
-        return 0
-    if options.scale is not None:
-        sizes = [int(size) for size in options.scale.split(",")]
-        scale(sizes, options.embedder, options.out, options.override)
-        return 0
-    if options.phoenix:
-        from memeval.bench_phoenix import bench_phoenix
+    for child in ("--entries-one", "--scale-one"):  # one size, in its own process
+        parser.add_argument(child, type=int, default=None, help=argparse.SUPPRESS)
+    return parser
 
-        result = bench_phoenix(options.entries, options.embedder, options.out)
-    else:
-        result = bench(options.entries, options.embedder, options.out)
+
+def _phoenix(sizes: list[int], embedder: str, out: Path | None) -> None:
+    from memeval.bench_phoenix import bench_phoenix
+
+    result = bench_phoenix(sizes[0], embedder, out)
     width = max(len(k) for k in result)
     for key, value in result.items():
         print(f"{key.ljust(width)}  {value}")
+
+
+def main(args: list[str]) -> int:
+    parser = _parser()
+    options = parser.parse_args(args)
+    if options.entries_one is not None:  # children print their JSON last
+        print(json.dumps(measure(options.entries_one, options.embedder)))
+    elif options.scale_one is not None:
+        print(json.dumps(run_one(options.scale_one, options.embedder, options.override)))
+    elif options.scale is not None:
+        scale(options.scale, options.embedder, options.out, options.override)
+    elif options.phoenix:
+        if len(options.entries) != 1:
+            parser.error("--phoenix measures one size: give --entries N")
+        _phoenix(options.entries, options.embedder, options.out)
+    else:
+        bench(options.entries, options.embedder, options.out)
     return 0

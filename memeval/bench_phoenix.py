@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memeval.bench_scale import replicate
-from memeval.config import compose, validate
+from memeval.bench_scale import labelled_three_pass
+from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.engine.redact import redact
 from memeval.reporting.phoenix.files import write_phoenix_files
@@ -27,16 +27,12 @@ from memeval.runner import run_experiment
 def bench_phoenix(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memeval-bench-phoenix-") as tmp:
         work = Path(tmp)
-        data = work / "bench.jsonl"
-        replicate(Path(compose().dataset.path), entries, data, separator="\n\n")
-        cfg = compose(["+experiment=three_pass", f"embedder={embedder}", "dataset=labeled_jsonl",
-                       f"dataset.path={data}", f"cache_dir={work / 'cache'}", "plots=false",
-                       "progress=false", "reporting.phoenix.endpoint=null"])
+        cfg = labelled_three_pass(work, entries, embedder, "reporting.phoenix.endpoint=null")
         settings = validate(cfg).phoenix
         metrics = run_experiment(cfg, work / "run")
         start = time.perf_counter()
-        write_phoenix_files(work / "run", load_labeled_jsonl(data).entries, metrics, cfg,
-                            settings, redact)
+        write_phoenix_files(work / "run", load_labeled_jsonl(cfg.dataset.path).entries, metrics,
+                            cfg, settings, redact)
         write_s = time.perf_counter() - start
         server = PhoenixSettings(port=free_port(), grpc_port=free_port(),
                                  working_dir=work / "phoenix")

@@ -4,6 +4,8 @@ Offline, a replicated copy of the bundled trace sample stands in for the 32k-row
 copy's texts tagged, so every row embeds anew). Each size runs in a fresh process, so its peak
 RSS is its own. Reported per size: rows/s over three passes, peak RSS, and where the time went —
 embedding (cache lookups included), judge, and the gate's own work (everything else).
+
+The other bench modes share its workload builders, time split and fresh-process runner.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig
 
 from memeval.config import compose, data_path
 from memeval.results.run_dir import read_decisions
@@ -38,6 +43,42 @@ def replicate(source: Path, rows: int, path: Path, separator: str = " ") -> None
             handle.write(json.dumps(row) + "\n")
 
 
+def labelled_three_pass(work: Path, entries: int, embedder: str, *extra: str) -> DictConfig:
+    """The three-pass config over `entries` distinct copies of the bundled labelled set, with
+    its data and a cold cache under `work` (the `bench` and `bench --phoenix` workload)."""
+    data = work / "bench.jsonl"
+    replicate(Path(compose().dataset.path), entries, data, separator="\n\n")
+    return compose(["+experiment=three_pass", f"embedder={embedder}", "dataset=labeled_jsonl",
+                    f"dataset.path={data}", f"cache_dir={work / 'cache'}", "plots=false",
+                    "progress=false", *extra])
+
+
+def time_split(metrics: dict[str, Any], decisions: pd.DataFrame) -> dict[str, float]:
+    """Where a run's experiment time went: embedding (cache lookups included), the judge, and
+    the gate's own work (stages, learning, redaction: everything else)."""
+    judge_column = "latency_judge_ms"
+    judge_s = float(decisions[judge_column].sum()) / 1000 if judge_column in decisions else 0.0
+    embed_s = metrics["timing"]["embedding_s"]
+    return {"embedding_s": embed_s, "judge_s": judge_s,
+            "gate_own_s": metrics["timing"]["experiment_s"] - embed_s - judge_s}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux reports ru_maxrss in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def in_fresh_process(args: list[str]) -> dict[str, Any]:
+    """`python -m memeval bench ARGS` in a new process, so its peak RSS is its own; the child
+    prints its result as JSON on its last stdout line."""
+    done = subprocess.run([sys.executable, "-m", "memeval", "bench", *args],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def run_one(rows: int, embedder: str, overrides: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memeval-scale-") as tmp:
         work = Path(tmp)
@@ -53,17 +94,15 @@ def run_one(rows: int, embedder: str, overrides: list[str] | None = None) -> dic
         total = time.perf_counter() - start
         decisions = read_decisions(work / "run")
     entries = metrics["dataset"]["entries"]
-    judge_column = "latency_judge_ms"
-    judge_s = float(decisions[judge_column].sum()) / 1000 if judge_column in decisions else 0.0
-    embed_s = metrics["timing"]["embedding_s"]
-    own = metrics["timing"]["experiment_s"] - embed_s - judge_s  # stages, learning, redaction
+    split = time_split(metrics, decisions)
+    own = split["gate_own_s"]
     return {"corpus_rows": rows, "overrides": overrides or [], "entries": entries,
             "entry_passes": 3 * entries,
             "seconds": round(total, 2), "rows_per_s": round(3 * entries / total, 1),
-            "embedding_s": round(embed_s, 2), "judge_s": round(judge_s, 2),
+            "embedding_s": round(split["embedding_s"], 2), "judge_s": round(split["judge_s"], 2),
             "gate_own_s": round(own, 2), "gate_own_share": round(own / total, 4),
             "harness_s": round(total - metrics["timing"]["experiment_s"], 2),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "peak_rss_mb": peak_rss_mb(),
             "prejudge_filter_rate": [p["prejudge_filter_rate"] for p in metrics["passes"]],
             "substantive_recall": [p["substantive_recall"] for p in metrics["passes"]]}
 
@@ -73,12 +112,8 @@ def scale(sizes: list[int], embedder: str, out: Path | None,
     results = []
     extra = [arg for o in overrides or [] for arg in ("--override", o)]
     for rows in sizes:
-        done = subprocess.run([sys.executable, "-m", "memeval", "bench", "--scale-one",
-                               str(rows), "--embedder", embedder, *extra],
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"scale run at {rows} rows failed:\n{done.stderr[-2000:]}")
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        results.append(in_fresh_process(["--scale-one", str(rows), "--embedder", embedder,
+                                         *extra]))
         print(json.dumps(results[-1]), flush=True)
     if out is not None:
         out.write_text(json.dumps(results, indent=2))

@@ -10,26 +10,58 @@ from pathlib import Path
 
 import pytest
 
+from memeval.bench import main, parse_sizes
+
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+STAGES = ["prefilter", "length", "content_score", "judge", "write"]
 
 
 def memeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "memeval", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
-def test_three_pass_against_one_embedding_pass(tmp_path: Path) -> None:
+def test_entries_take_one_size_or_several() -> None:
+    assert parse_sizes("1000") == [1000]
+    assert parse_sizes("250,1000") == [250, 1000]
+    with pytest.raises(ValueError):
+        parse_sizes("250,0")
+    with pytest.raises(SystemExit):  # a Phoenix push is measured at one size only
+        main(["--phoenix", "--entries", "250,1000"])
+
+
+def test_each_size_reports_throughput_ratios_and_memory(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    done = memeval("bench", "--entries", "120", "--embedder", "hashing", "--out", str(out),
+    done = memeval("bench", "--entries", "60,120", "--embedder", "hashing", "--out", str(out),
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(out.read_text())
-    assert result["entries"] == 120
-    assert result["embedding_cache"]["misses"] == 120  # every distinct text embedded once
-    assert result["embedding_cache"]["hits"] > 2 * 120  # passes 2-3 and learning hit the cache
-    assert result["three_pass_over_one_embedding_pass"] > 0
-    assert set(result["stage_seconds_total"]) >= {"prefilter", "length", "content_score"}
+    rows = json.loads(out.read_text())["sizes"]
+    assert [row["entries"] for row in rows] == [60, 120]
+    for row in rows:
+        n = row["entries"]
+        assert row["embedding_cache"]["misses"] == n  # every distinct text embedded once
+        cold, cached = row["embedding_cold"], row["embedding_cached"]
+        assert cold["texts"] == cached["texts"] == n
+        assert (cached["hits"], cached["misses"]) == (n, 0)  # the warm pass never embeds
+        assert cached["texts_per_s"] > cold["texts_per_s"]
+        stages = row["stages"]
+        assert list(stages) == STAGES
+        reached = [stages[name]["entries"] for name in STAGES]
+        assert reached == sorted(reached, reverse=True)  # each stage sees what passed before
+        assert reached[0] == 3 * n > reached[-1]  # all reach the prefilter, fewer the write
+        assert all(stage["entries_per_s"] > 0 for stage in stages.values())
+        assert 0 < row["embedding_s"] + row["judge_s"] + row["gate_own_s"] <= row["three_pass_s"]
+        ratios = row["ratios"]
+        assert ratios["three_passes_over_one_embedding_pass"] == pytest.approx(
+            row["three_pass_s"] / cold["seconds"], rel=0.05)
+        assert ratios["gate_own_over_one_embedding_pass"] > 0
+        assert row["peak_rss_mb"] > row["python_heap_peak_mb"] > 0
+    table = [line for line in done.stdout.splitlines() if line.startswith("|")]
+    assert len(table) == 4  # header, rule, one row per size
+    assert table[2].startswith("| 60 |") and table[3].startswith("| 120 |")
 
 
 def test_scale_reports_time_memory_and_shares(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -50,22 +50,40 @@ def expected_calibration_error(probabilities: np.ndarray, outcomes: np.ndarray,
     return float(sum(b["n"] / total * abs(b["predicted"] - b["observed"]) for b in curve))
 
 
+def resample_indices(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Record indices for `resamples` bootstrap resamples of n records, a block of rows at a
+    time (about a million indices, so memory stays bounded). The seeded stream is the same as
+    one `integers(0, n, n)` draw per resample, so blocking never changes an interval."""
+    rng = np.random.default_rng(seed)
+    block = max(1, 2**20 // max(n, 1))
+    for start in range(0, resamples, block):
+        yield rng.integers(0, n, size=(min(block, resamples - start), n))
+
+
+def bootstrap_rows(statistic: Callable[..., np.ndarray], arrays: tuple[np.ndarray, ...],
+                   resamples: int, seed: int, level: float = 0.95) -> tuple[float, float]:
+    """CI of a statistic over record resamples, for statistics that take every array resampled
+    as rows (one resample per row) and return one value per row: vectorised, where a Python
+    call per resample dominated the cost. Undefined (non-finite) resamples are dropped."""
+    values = []
+    for picks in resample_indices(len(arrays[0]), resamples, seed):
+        with np.errstate(all="ignore"):
+            block = statistic(*(np.asarray(a)[picks] for a in arrays))
+        values.append(block[np.isfinite(block)])
+    kept = np.concatenate(values) if values else np.zeros(0)
+    if not kept.size:
+        return float("nan"), float("nan")
+    return percentile_interval(kept, level)
+
+
 def bootstrap(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], resamples: int,
               seed: int, level: float = 0.95) -> tuple[float, float]:
     """CI of statistic(*arrays) over record resamples; resamples where it is undefined (nan,
     e.g. a constant column for a correlation) are dropped."""
-    n = len(arrays[0])
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        pick = rng.integers(0, n, size=n)
-        with np.errstate(all="ignore"):
-            value = statistic(*(np.asarray(a)[pick] for a in arrays))
-        if np.isfinite(value):
-            values.append(value)
-    if not values:
-        return float("nan"), float("nan")
-    return percentile_interval(values, level)
+    def rows(*resampled: np.ndarray) -> np.ndarray:
+        return np.array([statistic(*row) for row in zip(*resampled, strict=True)], dtype=float)
+
+    return bootstrap_rows(rows, arrays, resamples, seed, level)
 
 
 def calibration_report(scores: np.ndarray, ranks: np.ndarray, outcomes: np.ndarray, *,

