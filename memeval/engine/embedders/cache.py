@@ -39,8 +39,10 @@ class CachedEmbedder:
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [content_key(self.identity, text) for text in texts]
         found = self.store.get_many(sorted(set(keys)))
-        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
-        # cached chunk by chunk: what was embedded before a failure is not embedded again
+        # shortest first, so each chunk pads to similar lengths; cached chunk by chunk, so what
+        # was embedded before a failure is not embedded again
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items(),
+                         key=lambda item: (len(item[1]), item[0]))
         for start in range(0, len(missing), CHUNK):
             chunk = missing[start : start + CHUNK]
             vectors = self.inner.embed([text for _, text in chunk])
