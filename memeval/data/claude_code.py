@@ -40,8 +40,7 @@ from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
-from memeval.data.jsonl import note_problem, read_objects
-from memeval.data.labeled_jsonl import MAX_CHARS, ON_ERROR
+from memeval.data.jsonl import MAX_CHARS, check_read_settings, note_problem, read_objects
 
 DEFAULT_PATH = "~/.claude/projects"
 PATH_HELP = ("point dataset.path= at a Claude Code project folder "
@@ -90,12 +89,7 @@ class ClaudeCodeConfig:
     min_chars: int = 1
 
     def validate(self) -> None:
-        if self.on_error not in ON_ERROR:
-            raise ValueError(f"on_error must be one of {ON_ERROR}, got '{self.on_error}'")
-        if self.limit is not None and self.limit <= 0:
-            raise ValueError("limit must be positive")
-        if self.max_chars < 1:
-            raise ValueError("max_chars must be positive")
+        check_read_settings(self.on_error, self.limit, self.max_chars)
         if not 1 <= self.min_chars <= self.max_chars:
             raise ValueError("min_chars must be between 1 and max_chars")
 

@@ -10,6 +10,20 @@ from typing import Any
 
 from memeval.data.base import DatasetError, LoadReport
 
+ON_ERROR = ("skip", "raise")
+MAX_CHARS = 32768  # the reference benchmark's cut for a response
+
+
+def check_read_settings(on_error: str, limit: int | None = None,
+                        max_chars: int = MAX_CHARS) -> None:
+    """The settings every JSONL loader shares, refused the same way in each."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got '{on_error}'")
+    if limit is not None and limit <= 0:
+        raise ValueError("limit must be positive")
+    if max_chars < 1:
+        raise ValueError("max_chars must be positive")
+
 
 def note_problem(report: LoadReport, file: Path, number: int, reason: str,
                  on_error: str) -> None:

@@ -14,12 +14,9 @@ from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry, normalise_label
-from memeval.data.jsonl import note_problem, read_objects
+from memeval.data.jsonl import MAX_CHARS, check_read_settings, note_problem, read_objects
 
 __all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]
-
-ON_ERROR = ("skip", "raise")
-MAX_CHARS = 32768  # the reference benchmark's cut, shared with the Claude Code loader
 
 
 @dataclass
@@ -30,12 +27,7 @@ class LabeledJsonlConfig:
     max_chars: int = MAX_CHARS
 
     def validate(self) -> None:
-        if self.on_error not in ON_ERROR:
-            raise ValueError(f"on_error must be one of {ON_ERROR}, got '{self.on_error}'")
-        if self.limit is not None and self.limit <= 0:
-            raise ValueError("limit must be positive")
-        if self.max_chars < 1:
-            raise ValueError("max_chars must be positive")
+        check_read_settings(self.on_error, self.limit, self.max_chars)
 
 
 def _parse_row(row: dict[str, Any], default_id: str) -> Entry:

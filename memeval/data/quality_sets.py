@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memeval.data.base import LoadReport
-from memeval.data.jsonl import note_problem, read_objects
-from memeval.data.labeled_jsonl import ON_ERROR
+from memeval.data.jsonl import check_read_settings, note_problem, read_objects
 from memeval.engine.quality.mai import MAI_LABELS, AttributedMemory
 from memeval.engine.quality.record import Citation, MemoryRecord
 
@@ -151,8 +150,7 @@ def check_source(path: str, on_error: str, what: str) -> None:
     """Config check shared by the experiments that read a labelled set."""
     if not path:
         raise ValueError(f"{what} must name the labelled JSONL file")
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got '{on_error}'")
+    check_read_settings(on_error)
 
 
 def load_memory_records(path: str | Path,

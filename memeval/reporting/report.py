@@ -9,13 +9,11 @@ from __future__ import annotations
 import argparse
 import base64
 import html
-import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -36,13 +34,8 @@ class Section:
     image: Path | None = None
 
 
-def _provenance(run: Run) -> dict[str, Any]:
-    path = run.path / "provenance.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
 def overview(run: Run) -> Section:
-    metrics, origin = run.metrics, _provenance(run)
+    metrics, origin = run.metrics, run.provenance
     dataset = metrics.get("dataset") or {}
     facts = {"experiment": run.experiment, "seed": metrics.get("seed"),
              "dataset": f"{dataset.get('name')} ({dataset.get('entries')} entries, fingerprint "

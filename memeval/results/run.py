@@ -11,7 +11,13 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from memeval.results.run_dir import METRICS, read_decisions, read_metrics, read_table
+from memeval.results.run_dir import (
+    METRICS,
+    read_decisions,
+    read_metrics,
+    read_provenance,
+    read_table,
+)
 
 PASS_COLUMNS = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
                 "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
@@ -49,6 +55,10 @@ class Run:
     def setting(self, key: str) -> Any:
         """A resolved config value by dotted key, e.g. `scorer.threshold.target_recall`."""
         return OmegaConf.select(self.config, key)
+
+    @cached_property
+    def provenance(self) -> dict[str, Any]:
+        return read_provenance(self.path)
 
     @cached_property
     def decisions(self) -> pd.DataFrame:

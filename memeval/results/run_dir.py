@@ -19,6 +19,7 @@ from memeval.engine.gate.gate import Decision
 SCHEMA_VERSION = 1
 METRICS = "metrics.json"
 DECISIONS = "decisions.parquet"
+PROVENANCE = "provenance.json"
 
 
 def _jsonable(value: Any) -> Any:
@@ -57,7 +58,7 @@ def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
     for name, rows in (tables or {}).items():
         _write_parquet(pd.DataFrame(rows), run_dir / f"{name}.parquet")
     write_text_atomic(run_dir / "config.yaml", config_yaml)
-    write_text_atomic(run_dir / "provenance.json", json.dumps(_jsonable(provenance), indent=2))
+    write_text_atomic(run_dir / PROVENANCE, json.dumps(_jsonable(provenance), indent=2))
     body = {"schema_version": SCHEMA_VERSION, **metrics}
     write_text_atomic(run_dir / METRICS, json.dumps(_jsonable(body), indent=2,
                                                     ensure_ascii=False))
@@ -72,6 +73,13 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
     if version is None or version > SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {version} is not readable by this memeval "
                          f"(reads up to {SCHEMA_VERSION})")
+    return data
+
+
+def read_provenance(run_dir: str | Path) -> dict[str, Any]:
+    """Commit, package versions, command line; {} for a run directory written without one."""
+    path = Path(run_dir) / PROVENANCE
+    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     return data
 
 
