@@ -115,10 +115,8 @@ class RunContext:
                    for start in range(0, len(order), batch)]
         prepared = [item for chunk in self.progress(batches, len(batches), "embedding", "batch")
                     for item in gate.prepare(chunk)]
-        candidates: list[Candidate | None] = [None] * len(entries)
-        for position, item in zip(order, prepared, strict=True):
-            candidates[position] = item
-        return [item for item in candidates if item is not None]
+        return [item for _, item in sorted(zip(order, prepared, strict=True),
+                                           key=lambda pair: pair[0])]
 
     def measure(self, decisions: list[Decision], gate: Gate, pass_no: int) -> dict[str, Any]:
         """Metrics of one pass plus the learning state the gate ended it with."""

@@ -109,7 +109,7 @@ class Checkpoints:
     def _restore(gate: Gate, snapshot: Path | None, learning: dict[str, Any] | None) -> None:
         """Stores as the last finished pass left them (empty before the first), whatever the
         unfinished attempt added since."""
-        for store in (gate.rejections, gate.accepts):
+        for store in gate.stores:
             if store.path is None:
                 continue
             saved = snapshot / store.path.name if snapshot is not None else None
@@ -125,7 +125,7 @@ class Checkpoints:
         snapshot = self.dir / key
         shutil.rmtree(snapshot, ignore_errors=True)
         snapshot.mkdir(parents=True)
-        for store in (gate.rejections, gate.accepts):
+        for store in gate.stores:
             store.sync()
             if store.path is not None and store.path.is_file():
                 shutil.copy2(store.path, snapshot / store.path.name)

@@ -77,16 +77,13 @@ def _filled(path: Path, n: int = 3000, table: str = "t") -> dict[str, bytes]:
     return values
 
 
-def _table_leaves(path: Path) -> list[int]:
-    """0-based indexes of the file's table b-tree leaf pages (type byte 0x0D), page 1 excluded."""
-    data = path.read_bytes()
-    size = int.from_bytes(data[16:18], "big")
-    return [i for i in range(1, len(data) // size) if data[i * size] == 0x0D]
-
-
-def _garble_page(path: Path, index: int) -> None:
+def _garble_middle_leaf(path: Path) -> None:
+    """Overwrite the middle one of the file's table b-tree leaf pages (type byte 0x0D, page 1
+    excluded) with garbage, leaving the pages before and after it whole."""
     data = bytearray(path.read_bytes())
     size = int.from_bytes(data[16:18], "big")
+    leaves = [i for i in range(1, len(data) // size) if data[i * size] == 0x0D]
+    index = leaves[len(leaves) // 2]
     # An invalid page-type byte first, so SQLite certainly refuses the page: garbage that still
     # parses as cells is something no reader can tell from data (SQLite keeps no checksums).
     data[index * size : (index + 1) * size] = b"\xff" + random.Random(0).randbytes(size - 1)
@@ -223,8 +220,7 @@ def test_garbage_page_found_mid_run_misses_only_its_rows_and_warns_once(
 ) -> None:
     path = tmp_path / "kv.sqlite"
     values = _filled(path)
-    leaves = _table_leaves(path)
-    _garble_page(path, leaves[len(leaves) // 2])
+    _garble_middle_leaf(path)
     kv = SqliteKV(path, "t")  # the cheap open check does not read the middle of the file
     assert kv.recovered is None
     found = kv.get_many(list(values))
@@ -247,8 +243,7 @@ def test_garbage_page_is_repaired_on_the_next_open(
 ) -> None:
     path = tmp_path / "kv.sqlite"
     values = _filled(path)
-    leaves = _table_leaves(path)
-    _garble_page(path, leaves[len(leaves) // 2])
+    _garble_middle_leaf(path)
     first = SqliteKV(path, "t")
     readable = first.get_many(list(values))
     first.close()

@@ -132,13 +132,18 @@ class Gate:
         return RingStore(path, cfg.capacity, cfg.text_chars, cfg.distinct, cfg.flush_every)
 
     @property
+    def stores(self) -> tuple[RingStore, RingStore]:
+        """The persisted stores: judge rejections, then acceptances."""
+        return self.rejections, self.accepts
+
+    @property
     def content_gate(self) -> ContentScoreGate | None:
         return next((s for s in self.stages if isinstance(s, ContentScoreGate)), None)
 
     def restart(self, wipe_memories: bool = True) -> None:
         """A daemon restart: reload stores from disk, rebuild the scorer, maybe wipe memories."""
-        self.rejections.reload()
-        self.accepts.reload()
+        for store in self.stores:
+            store.reload()
         if wipe_memories:
             self.memories = MemoryStore(self.embedder.dim)
             self.writer.store = self.memories
@@ -236,5 +241,5 @@ class Gate:
                  phase: str = "eval") -> Iterator[Decision]:
         for item in items:
             yield self.process(item, pass_no, phase)
-        self.rejections.sync()  # a pass always ends with its stores on disk
-        self.accepts.sync()
+        for store in self.stores:
+            store.sync()  # a pass always ends with its stores on disk
