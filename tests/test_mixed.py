@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "claude-code-vsla"
+CORPORA = Path(__file__).resolve().parents[1] / "data" / "claude_code" / "vsla"
 
 
 def test_mixed_on_the_bundled_trace_sample(tmp_path: Path,
@@ -39,7 +39,6 @@ def test_corpus_rows_are_capped_by_what_the_corpus_has(
     assert stats["corpus_rows"] == stats["corpus_rows_available"] == 273
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="shared Claude Code corpora not present")
 def test_mixed_on_real_claude_code_logs(tmp_path: Path,
                                         fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=three_pass_mixed", "dataset.corpus=claude_code",

@@ -14,15 +14,14 @@ from memeval.data.claude_code import load_claude_code
 from memeval.data.labeled_jsonl import DatasetError
 from memeval.registry import ConfigError
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared/corpora/claude-code-vsla"
+CORPUS = Path(__file__).resolve().parents[2] / "data/claude_code/vsla"
 KNOWN_SESSION = "2cba43de-c8d2-4a69-add8-9fae3ad93900"
 SESSION = "s-1"
 
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"real Claude Code corpus not present at {CORPUS}")
+    assert CORPUS.is_dir(), f"the bundled Claude Code sessions are missing at {CORPUS}"
     return CORPUS
 
 
@@ -89,7 +88,7 @@ def test_real_corpus_sidechains_keep_their_own_prompts(corpus: Path) -> None:
 
 def test_registered_and_limit(corpus: Path) -> None:
     dataset = DATASETS.build({"name": "claude_code", "path": str(corpus), "limit": 5})
-    assert len(dataset.entries) == 5 and dataset.name == "claude-code-vsla"
+    assert len(dataset.entries) == 5 and dataset.name == "vsla"
     assert dataset.entries[0].meta["file"].endswith("069508a5-1193-487c-a9b5-a6f5f3ae4f98.jsonl")
 
 
