@@ -171,9 +171,54 @@ def test_timeout_raises_and_stop_escalates_to_sigkill(
         time.sleep(0.05)
     with pytest.raises(PhoenixServerError, match=r"(?s)/healthz within 0\.5 s.*deaf"):
         server.wait_healthy(timeout_s=0.5)
-    server.stop(timeout_s=0.5)
+    assert server.stop(timeout_s=0.5) is True  # it had to be killed, and says so
     assert server.process is not None and server.process.returncode == -signal.SIGKILL
-    server.stop()
+    assert server.stop() is False
+
+
+FAKE_HEALTHY_DEAF_TO_SIGTERM = """
+import http.server, os, signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"OK")
+    def log_message(self, *args):
+        pass
+print("healthy and deaf", flush=True)
+http.server.HTTPServer(("127.0.0.1", int(os.environ["PHOENIX_PORT"])), Handler).serve_forever()
+"""
+
+
+@pytest.mark.faults
+def test_serve_stops_on_ctrl_c_even_when_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A background job inherits SIGINT ignored, so Python installs no Ctrl-C handler: serve must
+    take SIGINT itself, and a child deaf to SIGTERM is killed within the bound and reported."""
+    port, grpc_port = free_ports(2)
+    env = dict(os.environ, PHOENIX_PORT=str(port), PHOENIX_GRPC_PORT=str(grpc_port),
+               PHOENIX_WORKING_DIR=str(tmp_path))
+    env.pop("PHOENIX_HOST", None)
+    code = ("import sys; import memeval.reporting.phoenix.server as m; "
+            f"m.COMMAND = ('-c', {FAKE_HEALTHY_DEAF_TO_SIGTERM!r}); m.STOP_TIMEOUT_S = 0.5; "
+            "sys.exit(m.serve())")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            if line.startswith("Phoenix is ready at"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Phoenix stopped." in out
+    assert "did not stop within 0.5 s of SIGTERM; killed it (SIGKILL)" in err
+    assert "healthy and deaf" in err  # the report carries the log's last lines
+    assert not port_taken(port)
 
 
 def test_serve_returns_non_zero_with_the_log_tail_when_the_child_dies(
@@ -288,9 +333,10 @@ def test_serve_runs_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) -> No
     )
     env.pop("PHOENIX_HOST", None)
     code = "import sys; from memeval.reporting.phoenix.server import serve; sys.exit(serve())"
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # started as from a background job: SIGINT inherited ignored
         [sys.executable, "-c", code], cwd=REPO, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None and proc.stderr is not None

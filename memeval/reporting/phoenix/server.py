@@ -41,6 +41,8 @@ DEFAULT_PORT = 6006
 DEFAULT_GRPC_PORT = 4317
 LOG_NAME = "phoenix-server.log"
 COMMAND = ("-m", "memeval.reporting.phoenix.launch", "serve")
+STOP_TIMEOUT_S = 10.0  # SIGTERM → SIGKILL: Phoenix shuts down in well under a second when idle
+KILL_WAIT_S = 5.0  # how long a SIGKILLed child may take to be reaped before we give up on it
 
 
 def default_working_dir() -> Path:
@@ -270,19 +272,27 @@ class PhoenixServer:
             raise PhoenixServerError("Phoenix was not started")
         return self.process.wait()
 
-    def stop(self, timeout_s: float = 10.0) -> None:
+    def stop(self, timeout_s: float = 10.0) -> bool:
         """SIGTERM to the child's process group (Phoenix shuts down in well under a second),
-        SIGKILL if it is still there after `timeout_s`. Safe to call any number of times."""
+        SIGKILL if it is still there after `timeout_s`; True when it had to be killed. Bounded:
+        a child that outlives SIGKILL too is an error naming its pid, never an endless wait.
+        Safe to call any number of times."""
         atexit.unregister(self.stop)
         process = self.process
         if process is None or process.poll() is not None:
-            return
+            return False
         self._signal_group(process, signal.SIGTERM)
         try:
             process.wait(timeout_s)
+            return False
         except subprocess.TimeoutExpired:
             self._signal_group(process, signal.SIGKILL)
-            process.wait()
+        try:
+            process.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            raise PhoenixServerError(f"Phoenix (pid {process.pid}) did not exit even "
+                                     f"{KILL_WAIT_S:g} s after SIGKILL") from None
+        return True
 
     @staticmethod
     def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
@@ -310,10 +320,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 @contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP unwind like Ctrl-C: the child is in its own session and would
-    otherwise outlive us, since Python dies on them without running `finally`."""
+    otherwise outlive us, since Python dies on them without running `finally`. SIGINT is taken
+    too: a process started from a background job inherits SIGINT ignored, and Python then
+    installs no Ctrl-C handler, so the server would never stop on it."""
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             previous[signum] = signal.signal(signum, _interrupt)
     try:
         yield
@@ -322,11 +334,22 @@ def _terminate_as_interrupt() -> Iterator[None]:
             signal.signal(restored, handler)
 
 
-def _stop(server: PhoenixServer) -> None:
+def _stop(server: PhoenixServer) -> bool:
+    """Stop within STOP_TIMEOUT_S + KILL_WAIT_S, saying so when Phoenix had to be killed; False
+    when even SIGKILL left it running."""
     try:
-        server.stop()
-    except KeyboardInterrupt:  # a second Ctrl-C while it shuts down: do not wait any longer
-        server.stop(timeout_s=0)
+        try:
+            killed = server.stop(timeout_s=STOP_TIMEOUT_S)
+        except KeyboardInterrupt:  # a second Ctrl-C while it shuts down: do not wait longer
+            killed = server.stop(timeout_s=0)
+    except PhoenixServerError as err:
+        print(f"memeval phoenix: {err}", file=sys.stderr)
+        return False
+    if killed:
+        print(f"memeval phoenix: Phoenix did not stop within {STOP_TIMEOUT_S:g} s of SIGTERM; "
+              f"killed it (SIGKILL). Its last log lines, {server.log_path}:\n"
+              f"{log_tail(server.log_path)}", file=sys.stderr)
+    return True
 
 
 def serve(settings: PhoenixSettings | None = None, out: TextIO | None = None) -> int:
@@ -363,7 +386,8 @@ def serve(settings: PhoenixSettings | None = None, out: TextIO | None = None) ->
             return code if code > 0 else 1
         except KeyboardInterrupt:
             print("Stopping Phoenix …", file=out, flush=True)
-            _stop(server)
+            if not _stop(server):
+                return 1
             print("Phoenix stopped.", file=out, flush=True)
             return 0
         except (PhoenixServerError, OSError) as err:  # OSError: working dir or log not writable
