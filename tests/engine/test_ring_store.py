@@ -156,3 +156,16 @@ def test_add_says_whether_the_text_was_new() -> None:
         True, True, False, True]
     repeats = RingStore(None, capacity=3, distinct=False)
     assert all(repeats.add("judge", "q", t) for t in ["a", "a"])
+
+
+@pytest.mark.faults
+def test_a_temp_file_left_by_a_killed_rewrite_is_removed_at_start(tmp_path: Path) -> None:
+    """SIGKILL mid-rewrite: the store file is whole (the rename never happened), the temp stays."""
+    path = tmp_path / "accept_store.jsonl"
+    RingStore(path, capacity=3).add("judge", "q", "kept")
+    orphan = tmp_path / ".accept_store.jsonl.k3j4h5g6.tmp"
+    orphan.write_text('{"half": "a line')
+    other = tmp_path / ".rejection_store.jsonl.k3j4h5g6.tmp"  # another store's: not this one's
+    other.write_text("")
+    store = RingStore(path, capacity=3)
+    assert texts(store) == ["kept"] and not orphan.exists() and other.exists()

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from memeval.engine.atomic import write_text_atomic
+from memeval.engine.atomic import remove_stale_temps, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class RingStore:
         self._slots: OrderedDict[str | int, tuple[StoreRecord, str]] = OrderedDict()
         self._arrivals = itertools.count()
         self.load_problems: list[str] = []
+        if self.path is not None:  # a rewrite a killed run left unfinished (the file is whole)
+            remove_stale_temps(self.path.parent, self.path.name)
         self.reload()
 
     def reload(self) -> None:
