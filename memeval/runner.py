@@ -37,7 +37,8 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
     if ctx.built("embedder"):
         sections["embedder"] = {"identity": ctx.embedder.identity,
                                 "cache_hits": ctx.embedder.hits,
-                                "cache_misses": ctx.embedder.misses}
+                                "cache_misses": ctx.embedder.misses,
+                                "cache_invalid": ctx.embedder.invalid}
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
         sections["scorer"] = {"name": ctx.cfg.scorer.name,

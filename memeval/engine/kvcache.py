@@ -35,12 +35,15 @@ import logging
 import os
 import shutil
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from memeval.registry import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +76,18 @@ class SqliteKV:
         if not table.isidentifier():
             raise ValueError(f"bad table name {table!r}")
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.table = table
         self.recovered: RecoveryReport | None = None
         self._marker = self.path.with_name(f"{self.path.name}.needs-check")
         self._damage_reported = False
         self._lock = threading.Lock()
-        self._conn = self._open()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = self._open()
+        except (OSError, sqlite3.OperationalError) as error:  # not damage: that is recovered
+            raise ConfigError(f"cannot open the cache {self.path} ({error}): make it writable, "
+                              f"or point cache_dir= (or $MEMEVAL_CACHE_DIR) at a writable "
+                              f"directory") from None
 
     def _open(self) -> sqlite3.Connection:
         conn = self._checked_connection()
@@ -181,6 +189,14 @@ class SqliteKV:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def check_writable_directory(directory: Path) -> None:
+    """Create `directory` if needed and prove a file can be made in it; OSError if not. Lets a
+    run name an unusable cache folder before any work, not at its first cache write."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+        pass
 
 
 def _is_damage(error: sqlite3.DatabaseError) -> bool:

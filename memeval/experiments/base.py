@@ -20,11 +20,12 @@ from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
 from memeval.engine.judges.base import JUDGES, Judge
+from memeval.engine.kvcache import check_writable_directory
 from memeval.engine.redact import redact
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.metrics.gate_metrics import pass_metrics
-from memeval.registry import Registry, to_dataclass
+from memeval.registry import ConfigError, Registry, to_dataclass
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -53,9 +54,16 @@ class RunContext:
         # Called with each measured pass's decisions as it ends (e.g. to stream spans).
         self.pass_listeners: list[Callable[[list[Decision]], None]] = []
 
-    @property
+    @cached_property
     def cache_dir(self) -> Path:
-        return Path(str(self.cfg.cache_dir)).expanduser()
+        """Checked on first use, before anything is loaded or cached there."""
+        path = Path(str(self.cfg.cache_dir)).expanduser()
+        try:
+            check_writable_directory(path)
+        except OSError as err:
+            raise ConfigError(f"cache_dir {path} is not a writable directory ({err.strerror or err}"
+                              f"): set cache_dir= (or $MEMEVAL_CACHE_DIR) to one") from None
+        return path
 
     @cached_property
     def dataset(self) -> Dataset:

@@ -15,7 +15,8 @@ import pytest
 
 from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.embedders.hashing import HashingEmbedder
-from memeval.engine.kvcache import SqliteKV, content_key
+from memeval.engine.kvcache import SqliteKV, check_writable_directory, content_key
+from memeval.registry import ConfigError
 from tests.engine.fakes import CountingEmbedder
 
 
@@ -303,3 +304,34 @@ def test_embedding_cache_embeds_correctly_over_a_damaged_file(tmp_path: Path) ->
     assert embedded == cached.misses == len(texts) - cached.hits  # only the lost are recomputed
     cached.embed(texts)
     assert sum(map(len, inner.batches)) == embedded  # and were written to the fresh file
+
+
+# --- a cache that cannot be opened at all is a setting to fix, named with its path ---
+
+
+@pytest.mark.bad_input
+def test_an_unopenable_cache_file_is_named_with_the_setting_to_change(tmp_path: Path) -> None:
+    path = tmp_path / "kv.sqlite"
+    path.mkdir()  # what SQLite reports as "unable to open database file"
+    with pytest.raises(ConfigError, match="unable to open database file") as caught:
+        SqliteKV(path, "t")
+    assert str(path) in str(caught.value) and "cache_dir=" in str(caught.value)
+    assert not _damaged_copies(path)  # not damage: nothing is moved aside
+
+
+@pytest.mark.bad_input
+def test_a_cache_under_a_file_is_named_with_the_setting_to_change(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError, match="MEMEVAL_CACHE_DIR") as caught:
+        SqliteKV(blocker / "kv.sqlite", "t")
+    assert str(blocker / "kv.sqlite") in str(caught.value)
+
+
+def test_check_writable_directory(tmp_path: Path) -> None:
+    made = tmp_path / "new" / "cache"
+    check_writable_directory(made)
+    assert made.is_dir() and not list(made.iterdir())  # created, and the probe left nothing
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError):
+        check_writable_directory(tmp_path / "file")

@@ -15,7 +15,7 @@ class EmbeddingError(RuntimeError):
 
 
 class Embedder(Protocol):
-    """Maps texts to L2-normalised float32 rows.
+    """Maps texts to L2-normalised float32 rows (a zero row for a text with nothing to embed).
 
     `identity` keys the embedding cache: it must change whenever the weights do."""
 
@@ -51,6 +51,17 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return vectors / norms
+
+
+UNIT_TOLERANCE = 1e-3  # float32 rounding leaves a normalised row within ~1e-6 of norm 1
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Per row: finite with L2 norm 1 (within UNIT_TOLERANCE), as every embedder's rows are
+    (all end in `l2_normalise`), except the zero row of a text with nothing to embed."""
+    with np.errstate(over="ignore", invalid="ignore"):  # huge values: an inf norm, reported
+        norms = np.linalg.norm(vectors, axis=1)
+    return np.asarray(np.isfinite(norms) & (np.abs(norms - 1.0) <= UNIT_TOLERANCE))
 
 
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
