@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -105,7 +110,32 @@ def _run_resumably(ctx: RunContext, experiment: Experiment, resume: bool) -> Exp
         raise
 
 
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM (`kill`, a scheduler's stop) unwinds like Ctrl-C instead of ending the process on
+    the spot: temporary files are removed, an interrupted run says how to resume, and the exit
+    status is the conventional 143 (128 + SIGTERM)."""
+    if threading.current_thread() is not threading.main_thread():  # handlers: main thread only
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    with _sigterm_unwinds():
+        return _run_experiment(cfg, run_dir)
+
+
+def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
     resume = bool(cfg.get("resume", False))
     _check_run_dir(run_dir, resume)
