@@ -303,13 +303,14 @@ def test_sigterm_prints_the_resume_hint_and_exits_143(
     whole = tmp_path / "whole"
     run_experiment(fast_config(*SMALL), whole)
     run_dir = tmp_path / "run"
+    handler = signal.getsignal(signal.SIGTERM)
     with monkeypatch.context() as patch:
         terminate_after(patch, 150)
         with pytest.raises(SystemExit) as stopped:
             run_experiment(fast_config(*SMALL), run_dir)
     assert stopped.value.code == 143
     assert "add resume=true" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored
+    assert signal.getsignal(signal.SIGTERM) is handler  # restored
     assert not list(run_dir.rglob("*.tmp"))
     # what a SIGKILL mid-rewrite leaves (no handler runs): removed on resume, never read
     orphans = [run_dir / "state" / ".accept_store.jsonl.k3j4h5g6.tmp",
