@@ -4,17 +4,64 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 USAGE = """usage: python -m memeval COMMAND [options]
 
 commands:
   run     run an experiment: python -m memeval run +experiment=three_pass [key=value …]
+  list    experiments, component options, input files: python -m memeval list --help
   bench   three passes vs one embedding pass, per-stage time: python -m memeval bench --help
   gate    CI regression gate on calibration and recall: python -m memeval gate --help
   phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
   report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
   sweep   a multirun as a table, Pareto front and default marked: python -m memeval sweep --help
+
+options:
+  -h, --help     this message
+  -V, --version  memeval's version
 """
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Mistakes in a user's settings, data or environment: a one-line message, never a
+    traceback (a traceback is for memeval's own faults)."""
+    from memeval.data.base import DatasetError
+    from memeval.engine.embedders.base import EmbeddingError
+    from memeval.engine.judges.base import JudgeError
+    from memeval.registry import ConfigError
+
+    return ConfigError, DatasetError, EmbeddingError, JudgeError
+
+
+def _report_user_error(err: Exception) -> None:
+    from memeval.registry import ConfigError
+
+    kind = "configuration error: " if isinstance(err, ConfigError) else ""
+    print(f"memeval: {kind}{err}", file=sys.stderr)
+
+
+HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
+
+
+def _discard_if_unused(run_dir: Path, log_name: str) -> None:
+    """A run that failed before writing anything leaves no directory behind: one holding only
+    Hydra's `.hydra/` and its log is removed, then the folders above it that this leaves empty
+    (`runs/DATE/`) up to the working directory, which is never removed."""
+    import shutil
+
+    run_dir, cwd = run_dir.resolve(), Path.cwd().resolve()
+    if not run_dir.is_dir() or run_dir in (cwd, *cwd.parents):
+        return
+    hydra_dir = run_dir / ".hydra"
+    if not ({p.name for p in run_dir.iterdir()} <= {".hydra", log_name}
+            and (not hydra_dir.is_dir() or {p.name for p in hydra_dir.iterdir()} <= HYDRA_FILES)):
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for parent in run_dir.parents:
+        if parent == cwd or not parent.is_relative_to(cwd) or any(parent.iterdir()):
+            break
+        parent.rmdir()
 
 
 def _run(args: list[str]) -> int:
@@ -23,31 +70,36 @@ def _run(args: list[str]) -> int:
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
-    from memeval.config import check_overrides, register_resolvers
-    from memeval.registry import ConfigError
+    from memeval.config import check_overrides, quote_values, register_resolvers
     from memeval.runner import run_experiment
 
     register_resolvers()
+    user_errors = _user_errors()
+    args = quote_values(args)
     try:
         check_overrides(args)
-    except ConfigError as err:
-        print(f"memeval: configuration error: {err}", file=sys.stderr)
+    except user_errors as err:
+        _report_user_error(err)
         return 2
     status = {"code": 0}
 
     @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
     def job(cfg: DictConfig) -> None:
-        from pathlib import Path
-
+        hydra_cfg = HydraConfig.get()
+        run_dir = Path(hydra_cfg.runtime.output_dir)
         try:
-            run_experiment(cfg, Path(HydraConfig.get().runtime.output_dir))
-        except ConfigError as err:
-            print(f"memeval: configuration error: {err}", file=sys.stderr)
+            run_experiment(cfg, run_dir)
+        except user_errors as err:
+            _report_user_error(err)
+            _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
             status["code"] = 2
-            if HydraConfig.get().mode == RunMode.MULTIRUN:
+            if hydra_cfg.mode == RunMode.MULTIRUN:
                 # A parallel launcher runs jobs in worker processes that cannot set our exit
                 # code: failing the job is how the sweep learns of it.
                 raise SystemExit(2) from None
+        except BaseException:
+            _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
+            raise
 
     sys.argv = [f"{sys.argv[0]} run", *args]
     job()
@@ -84,9 +136,15 @@ def _phoenix(args: list[str]) -> int:
     return phoenix_main(args)
 
 
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "bench": _bench, "gate": _gate,
-                                                   "phoenix": _phoenix, "report": _report,
-                                                   "sweep": _sweep}
+def _list(args: list[str]) -> int:
+    from memeval.listing import main as list_main
+
+    return list_main(args)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "list": _list, "bench": _bench,
+                                                   "gate": _gate, "phoenix": _phoenix,
+                                                   "report": _report, "sweep": _sweep}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        from importlib.metadata import version
+
+        print(f"memeval {version('memeval')}")
+        return 0
     command = COMMANDS.get(args[0])
     if command is None:
         print(f"memeval: unknown command '{args[0]}'\n\n{USAGE}", file=sys.stderr)
@@ -102,4 +165,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `python -m memeval list | head`: the reader had enough
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

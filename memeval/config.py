@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -19,6 +19,9 @@ from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import ConfigError, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
 
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
+
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
@@ -27,28 +30,85 @@ def data_path(relative: str) -> str:
     return str(DATA_DIR / relative)
 
 
-def compose(overrides: list[str] | None = None) -> DictConfig:
-    """The config `python -m memeval run` would build, without Hydra's run-directory machinery."""
+def compose(overrides: list[str] | None = None, with_hydra: bool = False) -> DictConfig:
+    """The config `python -m memeval run` would build, without Hydra's run-directory machinery
+    (`with_hydra`: with Hydra's own node too, e.g. the group options chosen)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
 
     register_resolvers()
     with initialize_config_module(config_module="conf", version_base="1.3"):
-        return hydra_compose("config", overrides=overrides or [])
+        return hydra_compose("config", overrides=overrides or [], return_hydra_config=with_hydra)
+
+
+def config_groups() -> dict[str, list[str]]:
+    """Each config group under conf/ with its options, as Hydra finds them (Hydra's own aside)."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        return {group: loader.get_group_options(group) for group in loader.list_groups("")
+                if group != "hydra"}
+
+
+def quote_values(args: list[str]) -> list[str]:
+    """Quote each `key=value` whose value Hydra's grammar refuses unquoted, such as a path
+    starting with `~` (the shell leaves `dataset.path=~/x` alone), so documented commands work.
+    What Hydra parses already (sweeps, `~key` deletions, flags) is passed on unchanged."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+
+    def parses(line: str, value: str | None = None) -> bool:
+        try:
+            override = parser.parse_override(line)
+        except HydraException:
+            return False
+        return value is None or override.value() == value
+
+    def quoted(arg: str) -> str:
+        key, equals, value = arg.partition("=")
+        if arg.startswith(("-", "~")) or not equals or parses(arg):
+            return arg
+        candidates = (f"{key}={mark}{value}{mark}" for mark in ("'", '"'))
+        # Unchanged when no quoting keeps the value intact: Hydra then names the syntax error.
+        return next((c for c in candidates if parses(c, value)), arg)
+
+    return [quoted(arg) for arg in args]
+
+
+def _check_group_options(overrides: list[Override]) -> None:
+    """A misspelt option (`embedder=minilmm`) is named with the option meant, as a misspelt
+    component name is, instead of Hydra's search-path dump."""
+    from hydra.core.override_parser.types import ChoiceSweep
+
+    groups = config_groups()
+    for override in overrides:
+        options = groups.get(override.key_or_group, [])
+        value = override.value()
+        chosen = value.list if isinstance(value, ChoiceSweep) else [value]
+        for option in chosen if options else []:
+            if isinstance(option, str) and option not in options:
+                raise ConfigError(f"unknown {override.key_or_group} '{option}'"
+                                  f"{did_you_mean(option, options)} (known: {', '.join(options)})")
 
 
 def check_overrides(args: list[str]) -> None:
     """Hydra refuses a misspelt key by suggesting to add it with '+', the wrong fix: compose the
-    plain overrides first (sweeps and Hydra's own aside) and name the key meant instead."""
+    plain overrides first (sweeps and Hydra's own aside) and name the key meant instead. A
+    misspelt group option is named before Hydra's own error too."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import ConfigCompositionException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
     try:
-        parsed = OverridesParser.create().parse_overrides([a for a in args
-                                                           if not a.startswith("-")])
+        parsed = OverridesParser.create().parse_overrides(
+            [a for a in args if not a.startswith("-") and ("=" in a or a.startswith("~"))])
     except OverrideParseException:
         return  # Hydra reports its own syntax errors
+    _check_group_options([o for o in parsed if not o.is_delete()])
     plain = [o for o in parsed if not o.is_sweep_override()
              and not o.key_or_group.startswith("hydra")]
     try:
@@ -93,6 +153,10 @@ def validate(cfg: DictConfig) -> Validated:
     if "experiment" not in cfg:
         raise ConfigError("no experiment chosen: add +experiment=NAME "
                           f"(known: {', '.join(EXPERIMENTS.names())})")
+    missing = sorted(OmegaConf.missing_keys(cfg))  # `???` in the YAML: the user must choose
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} not set: add "
+                          f"{' '.join(f'{key}=…' for key in missing)} to the command")
     gate = OmegaConf.to_container(cfg.gate, resolve=True)
     phoenix = OmegaConf.to_container(cfg.reporting.phoenix, resolve=True)
     assert isinstance(gate, dict) and isinstance(phoenix, dict)

@@ -24,6 +24,15 @@ class ConfigError(ValueError):
     """A configuration mistake found before any work started."""
 
 
+LOADER = "loader"  # field metadata: the function that reads the file a setting names
+
+
+def input_file(loader: Callable[..., Any], default: T) -> T:
+    """A setting naming a JSONL input file: `loader` reads it, so `python -m memeval list` can
+    show the lines it takes."""
+    return dataclasses.field(default=default, metadata={LOADER: loader})
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
     return f"; did you mean '{close[0]}'?" if close else ""

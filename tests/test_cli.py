@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from memeval.__main__ import _discard_if_unused
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,3 +52,101 @@ def test_usage(args: tuple[str, ...], code: int, tmp_path: Path) -> None:
     done = memeval(*args, cwd=tmp_path, cache=tmp_path / "c")
     assert done.returncode == code
     assert "usage: python -m memeval" in done.stdout + done.stderr
+
+
+def test_a_home_relative_path_works_as_the_readme_writes_it(tmp_path: Path) -> None:
+    """Hydra's grammar refuses an unquoted `~`; the README's command passes it unquoted."""
+    project = tmp_path / "home" / ".claude" / "projects" / "my-project"
+    project.mkdir(parents=True)
+    session = ROOT / "data" / "claude_code" / "vsla" / "069508a5-1193-487c-a9b5-a6f5f3ae4f98.jsonl"
+    shutil.copy(session, project)
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "memeval", "run", "+experiment=three_pass_mixed",
+         "dataset.corpus=claude_code", "dataset.corpus_path=~/.claude/projects/my-project",
+         "embedder=hashing", "dataset.labeled_rows=40", "plots=false",
+         "reporting.phoenix.enabled=false", f"hydra.run.dir={out}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "HOME": str(tmp_path / "home"), "MEMEVAL_CACHE_DIR": str(tmp_path / "c"),
+             "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    dataset = json.loads((out / "metrics.json").read_text())["dataset"]
+    assert str(project) in dataset["source"] and dataset["stats"]["corpus_rows"] > 0
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("override", "message"), [
+    ("embedder=minilmm", "unknown embedder 'minilmm'; did you mean 'minilm'? (known: hashing, "
+                         "minilm, openai_http)"),
+    ("+experiment=three_pas", "unknown experiment 'three_pas'; did you mean 'three_pass'?"),
+    ("scorer=logistic,knn_margn", "unknown scorer 'knn_margn'; did you mean 'knn_margin'?"),
+])
+def test_a_misspelt_group_option_exits_2_naming_the_option_meant(
+        override: str, message: str, tmp_path: Path) -> None:
+    done = memeval("run", "+experiment=three_pass", override, f"hydra.run.dir={tmp_path / 'r'}",
+                   cwd=tmp_path, cache=tmp_path / "c")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith(f"memeval: configuration error: {message}")
+    assert done.stderr.count("\n") == 1  # one line, no traceback
+    assert not (tmp_path / "r").exists()  # refused before Hydra made a run directory
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["dataset=labeled_jsonl"], "memeval: configuration error: dataset.path not set: add "
+                                "dataset.path=… to the command\n"),
+    (["dataset=labeled_jsonl", "dataset.path=missing.jsonl"],
+     "memeval: labelled dataset file not found: missing.jsonl (set dataset.path=FILE)\n"),
+])
+def test_a_user_error_is_one_line_and_leaves_no_run_directory(
+        overrides: list[str], message: str, tmp_path: Path) -> None:
+    done = memeval("run", "+experiment=three_pass", "embedder=hashing", *overrides,
+                   cwd=tmp_path, cache=tmp_path / "c")
+    assert done.returncode == 2
+    assert done.stderr == message  # no traceback
+    assert not (tmp_path / "runs").exists()  # Hydra's runs/DATE/TIME removed, runs/ with it
+
+
+def test_an_unused_run_directory_is_removed_and_nothing_else(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "earlier").mkdir()  # not emptied by this run: kept
+    for name, extra in (("unused", None), ("holds-results", "metrics.json"),
+                        ("holds-more-hydra", ".hydra/other.yaml")):
+        run_dir = tmp_path / "runs" / "2026-01-01" / name
+        (run_dir / ".hydra").mkdir(parents=True)
+        for file in (".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml",
+                     "__main__.log", *([extra] if extra else [])):
+            (run_dir / file).write_text("x")
+        _discard_if_unused(run_dir, "__main__.log")
+        assert run_dir.exists() == bool(extra), name
+    assert (tmp_path / "runs" / "2026-01-01").is_dir()  # still holds the two kept ones
+
+
+def test_the_working_directory_is_never_removed(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / "__main__.log").write_text("")
+    monkeypatch.chdir(tmp_path)
+    _discard_if_unused(tmp_path, "__main__.log")  # hydra.run.dir=.
+    assert (tmp_path / ".hydra").is_dir()
+
+
+def test_emptied_parents_are_removed_up_to_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "runs" / "2026-01-01" / "10-00-00"
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / "__main__.log").write_text("")
+    _discard_if_unused(run_dir, "__main__.log")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    assert version("memeval")
+    done = subprocess.run([sys.executable, "-m", "memeval", "--version"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == f"memeval {version('memeval')}\n"

@@ -1,0 +1,220 @@
+"""`python -m memeval list`: the experiments, each component group's options and the input files
+with the lines they take, read from conf/, the registries and the schema dataclasses, so the
+listing cannot disagree with what `run` accepts."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import tempfile
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+import conf
+from memeval.components import load_builtin_components
+from memeval.config import DATA_DIR, compose, config_groups
+from memeval.data.base import DatasetError
+from memeval.experiments.base import EXPERIMENTS
+from memeval.registry import LOADER
+
+CONF_DIR = Path(conf.__file__).resolve().parent
+ROOT = DATA_DIR.parent
+SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.?!])\s+")
+WIDTH = 100  # characters of a line of the text listing
+JSON_TYPES = {str: "text", bool: "true/false", int: "number", float: "number", list: "list",
+              dict: "object", type(None): "null"}
+WHAT = ("experiments", "components", "datasets")
+
+
+def description(path: Path) -> str:
+    """The first sentence of the comment a conf/ YAML file opens with."""
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if "@package" not in line:
+            lines.append(line.lstrip("# ").strip())
+    return SENTENCE_END.split(" ".join(lines), maxsplit=1)[0]
+
+
+def shown(value: Any) -> Any:
+    """Paths to bundled files relative to the checkout, so the listing reads the same anywhere."""
+    if isinstance(value, str) and value.startswith(f"{ROOT}/"):
+        return value[len(str(ROOT)) + 1:]
+    if isinstance(value, dict):
+        return {k: shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown(v) for v in value]
+    return value
+
+
+def line_format(loader: Callable[..., Any], sample: Path) -> list[dict[str, Any]]:
+    """The top-level fields of the bundled file's lines; a field is required when the loader
+    refuses a line without it. The loader is the only authority on what a line needs: asking it
+    keeps this listing from drifting from the code."""
+    rows = [json.loads(line) for line in sample.read_text().splitlines() if line.strip()]
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    found = []
+    with tempfile.TemporaryDirectory() as scratch:
+        probe = Path(scratch) / "probe.jsonl"
+        for key in keys:
+            row = next(r for r in rows if key in r)
+            probe.write_text(json.dumps({k: v for k, v in row.items() if k != key}) + "\n")
+            try:
+                required = loader(probe)[1].skipped > 0
+            except DatasetError:  # a file with nothing usable
+                required = True
+            found.append({"name": key, "type": JSON_TYPES.get(type(row[key]), "value"),
+                          "required": required})
+    return found
+
+
+def _inputs(cfg: DictConfig) -> list[dict[str, Any]]:
+    """The experiment's settings that name an input file, with their bundled defaults."""
+    schema = EXPERIMENTS.get(str(cfg.experiment.name)).schema
+    inputs = []
+    for f in dataclasses.fields(schema):
+        if LOADER not in f.metadata:
+            continue
+        default = cfg.experiment.get(f.name)
+        item: dict[str, Any] = {"setting": f"experiment.{f.name}", "default": shown(default)}
+        if default and Path(default).is_file():
+            item["fields"] = line_format(f.metadata[LOADER], Path(default))
+        inputs.append(item)
+    return inputs
+
+
+def experiments(defaults: dict[str, str]) -> list[dict[str, Any]]:
+    found = []
+    for option in config_groups()["experiment"]:
+        cfg = compose([f"+experiment={option}"], with_hydra=True)
+        choices = {group: str(chosen) for group, chosen in cfg.hydra.runtime.choices.items()
+                   if group in defaults and chosen != defaults[group]}
+        found.append({"name": option, "component": str(cfg.experiment.name),
+                      "description": description(CONF_DIR / "experiment" / f"{option}.yaml"),
+                      "sets": choices, "inputs": _inputs(cfg)})
+    return found
+
+
+def components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each group of conf/config.yaml's defaults with its options and their settings (resolved
+    against the default config, as `run` would)."""
+    base = OmegaConf.to_container(compose(), resolve=False)
+    assert isinstance(base, dict)
+    groups = config_groups()
+    found = {}
+    for group, default in defaults.items():
+        options = []
+        for option in groups[group]:
+            path = CONF_DIR / group / f"{option}.yaml"
+            node = OmegaConf.create({**base, group: yaml.safe_load(path.read_text())})
+            settings = OmegaConf.to_container(node[group], resolve=True, throw_on_missing=False)
+            assert isinstance(settings, dict)
+            options.append({"name": option, "component": settings.pop("name", None),
+                            "description": description(path), "settings": shown(settings)})
+        found[group] = {"default": default, "options": options}
+    return found
+
+
+def default_choices() -> dict[str, str]:
+    """Group → default option, from conf/config.yaml's defaults list."""
+    listed = OmegaConf.load(CONF_DIR / "config.yaml").defaults
+    return {str(k): str(v) for item in listed if isinstance(item, DictConfig)
+            for k, v in item.items()}
+
+
+def catalogue(what: str | None) -> dict[str, Any]:
+    load_builtin_components()
+    defaults = default_choices()
+    found: dict[str, Any] = {}
+    if what in (None, "experiments"):
+        found["experiments"] = experiments(defaults)
+    if what in (None, "components"):
+        found["components"] = components(defaults)
+    if what == "datasets":
+        found["datasets"] = components({"dataset": defaults["dataset"]})["dataset"]
+    return found
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> list[str]:
+    """`key=value` as a command line takes it: nested settings as dotted keys."""
+    words = []
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            words += _flat(value, f"{prefix}{key}.")
+        else:
+            shown_value = json.dumps(value) if isinstance(value, dict | list) else _plain(value)
+            words.append(f"{prefix}{key}={shown_value}")
+    return words
+
+
+def _plain(value: Any) -> str:
+    """A value as YAML and Hydra's overrides spell it."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
+
+
+def _column(first: str, text: str, indent: int) -> list[str]:
+    """`first` padded to `indent`, then `text` wrapped in the column after it."""
+    return textwrap.wrap(text, WIDTH, initial_indent=first.ljust(indent),
+                         subsequent_indent=" " * indent, break_on_hyphens=False) or [first]
+
+
+def _group_lines(group: str, entry: dict[str, Any], with_settings: bool) -> list[str]:
+    lines = [f"  {group} (default: {entry['default']})"]
+    for option in entry["options"]:
+        component = option["component"]
+        named = f" [{component}]" if component and component != option["name"] else ""
+        lines += _column(f"    {option['name']}", option["description"] + named, 23)
+        if with_settings and option["settings"]:
+            lines += _column("", "  ".join(_flat(option["settings"])), 23)
+    return lines
+
+
+def _experiment_lines(experiment: dict[str, Any]) -> list[str]:
+    lines = _column(f"  {experiment['name']}", experiment["description"], 23)
+    if experiment["sets"]:
+        lines += _column("", f"sets {'  '.join(_flat(experiment['sets']))}", 23)
+    for item in experiment["inputs"]:
+        lines += _column("", f"{item['setting']}: JSONL, default {_plain(item['default'])}", 23)
+        for kind in ("required", "optional"):
+            names = [f"{f['name']} ({f['type']})" for f in item.get("fields", [])
+                     if f["required"] == (kind == "required")]
+            if names:
+                lines += _column("", f"{kind}: {', '.join(names)}", 25)
+    return lines
+
+
+def render(found: dict[str, Any]) -> str:
+    lines = []
+    if "experiments" in found:
+        lines.append("experiments (python -m memeval run +experiment=NAME):")
+        for experiment in found["experiments"]:
+            lines += _experiment_lines(experiment)
+    if "components" in found:
+        lines.append("components (python -m memeval run GROUP=OPTION GROUP.KEY=VALUE):")
+        for group, entry in found["components"].items():
+            lines += _group_lines(group, entry, with_settings=False)
+    if "datasets" in found:
+        lines.append("datasets (python -m memeval run … dataset=NAME dataset.KEY=VALUE):")
+        lines += _group_lines("dataset", found["datasets"], with_settings=True)
+    return "\n".join(lines)
+
+
+def main(args: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memeval list", description=__doc__)
+    parser.add_argument("what", nargs="?", choices=WHAT,
+                        help="only the experiments, the component groups or the datasets")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    options = parser.parse_args(args)
+    found = catalogue(options.what)
+    print(json.dumps(found, indent=2) if options.json else render(found))
+    return 0

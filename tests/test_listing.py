@@ -1,0 +1,101 @@
+"""`python -m memeval list`: everything it shows comes from conf/, the registries and the schema
+dataclasses, so it names exactly what `run` accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+
+from memeval.__main__ import main
+from memeval.config import compose, config_groups
+from memeval.data.base import DATASETS
+from memeval.data.labellers import LABELLERS
+from memeval.engine.embedders.base import EMBEDDERS
+from memeval.engine.judges.base import JUDGES
+from memeval.engine.scorers.base import SCORERS
+from memeval.experiments.base import EXPERIMENTS
+from memeval.listing import CONF_DIR, catalogue, description
+from memeval.registry import Registry
+
+REGISTRIES: dict[str, Registry[Any]] = {"dataset": DATASETS, "embedder": EMBEDDERS,
+                                        "scorer": SCORERS, "judge": JUDGES,
+                                        "labeller": LABELLERS}
+
+
+@pytest.fixture(scope="module")
+def listed() -> dict[str, Any]:
+    found = catalogue(None)
+    return json.loads(json.dumps(found))  # what --json prints
+
+
+def test_every_experiment_is_listed_with_what_it_sets(listed: dict[str, Any]) -> None:
+    experiments = {e["name"]: e for e in listed["experiments"]}
+    assert sorted(experiments) == sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+    assert sorted(e["component"] for e in experiments.values()) == EXPERIMENTS.names()
+    assert experiments["three_pass_mixed"]["sets"] == {"dataset": "mixed"}
+    assert experiments["feedback_loop"]["sets"] == {"scorer": "knn_margin"}
+    assert experiments["three_pass"]["sets"] == {}
+    assert experiments["mqs_calibration"]["description"] == \
+        "Is MQS calibrated, and does MAI label attribution right?"
+
+
+def test_every_group_option_is_listed_with_its_component(listed: dict[str, Any]) -> None:
+    groups = config_groups()
+    components = listed["components"]
+    assert set(components) == {*REGISTRIES, "gate"}
+    for group, entry in components.items():
+        assert [o["name"] for o in entry["options"]] == groups[group]
+        assert entry["default"] == compose(with_hydra=True).hydra.runtime.choices[group]
+        for option in entry["options"]:
+            assert option["description"], (group, option["name"])
+            if group in REGISTRIES:
+                assert option["component"] in REGISTRIES[group].names()
+    minilm = next(o for o in components["embedder"]["options"] if o["name"] == "minilm")
+    assert minilm["component"] == "sentence_transformers"
+    yaml_settings = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "embedder" / "minilm.yaml"))
+    assert isinstance(yaml_settings, dict)
+    assert minilm["settings"] == {k: v for k, v in yaml_settings.items() if k != "name"}
+
+
+def test_list_datasets_shows_each_setting_and_its_default(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "datasets"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("datasets (python -m memeval run")
+    assert "path=data/labeled/write_gate_v1.jsonl" in out  # bundled files, relative to the checkout
+    assert "path=???" in out  # labeled_jsonl: the user names the file
+    assert "columns.user_prompt=user_prompt" in out  # nested settings as dotted keys
+    assert "experiments" not in out and "embedder" not in out
+
+
+def test_list_shows_experiments_then_components(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("experiments (") < out.index("components (")
+    for option in [*config_groups()["experiment"], *config_groups()["judge"]]:
+        assert f"  {option} " in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_list_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "components", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"components"}
+
+
+@pytest.mark.bad_input
+def test_an_unknown_list_target_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["list", "experiment"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'experiment'" in capsys.readouterr().err
+
+
+def test_a_description_is_the_opening_comment_s_first_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("# @package _global_\n# Does X, e.g. for Y (see\n# the card). More.\n"
+                    "# Even more.\nname: x  # not this\n")
+    assert description(path) == "Does X, e.g. for Y (see the card)."

@@ -1,0 +1,110 @@
+"""Every `python -m memeval …` command in the README's code blocks, taken verbatim, works as
+written: `run` commands pass the CLI's own checks and compose and validate under Hydra (each point
+of a sweep), the other commands parse. Running them all would take minutes and most need the
+MiniLM model, a server (`phoenix`, `embedder=openai_http`), a key (`judge=anthropic`) or a user's
+file (`my_labels.jsonl`, `~/.claude/projects/…`, run directories), so those are checked for
+composition or parsing only; the ones that are quick and offline also run for real (`slow`)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memeval.__main__ import COMMANDS, main
+from memeval.config import check_overrides, compose, quote_values, validate
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+PLACEHOLDER = "…"  # "the same command as before", in the resume example: dropped
+RUN_FOR_REAL = ["list", "list experiments --json", "--version",
+                "run +experiment=mqs_calibration"]
+
+
+def readme_commands() -> list[str]:
+    """Each command's words after `python -m memeval`, from every shell code block."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            _, found, rest = line.partition("python -m memeval ")
+            if found:
+                words = shlex.split(rest, comments=True)
+                commands.append(shlex.join(itertools.takewhile(lambda w: w != "&&", words)))
+    return list(dict.fromkeys(commands))
+
+
+COMMAND_LINES = readme_commands()
+
+
+def test_the_readme_commands_are_found() -> None:
+    assert len(COMMAND_LINES) > 20
+    assert {line.split()[0] for line in COMMAND_LINES} <= {*COMMANDS, "--version"}
+    assert any("~/" in line for line in COMMAND_LINES)  # a home-relative path, quoted for Hydra
+
+
+def sweep_points(overrides: list[str]) -> list[list[str]]:
+    """A multirun as single runs: the first value of every sweep, then each other swept value
+    in turn (every value composes once, without the whole grid)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    choices = []
+    for override in OverridesParser.create().parse_overrides(overrides):
+        key = override.get_key_element()
+        choices.append([f"{key}={value}" for value in override.sweep_string_iterator()]
+                       if override.is_sweep_override() else [override.input_line])
+    first = [values[0] for values in choices]
+    return [first] + [[*first[:i], value, *first[i + 1:]]
+                      for i, values in enumerate(choices) for value in values[1:]]
+
+
+def check_run(args: list[str]) -> None:
+    args = quote_values([a for a in args if a != PLACEHOLDER])
+    check_overrides(args)  # raises ConfigError naming the fix
+    overrides = [a for a in args if not a.startswith("-")]
+    for point in sweep_points(overrides):
+        validate(compose([o for o in point if not o.startswith("hydra")]))
+        if any(o.startswith("hydra") for o in point):
+            compose(point, with_hydra=True)  # the launcher and run directory settings too
+
+
+class Parsed(Exception):
+    """Raised instead of running a command once its arguments parsed."""
+
+
+def check_parses(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_only(parser: argparse.ArgumentParser, *a: Any, **k: Any) -> Any:
+        raise Parsed(original(parser, *a, **k))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
+    with pytest.raises(Parsed):
+        main(args)
+
+
+@pytest.mark.parametrize("line", COMMAND_LINES)
+def test_readme_command_parses_and_composes(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    command, *args = shlex.split(line)
+    if command == "run":
+        check_run(args)
+    elif command.startswith("-"):  # --version, --help
+        assert main([command, *args]) == 0
+    else:
+        check_parses([command, *args], monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", RUN_FOR_REAL)
+def test_quick_offline_readme_commands_run(line: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert line in COMMAND_LINES
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", "http://127.0.0.1:9")  # nothing listens
+    assert main(shlex.split(line)) == 0
+    assert capsys.readouterr().out
