@@ -1,9 +1,11 @@
 """Every kind of bad input at once, through the command a user runs: each bad line is reported
-with file and line and skipped, the good rows are all replayed, and config mistakes exit 2 with
-the fix before any work. (The loaders' own tests check each case alone.)"""
+with file and line and skipped, the good rows are all replayed (a byte-order mark and a lone
+surrogate included, through every store), and config mistakes exit 2 with the fix before any
+work. (The loaders' own tests check each case alone.)"""
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import subprocess
@@ -29,6 +31,8 @@ BAD: list[tuple[bytes, str]] = [
     (b'{"user_prompt": "x", "assistant_response": "fine text", "label": "great"}',
      "unknown label 'great'"),
     (json.dumps({**GOOD[0]}).encode(), "duplicate id"),
+    (b'{"user_prompt": "x", "assistant_response": "y", "label": "noise", "extra": '
+     + b"[" * 5000 + b"]" * 5000 + b"}", "nested too deeply"),
 ]
 HUGE = {"id": "huge", "user_prompt": "dump the log",
         "assistant_response": "The log says: " + "0123456789abcdef " * 200_000,  # 3.4 MB
@@ -44,7 +48,10 @@ def memeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_file_with_every_kind_of_bad_line_runs_and_reports_each(tmp_path: Path) -> None:
     rows = [{**row, "id": row.get("id", f"g{i}")} for i, row in enumerate(GOOD)]
+    # a lone surrogate, escaped in valid JSON: kept as U+FFFD, so the stores can be written
+    rows[40]["assistant_response"] += " \ud800"
     lines = [json.dumps(row).encode() for row in rows[:30]]
+    lines[0] = codecs.BOM_UTF8 + lines[0]  # the first row survives a byte-order mark
     first_bad = len(lines) + 1
     lines += [bad for bad, _ in BAD] + [json.dumps(HUGE).encode()]
     lines += [json.dumps(row).encode() for row in rows[30:]]
@@ -58,7 +65,7 @@ def test_a_file_with_every_kind_of_bad_line_runs_and_reports_each(tmp_path: Path
     dataset = json.loads((tmp_path / "run" / "metrics.json").read_text())["dataset"]
     assert dataset["entries"] == len(GOOD) + 1  # every good row and the huge one, truncated
     assert dataset["skipped"] == len(BAD)
-    assert dataset["stats"]["truncated"] == 1
+    assert dataset["stats"]["truncated"] == 1 and dataset["stats"]["lone_surrogates"] == 1
     for offset, ((_, message), problem) in enumerate(zip(BAD, dataset["problems"], strict=True)):
         assert problem.startswith(f"{data}:{first_bad + offset}: "), problem
         assert message in problem

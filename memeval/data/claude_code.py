@@ -26,8 +26,8 @@ an event twice, or copy history into a resumed session's new file — is kept on
 
 Folders are searched recursively for `*.jsonl` (a project folder, `~/.claude/projects`, or a
 session folder holding `subagents/`), files read in sorted path order. Broken lines (bad JSON,
-invalid UTF-8, non-object, missing fields) are reported as `file:line: reason` and skipped, or
-abort the load with `on_error: raise`. Everything else that is skipped is counted in
+invalid UTF-8, non-object, nested too deeply, missing fields) are reported as `file:line: reason`
+and skipped, or abort the load with `on_error: raise`. Everything else that is skipped is counted in
 `LoadReport.stats`.
 """
 
@@ -40,7 +40,13 @@ from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
-from memeval.data.jsonl import MAX_CHARS, check_read_settings, note_problem, read_objects
+from memeval.data.jsonl import (
+    MAX_CHARS,
+    check_read_settings,
+    note_problem,
+    nothing_usable,
+    read_objects,
+)
 
 DEFAULT_PATH = "~/.claude/projects"
 PATH_HELP = ("point dataset.path= at a Claude Code project folder "
@@ -226,8 +232,9 @@ def load_claude_code(path: str | Path = DEFAULT_PATH, *, include_sidechains: boo
                 break
     report.stats.update(stats)
     if not entries:
-        raise DatasetError(f"{root}: no assistant text in {len(files)} session log(s) "
-                           f"({report.rows_read} lines read, {report.skipped} bad; {PATH_HELP})")
+        raise nothing_usable(f"{root}: no assistant text in {len(files)} session log(s) "
+                             f"({report.rows_read} lines read, {report.skipped} bad; "
+                             f"{PATH_HELP})", report)
     name = root.stem if root.is_file() else root.name
     return Dataset(name=name or "claude_code", entries=entries, report=report)
 

@@ -5,7 +5,9 @@ Rows become unlabelled entries. Empty responses are filtered and counted; `user_
 that are JSON arrays of content blocks become their text; responses longer than `max_chars`
 (default 32 KiB, as the reference benchmark) are truncated and counted. With `use_messages`, the
 pair comes from `messages_json` (last real user text, last assistant text) instead of the flat
-columns. An unreachable hub fails within seconds, saying how to use a local copy.
+columns. Lone surrogates decoded from JSON escapes become U+FFFD, counted in
+`lone_surrogates`, as the JSONL loaders do. An unreachable hub fails within seconds, saying how
+to use a local copy.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
-from memeval.data.jsonl import read_objects
+from memeval.data.jsonl import nothing_usable, read_objects, replace_surrogates
 
 DEFAULT_REPO = "nlile/misc-merged-claude-code-traces-v1"
 DEFAULT_COLUMNS = {"id": "id", "user_prompt": "user_prompt",
@@ -138,7 +140,7 @@ def prompt_text(raw: Any, stats: Counter[str]) -> str:
     if isinstance(raw, str) and raw.lstrip().startswith("["):
         try:
             blocks = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return raw
         if isinstance(blocks, list):
             stats["json_array_prompts"] += 1
@@ -180,6 +182,13 @@ def load_hf_traces(cfg: HfTracesConfig) -> Dataset:
         except (ValueError, TypeError) as err:
             report.problems.append(f"{source}: row {number}: {err}")
             continue
+        except RecursionError:
+            report.problems.append(f"{source}: row {number}: JSON nested too deeply to read")
+            continue
+        texts, replaced = replace_surrogates([prompt, response])
+        prompt, response = texts
+        if replaced:  # decoded from JSON escapes: no UTF-8 store could write them
+            report.stats["lone_surrogates"] = report.stats.get("lone_surrogates", 0) + 1
         if not response.strip() and not cfg.keep_empty:
             stats["empty_responses"] += 1
             continue
@@ -196,8 +205,8 @@ def load_hf_traces(cfg: HfTracesConfig) -> Dataset:
             break
     report.stats.update(stats)
     if not entries:
-        raise DatasetError(f"{source}: no usable rows ({report.rows_read} read, "
-                           f"{stats['empty_responses']} empty, {report.skipped} bad)")
+        raise nothing_usable(f"{source}: no usable rows ({report.rows_read} read, "
+                             f"{stats['empty_responses']} empty, {report.skipped} bad)", report)
     return Dataset(name=Path(cfg.path).stem if cfg.path else cfg.repo, entries=entries,
                    report=report)
 

@@ -14,7 +14,13 @@ from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry, normalise_label
-from memeval.data.jsonl import MAX_CHARS, check_read_settings, note_problem, read_objects
+from memeval.data.jsonl import (
+    MAX_CHARS,
+    check_read_settings,
+    note_problem,
+    nothing_usable,
+    read_objects,
+)
 
 __all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]
 
@@ -78,7 +84,7 @@ def load_labeled_jsonl(path: str | Path, on_error: str = "skip", limit: int | No
         if limit is not None and len(entries) >= limit:
             break
     if not entries:
-        raise DatasetError(f"{file}: no usable entries ({report.skipped} bad lines)")
+        raise nothing_usable(f"{file}: no usable entries ({report.skipped} bad lines)", report)
     return Dataset(name=file.stem, entries=entries, report=report)
 
 

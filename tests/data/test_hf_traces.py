@@ -125,3 +125,37 @@ def test_a_broken_jsonl_line_is_reported_and_skipped(tmp_path: Path) -> None:
     assert [e.id for e in data.entries] == ["hf:r1", "hf:r2"]
     assert data.report.rows_read == 3
     assert data.report.problems and data.report.problems[0].startswith(f"{path}:2:")
+
+
+@pytest.mark.bad_input
+def test_lone_surrogates_decoded_from_parquet_json_columns_are_replaced(tmp_path: Path) -> None:
+    """Parquet holds valid text, but a JSON column's escapes can decode to a lone surrogate,
+    which no UTF-8 store could write: replaced and counted, as the JSONL loaders do."""
+    messages = [{"role": "user", "content": "split \ud83d"},
+                {"role": "assistant", "content": "half \udc00 of a pair"}]
+    path = tmp_path / "traces.parquet"
+    pd.DataFrame([row(1, "x", messages_json=json.dumps(messages)),
+                  row(2, "x", prompt=json.dumps([{"type": "text", "text": "why \ud800?"}]))]
+                 ).to_parquet(path)
+    by_messages = load_hf_traces(HfTracesConfig(path=str(path), use_messages=True))
+    first = by_messages.entries[0]
+    assert (first.user_prompt, first.assistant_response) == ("split \ufffd",
+                                                             "half \ufffd of a pair")
+    flat = load_hf_traces(HfTracesConfig(path=str(path)))
+    assert flat.entries[1].user_prompt == "why \ufffd?"
+    for data in (by_messages, flat):
+        assert data.report.stats["lone_surrogates"] == 1
+        "".join(e.user_prompt + e.assistant_response for e in data.entries).encode("utf-8")
+
+
+@pytest.mark.bad_input
+def test_deeply_nested_json_columns_are_one_bad_row(tmp_path: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    path = tmp_path / "traces.parquet"
+    pd.DataFrame([row(1, "kept", prompt=deep, messages_json=deep),
+                  row(2, "kept too")]).to_parquet(path)
+    flat = load_hf_traces(HfTracesConfig(path=str(path)))
+    assert flat.entries[0].user_prompt == deep  # not a block list: the prompt as written
+    by_messages = load_hf_traces(HfTracesConfig(path=str(path), use_messages=True))
+    assert [e.id for e in by_messages.entries] == ["hf:r2"]
+    assert by_messages.report.problems == [f"{path}: row 1: JSON nested too deeply to read"]
