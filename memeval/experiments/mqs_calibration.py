@@ -3,8 +3,11 @@
 MQS against hand-labelled trust: rank agreement with the three-level label (Spearman, Kendall),
 and MQS / 100 read as P(trusted) (Brier, equal-count ECE, reliability curve), each with a bootstrap
 CI. The constants are then fitted from the labels and compared out of fold with the seed's, so
-the report says how much better-chosen weights would help. MAI: accuracy and confusion matrix
-of the rubric's labels on the scenario set.
+the report says how much better-chosen weights would help. Records may carry a numeric trust
+grade in [0, 1] instead of (or as well as) a label: MQS's rank agreement with the grade is
+reported too. MAI: accuracy and confusion matrix of the rubric's labels on the scenario set.
+Either set may be null (`experiment.records=null`, `experiment.scenarios=null`): that half of
+the report is skipped.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from memeval.data.quality_sets import (
+    TRUST_GRADE,
     TRUST_LABELS,
+    LabelledRecord,
     check_source,
     file_fingerprint,
     load_memory_records,
@@ -25,16 +30,19 @@ from memeval.data.quality_sets import (
 from memeval.engine.quality.mai import MAI_LABELS, MAIRubric, evaluate_mai
 from memeval.engine.quality.mqs import MQSConstants, compute_mqs
 from memeval.engine.quality.policy import ConfidencePolicy
+from memeval.engine.quality.record import MemoryRecord
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
-from memeval.metrics.calibration import calibration_report
+from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
+
+METRICS = ("spearman", "kendall", "brier", "ece")
 
 
 @dataclass
 class MQSCalibrationConfig:
-    records: str = ""
-    scenarios: str = ""
+    records: str | None = None
+    scenarios: str | None = None
     bins: int = 5
     folds: int = 5
     on_error: str = "skip"
@@ -43,13 +51,26 @@ class MQSCalibrationConfig:
     mai: MAIRubric = field(default_factory=MAIRubric)
 
     def validate(self) -> None:
-        check_source(self.records, self.on_error, "records")
-        check_source(self.scenarios, self.on_error, "scenarios")
+        if self.records is None and self.scenarios is None:
+            raise ValueError("records and scenarios are both null: name at least one set")
+        for path, what in ((self.records, "records"), (self.scenarios, "scenarios")):
+            if path is not None:
+                check_source(path, self.on_error, what)
         if self.bins < 2 or self.folds < 2:
             raise ValueError("bins and folds must be at least 2")
         self.mqs.validate()
         self.policy.validate()
         self.mai.validate()
+
+
+@dataclass
+class LabelFit:
+    """MQS against the trust labels, and constants fitted to them (when they can be)."""
+
+    configured: dict[str, Any]
+    fitted_out_of_fold: dict[str, Any] | None = None
+    fitted: MQSConstants | None = None
+    oof: np.ndarray | None = None  # each labelled record's out-of-fold score
 
 
 class MQSCalibration:
@@ -58,46 +79,84 @@ class MQSCalibration:
     def __init__(self, cfg: MQSCalibrationConfig) -> None:
         self.cfg = cfg
 
-    def _mqs(self, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        labelled, report = load_memory_records(self.cfg.records, self.cfg.on_error)
+    def _against_labels(self, ctx: RunContext, labelled: list[LabelledRecord],
+                        ledger: dict[str, MemoryRecord], scores: np.ndarray,
+                        notes: dict[str, str]) -> LabelFit:
+        """Rank agreement and calibration against the labels, then constants fitted from them
+        and scored out of fold (when each outcome has at least two records to split)."""
         records = [item.record for item in labelled]
-        ledger = {r.id: r for r in records}
         ranks = np.array([item.trust_rank for item in labelled], dtype=float)
         trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
+        common = {"bins": self.cfg.bins, "resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
+        found = LabelFit(calibration_report(scores, ranks, trusted, **common))
+        folds = min(self.cfg.folds, int(trusted.sum()), int((1 - trusted).sum()))
+        if folds < 2:
+            notes["fitted_out_of_fold"] = "fitting needs 2 trusted and 2 other labelled records"
+            return found
+        if folds < self.cfg.folds:
+            notes["folds"] = f"{folds} folds, not {self.cfg.folds}: too few of one outcome"
+        x = features(records, ledger, self.cfg.mqs)
+        found.oof = out_of_fold_scores(records, ledger, x, trusted, self.cfg.mqs, folds, ctx.seed)
+        found.fitted = fit_constants(x, trusted, self.cfg.mqs)
+        found.fitted_out_of_fold = calibration_report(found.oof, ranks, trusted, **common)
+        return found
+
+    def _mqs(self, ctx: RunContext, path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        items, report = load_memory_records(path, self.cfg.on_error)
+        records = [item.record for item in items]
+        ledger = {r.id: r for r in records}
         breakdowns = [compute_mqs(r, ledger, self.cfg.mqs) for r in records]
         scores = np.array([b.score for b in breakdowns], dtype=float)
-        x = features(records, ledger, self.cfg.mqs)
-        oof = out_of_fold_scores(records, ledger, x, trusted, self.cfg.mqs, self.cfg.folds,
-                                 ctx.seed)
-        fitted = fit_constants(x, trusted, self.cfg.mqs)
-        common = {"bins": self.cfg.bins, "resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
-        configured = calibration_report(scores, ranks, trusted, **common)
-        out_of_fold = calibration_report(oof, ranks, trusted, **common)
-        rows = [{"record_id": b.record_id, "label": item.label, "note": item.note,
+        labelled = [i for i, item in enumerate(items) if item.label is not None]
+        graded = [i for i, item in enumerate(items) if item.trust is not None]
+        notes: dict[str, str] = {}
+        fit = None
+        if labelled:
+            fit = self._against_labels(ctx, [items[i] for i in labelled], ledger,
+                                       scores[labelled], notes)
+        else:
+            notes["configured"] = "no record has a trust label"
+        oof = {} if fit is None or fit.oof is None else dict(zip(labelled, fit.oof, strict=True))
+        configured = None if fit is None else fit.configured
+        out_of_fold = None if fit is None else fit.fitted_out_of_fold
+        fitted = None if fit is None else fit.fitted
+        rows = [{"record_id": b.record_id, "label": item.label, "trust": item.trust,
+                 "note": item.note,
                  **{k: v for k, v in b.as_dict().items() if k != "record_id"},
                  "missing_ancestors": list(b.missing_ancestors),
                  "gate_action": str(self.cfg.policy(b.effective_confidence)),
-                 "fitted_out_of_fold_score": float(s)}
-                for item, b, s in zip(labelled, breakdowns, oof, strict=True)]
+                 "fitted_out_of_fold_score": float(oof[i]) if i in oof else None}
+                for i, (item, b) in enumerate(zip(items, breakdowns, strict=True))]
+        by_label = {label: scores[[i for i in labelled if items[i].label == label]]
+                    for label in TRUST_LABELS}
+        against_grade = None
+        if graded:
+            grades = np.array([items[i].trust for i in graded], dtype=float)
+            against_grade = {"scale": TRUST_GRADE, **grade_agreement(
+                scores[graded], grades, resamples=int(ctx.cfg.bootstrap), seed=ctx.seed)}
         summary = {
-            "source": report.source, "fingerprint": file_fingerprint(self.cfg.records),
+            "source": report.source, "fingerprint": file_fingerprint(path),
             "records": len(records), "skipped": report.skipped, "problems": report.problems[:100],
-            "labels": dict(Counter(item.label for item in labelled)),
+            "labels": dict(Counter(items[i].label for i in labelled)),
             "outcome": "trusted (questionable and untrusted count as not trusted)",
             "configured": configured,
             "fitted_out_of_fold": out_of_fold,
-            "constants": {name: {"configured": getattr(self.cfg.mqs, name),
-                                 "fitted": round(getattr(fitted, name), 3)} for name in FITTED},
-            "gain_out_of_fold": {m: out_of_fold[m] - configured[m]
-                                 for m in ("spearman", "kendall", "brier", "ece")},
+            "constants": None if fitted is None else {
+                name: {"configured": getattr(self.cfg.mqs, name),
+                       "fitted": round(getattr(fitted, name), 3)} for name in FITTED},
+            "gain_out_of_fold": None if out_of_fold is None or configured is None else {
+                m: out_of_fold[m] - configured[m] for m in METRICS},
             "gate_actions": dict(Counter(row["gate_action"] for row in rows)),
-            "mean_score_by_label": {label: float(scores[ranks == i].mean())
-                                    for i, label in enumerate(TRUST_LABELS) if (ranks == i).any()},
+            "mean_score_by_label": {label: float(s.mean()) for label, s in by_label.items()
+                                    if s.size},
+            "graded": len(graded),
+            "trust_grade": against_grade,
+            "notes": notes,
         }
         return summary, rows
 
-    def _mai(self, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        scenarios, report = load_scenarios(self.cfg.scenarios, self.cfg.on_error)
+    def _mai(self, ctx: RunContext, path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        scenarios, report = load_scenarios(path, self.cfg.on_error)
         results = [evaluate_mai(s.memories, s.ancestors, self.cfg.mai) for s in scenarios]
         correct = np.array([r.label == s.ground_truth
                             for s, r in zip(scenarios, results, strict=True)], dtype=float)
@@ -112,7 +171,7 @@ class MQSCalibration:
         by_truth = {label: [r.score for s, r in zip(scenarios, results, strict=True)
                             if s.ground_truth == label] for label in MAI_LABELS}
         summary = {
-            "source": report.source, "fingerprint": file_fingerprint(self.cfg.scenarios),
+            "source": report.source, "fingerprint": file_fingerprint(path),
             "scenarios": len(scenarios), "skipped": report.skipped,
             "problems": report.problems[:100],
             "accuracy": float(correct.mean()) if correct.size else None,
@@ -123,30 +182,53 @@ class MQSCalibration:
         return summary, rows
 
     def run(self, ctx: RunContext) -> ExperimentResult:
-        mqs, record_rows = self._mqs(ctx)
-        mai, scenario_rows = self._mai(ctx)
-        extra = {"mqs": mqs, "mai": mai, "mqs_constants": asdict(self.cfg.mqs)}
-        return ExperimentResult([], [], extra, summary=summarise(mqs, mai),
-                                tables={"mqs_records": record_rows, "mai_scenarios": scenario_rows})
+        extra: dict[str, Any] = {"mqs": None, "mai": None}
+        tables: dict[str, list[dict[str, Any]]] = {}
+        if self.cfg.records is not None:
+            extra["mqs"], tables["mqs_records"] = self._mqs(ctx, self.cfg.records)
+        if self.cfg.scenarios is not None:
+            extra["mai"], tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
+        extra["mqs_constants"] = asdict(self.cfg.mqs)
+        return ExperimentResult([], [], extra, summary=summarise(extra["mqs"], extra["mai"]),
+                                tables=tables)
 
 
 def _ci(value: float, bounds: list[float]) -> str:
     return f"{value:.3f} [{bounds[0]:.3f}–{bounds[1]:.3f}]"
 
 
-def summarise(mqs: dict[str, Any], mai: dict[str, Any]) -> str:
+def _mqs_lines(mqs: dict[str, Any] | None) -> list[str]:
+    if mqs is None:
+        return ["MQS: skipped (experiment.records=null)"]
+    lines = []
     configured, oof = mqs["configured"], mqs["fitted_out_of_fold"]
-    lines = [f"MQS on {mqs['records']} labelled records "
-             f"(P(trusted) = MQS/100; {configured['bins']} equal-count bins)",
-             f"{'metric':10} {'configured constants':28} {'fitted, out of fold':28}"]
-    for metric in ("spearman", "kendall", "brier", "ece"):
-        lines.append(f"{metric:10} {_ci(configured[metric], configured[metric + '_ci95']):28} "
-                     f"{_ci(oof[metric], oof[metric + '_ci95']):28}")
-    lines.append("constants (configured → fitted): " + ", ".join(
-        f"{k} {v['configured']:g} → {v['fitted']:g}" for k, v in mqs["constants"].items()))
-    accuracy = mai["accuracy"]
-    lines.append(f"MAI on {mai['scenarios']} scenarios: accuracy "
-                 + (_ci(accuracy, mai["accuracy_ci95"]) if accuracy is not None else "—"))
+    if configured is not None:
+        lines += [f"MQS on {configured['n']} labelled records "
+                  f"(P(trusted) = MQS/100; {configured['bins']} equal-count bins)",
+                  f"{'metric':10} {'configured constants':28} {'fitted, out of fold':28}"]
+        for metric in METRICS:
+            fitted = _ci(oof[metric], oof[metric + "_ci95"]) if oof is not None else "—"
+            lines.append(f"{metric:10} {_ci(configured[metric], configured[metric + '_ci95']):28} "
+                         f"{fitted:28}")
+    if mqs["constants"] is not None:
+        lines.append("constants (configured → fitted): " + ", ".join(
+            f"{k} {v['configured']:g} → {v['fitted']:g}" for k, v in mqs["constants"].items()))
+    grade = mqs["trust_grade"]
+    if grade is not None:
+        lines.append(f"MQS against the numeric trust grade on {grade['n']} records: spearman "
+                     f"{_ci(grade['spearman'], grade['spearman_ci95'])}, kendall "
+                     f"{_ci(grade['kendall'], grade['kendall_ci95'])}")
+    return lines + [f"note on {what}: {why}" for what, why in mqs["notes"].items()]
+
+
+def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None) -> str:
+    lines = _mqs_lines(mqs)
+    if mai is None:
+        lines.append("MAI: skipped (experiment.scenarios=null)")
+    else:
+        accuracy = mai["accuracy"]
+        lines.append(f"MAI on {mai['scenarios']} scenarios: accuracy "
+                     + (_ci(accuracy, mai["accuracy_ci95"]) if accuracy is not None else "—"))
     return "\n".join(lines)
 
 

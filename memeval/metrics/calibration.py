@@ -1,6 +1,7 @@
 """Does a score mean what it claims? Rank agreement with labels, and calibration as probability.
 
-- Spearman and Kendall (tau-b, tie-aware) between the score and the ordinal label.
+- Spearman and Kendall (tau-b, tie-aware) between the score and the ordinal label, or a numeric
+  grade.
 - Brier score and ECE of score-as-probability against the binary outcome. ECE bins are
   equal-count (sorted by score, split into `bins` near-equal groups): with a few dozen records,
   equal-width bins leave most bins empty and a few carrying all the weight.
@@ -86,6 +87,26 @@ def bootstrap(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], r
     return bootstrap_rows(rows, arrays, resamples, seed, level)
 
 
+Measures = dict[str, tuple[Callable[..., float], tuple[np.ndarray, ...]]]
+
+
+def _measured(report: dict[str, Any], measures: Measures, resamples: int,
+              seed: int) -> dict[str, Any]:
+    """Each measure and its CI added to `report`, the i-th bootstrapped with seed + i."""
+    for offset, (name, (fn, arrays)) in enumerate(measures.items()):
+        report[name] = fn(*arrays)
+        report[f"{name}_ci95"] = list(bootstrap(fn, arrays, resamples, seed + offset))
+    return report
+
+
+def grade_agreement(scores: np.ndarray, grades: np.ndarray, *, resamples: int,
+                    seed: int) -> dict[str, Any]:
+    """Rank agreement (Spearman, Kendall tau-b) of a score with a numeric grade, with CIs."""
+    s, g = np.asarray(scores, dtype=float), np.asarray(grades, dtype=float)
+    measures: Measures = {"spearman": (spearman, (s, g)), "kendall": (kendall, (s, g))}
+    return _measured({"n": int(s.size)}, measures, resamples, seed)
+
+
 def calibration_report(scores: np.ndarray, ranks: np.ndarray, outcomes: np.ndarray, *,
                        bins: int, resamples: int, seed: int) -> dict[str, Any]:
     """Every calibration figure of one score (probability = score / 100), with CIs."""
@@ -94,13 +115,10 @@ def calibration_report(scores: np.ndarray, ranks: np.ndarray, outcomes: np.ndarr
     def ece(probabilities: np.ndarray, observed: np.ndarray) -> float:
         return expected_calibration_error(probabilities, observed, bins)
 
-    measures: dict[str, tuple[Callable[..., float], tuple[np.ndarray, ...]]] = {
+    measures: Measures = {
         "spearman": (spearman, (p, ranks)), "kendall": (kendall, (p, ranks)),
         "brier": (brier, (p, outcomes)), "ece": (ece, (p, outcomes)),
     }
-    report: dict[str, Any] = {"n": int(p.size), "bins": bins}
-    for offset, (name, (fn, arrays)) in enumerate(measures.items()):
-        report[name] = fn(*arrays)
-        report[f"{name}_ci95"] = list(bootstrap(fn, arrays, resamples, seed + offset))
+    report = _measured({"n": int(p.size), "bins": bins}, measures, resamples, seed)
     report["reliability"] = reliability_curve(p, outcomes, bins)
     return report

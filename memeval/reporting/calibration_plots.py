@@ -27,9 +27,12 @@ def reliability(metrics: dict[str, Any], path: Path) -> None:
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
     for key, name, style in (("configured", "configured constants", "o-"),
                              ("fitted_out_of_fold", "fitted, out of fold", "s--")):
-        curve = metrics["mqs"][key]["reliability"]
+        report = metrics["mqs"][key]
+        if report is None:  # too few labelled records to fit
+            continue
+        curve = report["reliability"]
         ax.plot([b["predicted"] for b in curve], [b["observed"] for b in curve], style,
-                label=f"{name} (ECE {metrics['mqs'][key]['ece']:.3f})")
+                label=f"{name} (ECE {report['ece']:.3f})")
     ax.set_xlabel("MQS / 100 (mean per equal-count bin)")
     ax.set_ylabel("share labelled trusted")
     ax.set_xlim(0, 1)
@@ -75,11 +78,20 @@ def confusion(metrics: dict[str, Any], path: Path) -> None:
 
 
 def make_calibration_figures(run_dir: str | Path) -> list[Path]:
+    """The figures of the halves the run computed (either set may have been left out, and the
+    reliability diagram needs trust labels)."""
     metrics = read_metrics(run_dir)
     out = Path(run_dir) / "figures"
     out.mkdir(exist_ok=True)
-    paths = [out / "mqs_reliability.png", out / "mqs_breakdown.png", out / "mai_confusion.png"]
-    reliability(metrics, paths[0])
-    breakdown(read_table(run_dir, "mqs_records"), paths[1])
-    confusion(metrics, paths[2])
+    paths = []
+    mqs, mai = metrics.get("mqs"), metrics.get("mai")
+    if mqs is not None and mqs["configured"] is not None:
+        paths.append(out / "mqs_reliability.png")
+        reliability(metrics, paths[-1])
+    if mqs is not None:
+        paths.append(out / "mqs_breakdown.png")
+        breakdown(read_table(run_dir, "mqs_records"), paths[-1])
+    if mai is not None:
+        paths.append(out / "mai_confusion.png")
+        confusion(metrics, paths[-1])
     return paths

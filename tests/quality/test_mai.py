@@ -56,6 +56,16 @@ def test_session_share_below_half() -> None:
     assert score(mem("a"), mem("b"), mem("c", session=None), mem("d", session=None)) == 1.0
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_creator_or_session_is_unknown(blank: str) -> None:
+    """memledger's own golden data writes "" for unknown: it must not count as attribution."""
+    memories = [mem("a"), mem("b", creator=blank, session=blank), mem("c", session=blank)]
+    unknown = [mem("a"), mem("b", creator=None, session=None), mem("c", session=None)]
+    assert evaluate_mai(memories).terms == evaluate_mai(unknown).terms
+    assert evaluate_mai(memories).terms["attribution"] == pytest.approx(-0.4 / 3)
+    assert evaluate_mai(memories).terms["sessions"] == pytest.approx(-2 / 3 * 0.15)
+
+
 def test_weak_provenance_chain() -> None:
     result = evaluate_mai([mem("a", parents=("p",))], [mem("p", 0.3)])
     assert result.terms["weak_chain"] == -0.2 and result.score == pytest.approx(0.8)

@@ -14,7 +14,8 @@ itself). Start at 1.0; a decision with no memories scores 0.0.
     corroboration +0.05 with two or more distinct creators
     clamp to [0, 1]; well attributed ≥ 0.7 (the pass mark), partially ≥ 0.4, else unattributed
 
-A memory with no declared confidence counts as `missing_confidence` (0.5), as in MQS.
+A memory with no declared confidence counts as `missing_confidence` (0.5), as in MQS. An empty
+`created_by` or `session_id` is unknown, as None is: memledger's own data writes "" for unknown.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memeval.engine.quality.lineage import Derived, trace
-from memeval.engine.quality.record import check_confidence
+from memeval.engine.quality.record import check_confidence, check_ids
 
 MAI_LABELS = ("unattributed", "partially_attributed", "well_attributed")
 
@@ -39,7 +40,17 @@ class AttributedMemory:
     namespace: str = "default"
 
     def __post_init__(self) -> None:
-        check_confidence(f"memory '{self.id}'", self.confidence)
+        owner = f"memory '{self.id}'"
+        check_confidence(owner, self.confidence)
+        check_ids(owner, "derived_from", self.derived_from)
+        for name in ("created_by", "session_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{owner}: {name} must be text or null, got {value!r:.40}")
+            if value is not None and not value.strip():
+                object.__setattr__(self, name, None)  # "" is unknown (frozen: set it once here)
+        if not isinstance(self.hedged, bool):
+            raise ValueError(f"{owner}: hedged must be true or false, got {self.hedged!r:.40}")
 
 
 @dataclass

@@ -19,6 +19,13 @@ def check_confidence(owner: str, value: object) -> None:
         raise ValueError(f"{owner}: confidence must be a number in [0, 1], got {value!r}")
 
 
+def check_ids(owner: str, name: str, value: object) -> None:
+    """A list of memory ids: a string here would be walked a character at a time as ids, and a
+    count has no ids to follow."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{owner}: {name} must be a list of memory ids, got {value!r:.80}")
+
+
 @dataclass(frozen=True)
 class Citation:
     path: str
@@ -45,10 +52,16 @@ class MemoryRecord:
     citation: Citation | None = None
 
     def __post_init__(self) -> None:
-        check_confidence(f"record '{self.id}'", self.confidence)
+        owner = f"record '{self.id}'"
+        check_confidence(owner, self.confidence)
+        check_ids(owner, "derived_from", self.derived_from)
+        check_ids(owner, "conflicts", self.conflicts)
         counts = (self.success_count, self.failure_count, self.access_count)
-        if min(counts) < 0:
-            raise ValueError(f"record '{self.id}': counts must be non-negative, got {counts}")
+        if any(isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
+            raise ValueError(f"{owner}: counts must be non-negative whole numbers, "
+                             f"got {counts!r:.80}")
+        if not isinstance(self.hedged, bool):
+            raise ValueError(f"{owner}: hedged must be true or false, got {self.hedged!r:.40}")
 
     def record_outcome(self, success: bool, when: datetime | None = None) -> None:
         """Acting on this memory worked (or did not): feeds MQS's usage component."""
