@@ -103,3 +103,18 @@ def test_the_experiment_compares_both_rule_sets(
                     (rows.loc[labelled, f"{mode}_predicted"] == kind).mean())
     assert (rows.loc[rows["same_source"], "memeval_predicted"] == "none").all()
     assert (tmp_path / "run" / "figures" / "conflict_confusion.png").is_file()
+
+
+def test_same_path_pairs_are_skipped_unless_switched_off(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    a, b = "User likes tabs", "User dislikes tabs"
+    assert DETECT.detect(a, b, same_source=True) is None  # openclaw's rule, the default
+    checked = ConflictDetector(ConflictRules(skip_same_path=False)).detect(a, b, same_source=True)
+    assert checked is not None and checked.kind == ConflictType.CONTRADICTION
+    run_experiment(fast_config("+experiment=conflict_detection", "bootstrap=20",
+                               "experiment.rules.skip_same_path=false"), tmp_path / "run")
+    rows = read_table(tmp_path / "run", "conflict_pairs")
+    same = rows[rows["same_source"]]
+    for mode in ("memeval", "compat"):  # the switch holds for both rule sets
+        found = same[same[f"{mode}_predicted"] != "none"]
+        assert not found.empty and (found["label"] == found[f"{mode}_predicted"]).any(), mode

@@ -1,6 +1,8 @@
 """Conflict detection between two memories, per the openclaw memory-quality document.
 
-Checked per pair (memories from the same path are one source re-stated: skipped), first match wins:
+Checked per pair, first match wins. Memories from the same path are one source re-stated and are
+skipped, as openclaw does; `skip_same_path: false` checks them too (a file that contradicts
+itself, or a daily log whose entries supersede each other).
 
     contradiction  one text negates (not, dislike, can't, …) and the other affirms (is, like, …),
                    and they share a content word
@@ -61,6 +63,7 @@ class ConflictRules:
     temporal_min_shared: int = 2
     semantic_low: float = 0.5
     semantic_high: float = 0.7
+    skip_same_path: bool = True
     compat: bool = False
 
     def validate(self) -> None:
@@ -109,8 +112,9 @@ class ConflictDetector:
         return {period for period, lexicon in self.periods.items() if lexicon.found(text)}
 
     def detect(self, a: str, b: str, same_source: bool = False) -> Conflict | None:
-        """The first rule the pair breaks, or None; memories from one source never conflict."""
-        if same_source:
+        """The first rule the pair breaks, or None; memories from one source never conflict
+        unless `skip_same_path` is off."""
+        if same_source and self.rules.skip_same_path:
             return None
         shared = self._content(a) & self._content(b)
         negated = (self.negations.found(a), self.negations.found(b))
