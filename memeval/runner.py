@@ -20,9 +20,10 @@ from memeval.config import validate
 from memeval.engine.scorers.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
+from memeval.metrics.gate_metrics import run_failures
 from memeval.registry import ConfigError
 from memeval.reporting.phoenix.config import PhoenixConfig
-from memeval.reporting.table import pass_table
+from memeval.reporting.table import pass_table, threshold_footer
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import METRICS, write_run
 
@@ -154,6 +155,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     timing = {"dataset_load_s": round(ctx.load_seconds, 3), "experiment_s": round(experiment_s, 3)}
     if ctx.built("embedder"):
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
+    # judged after the results are written: a failed run keeps them, and says so in metrics.json
+    failures = run_failures(result.decisions, checked.gate)
     metrics: dict[str, Any] = {
         "run_id": run_id,
         "experiment": cfg.experiment.name,
@@ -163,6 +166,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         **result.extra,
         "wall_seconds": round(time.time() - started, 3),
         "timing": timing,
+        "failures": [str(failure) for failure in failures],
     }
     write_run(run_dir, metrics, result.decisions, OmegaConf.to_yaml(cfg, resolve=True),
               provenance(), result.tables)
@@ -170,7 +174,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         ctx.checkpoints.discard()
     print(result.summary or pass_table(result.passes))
     if "scorer" in metrics:
-        print(f"content-score threshold: {metrics['scorer']['threshold_rule']}")
+        print(threshold_footer(result.passes, metrics["scorer"]["threshold_rule"]))
     if checked.phoenix.enabled and ctx.built("dataset"):
         _report_to_phoenix(ctx, checked.phoenix, metrics)
     if cfg.plots:
@@ -181,4 +185,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         except Exception:
             log.exception("plots failed; the run's results are intact in %s", run_dir)
     print(f"run directory: {run_dir}")
+    for failure in failures[1:]:
+        print(f"memeval: {failure}", file=sys.stderr)
+    if failures:
+        raise failures[0]
     return metrics

@@ -13,9 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import httpx
+
+from memeval.engine.redact import redact
 
 BODY_PREVIEW_CHARS = 300
 
@@ -29,13 +31,18 @@ _RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
 
 @dataclass
 class HttpEndpointConfig:
-    """Where and how patiently to call an HTTP service; the key is named, never stored."""
+    """Where and how patiently to call an HTTP service; the key is named, never stored.
+
+    `preflight`: one request before a run starts, so a missing key or a dead server stops the run
+    at once with the fix named; off, a run can replay from a warm cache with the service gone.
+    """
 
     model: str = ""
     base_url: str = ""
     api_key_env: str | None = None
     timeout_s: float = 60.0
     max_retries: int = 3
+    preflight: bool = True
 
     def validate(self) -> None:
         if not self.model.strip():
@@ -50,10 +57,27 @@ class HttpEndpointConfig:
             raise ValueError("max_retries must be >= 0")
 
 
+@runtime_checkable
+class Preflighted(Protocol):
+    """A client of a service that can tell, before a run starts, that the run could not use it."""
+
+    def preflight(self) -> None:
+        """Raise ConfigError naming the fix (the key's variable, the URL and its setting)."""
+
+
+def preflight(component: object) -> None:
+    """Check a freshly built component that talks to a service; others need no check."""
+    if isinstance(component, Preflighted):
+        component.preflight()
+
+
 class HttpRetryError(RuntimeError):
     """The POST gave no usable JSON; callers re-raise it as their own JudgeError/EmbeddingError.
 
     `exhausted` tells "gave up after retries" from "rejected at once" (non-retryable 4xx, bad JSON).
+    `cause` is what went wrong in a few stable words ("HTTP 401 Unauthorized", "ConnectError after
+    4 attempt(s)"), `detail` the server's own words or the exception's: `explain_failure` builds
+    the line a user reads from them. `status` is None when no HTTP answer came back at all.
     """
 
     def __init__(
@@ -64,12 +88,16 @@ class HttpRetryError(RuntimeError):
         attempts: int,
         status: int | None = None,
         exhausted: bool = False,
+        cause: str = "",
+        detail: str = "",
     ) -> None:
         super().__init__(message)
         self.url = url
         self.attempts = attempts
         self.status = status
         self.exhausted = exhausted
+        self.cause = cause or message
+        self.detail = detail
 
 
 class Cooldown:
@@ -101,6 +129,45 @@ class PostResult(NamedTuple):
 def preview(text: str, limit: int = BODY_PREVIEW_CHARS) -> str:
     """Shorten a response body for an error message."""
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _status_text(status: int) -> str:
+    phrase = httpx.codes.get_reason_phrase(status)
+    return f"HTTP {status} {phrase}" if phrase else f"HTTP {status}"
+
+
+def _exception_text(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def explain_failure(err: HttpRetryError, *, setting: str, key_env: str | None) -> str:
+    """One line naming what failed, where (credentials in the URL masked) and the fix, e.g.
+    "HTTP 401 Unauthorized from https://…/v1/messages: check the key in ANTHROPIC_API_KEY".
+
+    `setting` is the config group holding the service's settings (`judge`, `embedder`). The line
+    holds no entry id, so the failures of a run can be counted by it.
+    """
+    if err.status in (401, 403):
+        fix = (f"check the key in {key_env}" if key_env else
+               f"the server wants a key: set {setting}.api_key_env to the variable holding it")
+    elif err.status is None:
+        timed_out = "Timeout" in err.cause
+        fix = (f"the server did not answer in time: raise {setting}.timeout_s or check "
+               f"{setting}.base_url" if timed_out else
+               f"is the server running? check {setting}.base_url")
+    elif err.status == 404:
+        fix = f"check {setting}.base_url and {setting}.model"
+    elif err.status == 429:
+        fix = f"rate limited: ask less often or raise {setting}.max_retries"
+    elif err.status >= 500:
+        fix = "the service is failing: try again later"
+    elif 200 <= err.status < 300:
+        fix = f"is {setting}.base_url the right kind of server?"
+    else:
+        fix = f"check {setting}.model and the other {setting} settings"
+    said = "" if not err.detail else (
+        f" ({err.detail})" if err.status is None else f" (server said: {err.detail})")
+    return redact(f"{err.cause} from {err.url}: {fix}{said}")
 
 
 def _retry_after_s(response: httpx.Response) -> float | None:
@@ -168,15 +235,21 @@ def post_json(
             attempts += 1
             wait: float | None = None
             last_status: int | None = None
+            last_cause = last_detail = ""
             try:
                 response = http.post(
                     url, json=dict(payload), headers=dict(headers or {}), timeout=timeout_s
                 )
             except _RETRYABLE_EXCEPTIONS as err:
-                last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+                last = _exception_text(err)
+                last_cause, last_detail = type(err).__name__, str(err)
             except httpx.HTTPError as err:
                 raise HttpRetryError(
-                    f"POST {url} failed: {type(err).__name__}: {err}", url=url, attempts=attempts
+                    f"POST {url} failed: {_exception_text(err)}",
+                    url=url,
+                    attempts=attempts,
+                    cause=type(err).__name__,
+                    detail=str(err),
                 ) from err
             else:
                 status = response.status_code
@@ -184,12 +257,16 @@ def post_json(
                     try:
                         data = response.json()
                     except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                        empty = not response.content.strip()
                         raise HttpRetryError(
                             f"POST {url} returned HTTP {status} with a body that is not JSON: "
                             f"{preview(response.text)!r}",
                             url=url,
                             attempts=attempts,
                             status=status,
+                            cause=f"HTTP {status} with an empty body" if empty else
+                            f"HTTP {status} with a body that is not JSON",
+                            detail="" if empty else repr(preview(response.text, 120)),
                         ) from err
                     latency_ms = (time.perf_counter() - started) * 1000.0
                     return PostResult(data, latency_ms, attempts)
@@ -200,9 +277,12 @@ def post_json(
                         url=url,
                         attempts=attempts,
                         status=status,
+                        cause=_status_text(status),
+                        detail=preview(response.text, 120),
                     )
                 last = f"HTTP {status}: {preview(response.text)!r}"
                 last_status = status
+                last_cause, last_detail = _status_text(status), preview(response.text, 120)
                 hinted = _retry_after_s(response)
                 if hinted is not None:
                     wait = min(hinted, retry_after_cap_s)
@@ -215,6 +295,8 @@ def post_json(
                     attempts=attempts,
                     status=last_status,
                     exhausted=True,
+                    cause=f"{last_cause} after {attempts} attempt(s)",
+                    detail=last_detail,
                 )
             if wait is None:
                 wait = backoff_delay(

@@ -19,6 +19,7 @@ from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
+from memeval.engine.http_retry import preflight
 from memeval.engine.judges.base import JUDGES, Judge
 from memeval.engine.kvcache import check_writable_directory
 from memeval.engine.redact import redact
@@ -77,8 +78,10 @@ class RunContext:
 
     @cached_property
     def embedder(self) -> CachedEmbedder:
-        return CachedEmbedder(EMBEDDERS.build(self.cfg.embedder),
-                              self.cache_dir / "embeddings.sqlite")
+        """Built on first use; a service behind it is checked then (`preflight`), before work."""
+        inner = EMBEDDERS.build(self.cfg.embedder)
+        preflight(inner)
+        return CachedEmbedder(inner, self.cache_dir / "embeddings.sqlite")
 
     @cached_property
     def checkpoints(self) -> Checkpoints:
@@ -86,8 +89,10 @@ class RunContext:
 
     @cached_property
     def judge(self) -> Judge:
-        return JUDGES.build(self.cfg.judge, cache_dir=self.cache_dir,
-                            entries=self.dataset.entries, seed=self.seed)
+        judge = JUDGES.build(self.cfg.judge, cache_dir=self.cache_dir,
+                             entries=self.dataset.entries, seed=self.seed)
+        preflight(judge)
+        return judge
 
     def built(self, name: str) -> bool:
         return name in self.__dict__

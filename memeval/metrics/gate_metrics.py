@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from memeval.data.entry import LABELS
-from memeval.engine.gate.gate import Decision
+from memeval.engine.embedders.base import EmbeddingError
+from memeval.engine.gate.gate import Decision, GateConfig
+from memeval.engine.judges.base import NOT_SENT, JudgeError
 from memeval.metrics.bootstrap import bootstrap_ci
 
 PREJUDGE_STAGES = ("prefilter", "length", "content_score")
@@ -59,7 +61,11 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
         "judge_calls": judge_calls,
         "judge_calls_judge_only": total,
         "judge_call_saving": _rate(total - judge_calls, total),
-        "judge_errors": sum(d.judge_error for d in decisions),
+        "judge_errors": sum(bool(d.judge_error) for d in decisions),
+        "judge_error_reasons": _reasons(d.judge_error for d in decisions),
+        "judge_short_circuited": sum(str(d.judge_error).startswith(NOT_SENT) for d in decisions),
+        "embedding_errors": sum(bool(d.embedding_error) for d in decisions),
+        "embedding_error_reasons": _reasons(d.embedding_error for d in decisions),
         "audits": sum(d.audited for d in decisions),
         "audits_kept_by_judge": sum(d.audited and d.judge_skip is False for d in decisions),
         "judge_cached": sum(d.judge_cached for d in decisions),
@@ -78,6 +84,11 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
                 "substantive_retained_rate": _substantive_retained(rows)}
             for source, rows in _group(decisions, lambda d: d.label_source).items()},
     }
+
+
+def _reasons(reasons: Iterable[str | bool]) -> dict[str, int]:
+    """Failure reasons by count, most frequent first ("" = no failure)."""
+    return dict(Counter(str(r) for r in reasons if r).most_common())
 
 
 def _degraded(decisions: Sequence[Decision]) -> dict[str, Any]:
@@ -100,3 +111,40 @@ def _group(decisions: Sequence[Decision],
     for d in decisions:
         groups.setdefault(key(d), []).append(d)
     return groups
+
+
+def _share_failed(failed: Sequence[str], total: int, limit: float, setting: str,
+                  what: str, noun: str) -> str | None:
+    """One line when more than `limit` of `total` failed, naming the commonest reason (a breaker
+    short-circuit counts under the failure that opened it)."""
+    if not total or len(failed) / total <= limit:
+        return None
+    reasons = Counter(r.removeprefix(NOT_SENT) for r in failed).most_common()
+    top, count = reasons[0]
+    more = (f" ({count} of them; {len(reasons) - 1} other reason(s) in metrics.json)"
+            if len(reasons) > 1 else "")
+    unsent = sum(r.startswith(NOT_SENT) for r in failed)
+    breaker = f", {unsent} not sent once the circuit breaker opened" if unsent else ""
+    return (f"{what}: {len(failed)} of {total} {noun} failed{breaker} ({len(failed) / total:.0%}, "
+            f"more than {setting}={limit:g}): {top}{more}")
+
+
+def run_failures(decisions: Sequence[Decision],
+                 gate: GateConfig) -> list[JudgeError | EmbeddingError]:
+    """Why a finished run must not count as a success: its judge or its embedder failed on more
+    than the configured share of the work (every pass and phase together)."""
+    failures: list[JudgeError | EmbeddingError] = []
+    judge = gate.stage_config("judge")
+    called = [d for d in decisions if d.judge_called]
+    if judge is not None and (message := _share_failed(
+            [str(d.judge_error) for d in called if d.judge_error], len(called),
+            judge.max_error_share, "gate.stages.judge.max_error_share", "judge", "calls")):
+        failures.append(JudgeError(message))
+    # an entry is embedded once and replayed in every pass: counted once
+    embedded = {d.entry_id: d.embedding_error for d in decisions}
+    if message := _share_failed(
+            [error for error in embedded.values() if error], len(embedded),
+            gate.max_embedding_failure_share, "gate.max_embedding_failure_share", "embedding",
+            "entries"):
+        failures.append(EmbeddingError(message))
+    return failures

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+
+REASONS_SHOWN = 3  # distinct failure reasons printed under the table; metrics.json has them all
 
 
 def _pct(value: float | None) -> str:
@@ -28,8 +31,8 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
     others = _other_sources(passes)
     header = ("pass", "subst. recall [95% CI]", *(f"kept ({s})" for s in others),
               "noise stored", "low filtered", "pre-judge",
-              "judge calls", "saved", "prefilter", "length", "content", "judge SKIP", "dedup",
-              "stored", "threshold", "rej. store")
+              "judge calls", "judge err.", "saved", "prefilter", "length", "content", "judge SKIP",
+              "dedup", "stored", "threshold", "rej. store")
     rows = []
     for p in passes:
         counts = p["stage_counts"]
@@ -40,15 +43,61 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
             _pct(p["substantive_recall"]) + _ci(p.get("substantive_recall_ci95")),
             *(_pct(by_source.get(s, {}).get("substantive_retained_rate")) for s in others),
             str(p["noise_stored"]), _pct(p["low_value_filtered_rate"]),
-            _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]),
+            _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]), str(p.get("judge_errors", 0)),
             _pct(p["judge_call_saving"]), str(counts["prefilter"]), str(counts["length"]),
             str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
             str(counts["stored"]),
-            f"{threshold['last']:.3f}" if threshold else "off",
+            f"{threshold['last']:.3f}" if threshold else
+            "skipped" if _content_score_skipped(p) else "off",
             str(p["rejection_store_size"]),
         ))
+    failures = [block for block in (
+        _failures(passes, "judge", "judge_calls", "calls"),
+        _failures(passes, "embedding", "entries", "entries")) if block]
     stored = stored_mqs_table(passes)
-    return aligned(header, rows) + (f"\n\nMQS of stored memories\n{stored}" if stored else "")
+    return (aligned(header, rows) + "".join(f"\n{block}" for block in failures)
+            + (f"\n\nMQS of stored memories\n{stored}" if stored else ""))
+
+
+def _content_score_skipped(summary: dict[str, Any]) -> Counter[str]:
+    """Entries the content-score stage passed unscored, by reason."""
+    return Counter(summary.get("degraded", {}).get("content_score_skipped", {}))
+
+
+def _failures(passes: list[dict[str, Any]], what: str, total: str, noun: str) -> str:
+    """Failure counts per pass (`{what}_errors` of `total`) and the commonest reasons (from
+    `{what}_error_reasons`); empty when nothing failed."""
+    errors = f"{what}_errors"
+    if not any(p.get(errors) for p in passes):
+        return ""
+    counts = ", ".join(f"pass {p.get('arm', '')}{p['pass']}: {p.get(errors, 0)} of {p[total]}"
+                       for p in passes)
+    unsent = sum(p.get(f"{what}_short_circuited", 0) for p in passes)
+    reasons: Counter[str] = Counter()
+    for p in passes:
+        reasons.update(p.get(f"{what}_error_reasons", {}))
+    lines = [f"{what} errors ({noun}): {counts}"
+             + (f"; {unsent} not sent, the circuit breaker being open" if unsent else "")]
+    lines += [f"  {n}x {reason}" for reason, n in reasons.most_common(REASONS_SHOWN)]
+    if len(reasons) > REASONS_SHOWN:
+        lines.append(f"  … {len(reasons) - REASONS_SHOWN} more reason(s) in metrics.json")
+    return "\n".join(lines)
+
+
+def threshold_footer(passes: list[dict[str, Any]], rule: str) -> str:
+    """The content-score threshold's rule when the stage set one; otherwise what happened."""
+    if not any("content_score_threshold" in p for p in passes) or any(
+            p.get("content_score_threshold") for p in passes):
+        return f"content-score threshold: {rule}"
+    skipped: Counter[str] = Counter()
+    for p in passes:
+        skipped.update(_content_score_skipped(p))
+    if not skipped:
+        return ("content-score threshold: none; the content-score stage scored no entry (not in "
+                "gate.order, or no entry reached it)")
+    why = ", ".join(f"{reason}: {n}" for reason, n in skipped.most_common())
+    return (f"content-score threshold: none; the stage was skipped for the whole run and passed "
+            f"every entry it saw to the judge unscored ({why})")
 
 
 def _auroc(summary: dict[str, Any]) -> str:

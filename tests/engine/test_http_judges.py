@@ -9,7 +9,7 @@ import pytest
 
 from memeval.data.entry import Entry
 from memeval.engine.judges.anthropic import AnthropicJudge, AnthropicJudgeConfig
-from memeval.engine.judges.base import JUDGES, JudgeError
+from memeval.engine.judges.base import JUDGES, NOT_SENT, JudgeError
 from memeval.engine.judges.openai_chat import OpenAIChatJudge, OpenAIChatJudgeConfig
 from memeval.engine.judges.prompt import (
     PROMPT_VERSION,
@@ -17,6 +17,7 @@ from memeval.engine.judges.prompt import (
     build_messages,
     parse_verdict,
 )
+from memeval.registry import ConfigError
 from tests.loopback import LoopbackServer, Received, Reply, scripted
 
 KEY_ENV = "MEMEVAL_TEST_JUDGE_KEY"
@@ -238,7 +239,7 @@ def test_malformed_and_empty_replies_are_judge_errors() -> None:
         anthropic(srv).judge(ENTRY, USER, ASSISTANT)
     with (
         LoopbackServer(lambda req: anthropic_reply("   ")) as srv,
-        pytest.raises(JudgeError, match="empty reply"),
+        pytest.raises(JudgeError, match="blank reply"),
     ):
         anthropic(srv).judge(ENTRY, USER, ASSISTANT)
 
@@ -295,10 +296,10 @@ def test_openai_missing_usage_counts_zero_tokens() -> None:
     assert verdict.memory == MEMORY
 
 
-def test_openai_null_content_is_an_empty_reply_error() -> None:
+def test_openai_null_content_is_a_blank_reply_error() -> None:
     with (
         LoopbackServer(lambda req: openai_reply(None)) as srv,
-        pytest.raises(JudgeError, match="empty reply"),
+        pytest.raises(JudgeError, match="blank reply"),
     ):
         openai(srv).judge(ENTRY, USER, ASSISTANT)
 
@@ -394,3 +395,166 @@ def test_received_type_is_what_the_server_saw() -> None:
         httpx.post(f"{srv.base_url}/raw", content=b"not json")
         seen: Received = srv.requests[0]
     assert seen.body == "not json" and seen.path == "/raw"
+
+
+# -- failure reasons ------------------------------------------------------------------------
+
+BLANK = {"anthropic": anthropic_reply("  \n"), "openai": openai_reply("")}
+# what each failing server answers, and the words its reason must carry
+FAILURES: dict[str, tuple[Reply | None, str]] = {
+    "500 always": (Reply(500, {"error": "boom"}), "HTTP 500 Internal Server Error after 2 attempt"),
+    "malformed JSON": (Reply(200, text='{"content": [{"type": "text"'),
+                       "HTTP 200 with a body that is not JSON"),
+    "empty body": (Reply(200, text=""), "HTTP 200 with an empty body"),
+    "wrong shape": (Reply(200, {"result": "SKIP"}), "unexpected response shape"),
+    "blank reply": (None, "blank reply"),  # per wire format: BLANK
+    "401": (Reply(401, {"error": {"type": "authentication_error", "message": "invalid key"}}),
+            f"HTTP 401 Unauthorized from URL: check the key in {KEY_ENV}"),
+}
+PROVIDERS = {"anthropic": (anthropic, "/v1/messages"), "openai": (openai, "/v1/chat/completions")}
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+@pytest.mark.parametrize("mode", sorted(FAILURES))
+def test_every_failure_has_a_reason_naming_the_url_and_no_entry(provider: str, mode: str) -> None:
+    reply, words = FAILURES[mode]
+    build, path = PROVIDERS[provider]
+    answer = reply if reply is not None else BLANK[provider]
+    with LoopbackServer(lambda req: answer) as srv:
+        judge = build(srv, max_retries=1, api_key_env=KEY_ENV)
+        url = f"{srv.base_url}{path}"
+        with pytest.raises(JudgeError) as info:
+            judge.judge(ENTRY, USER, ASSISTANT)
+    reason = info.value.reason
+    assert words.replace("URL", url) in reason and url in reason
+    assert "e1" not in reason  # the same failure on every entry counts as one reason
+    assert "'e1'" in str(info.value)  # the message still says which entry
+
+
+def test_a_secret_a_server_echoes_is_redacted_from_the_reason() -> None:
+    leaked = "sk-ant-api03-" + "Xy7" * 15
+    body = {"error": {"message": f"invalid x-api-key {leaked}"}}
+    with LoopbackServer(lambda req: Reply(401, body)) as srv, pytest.raises(JudgeError) as info:
+        anthropic(srv).judge(ENTRY, USER, ASSISTANT)
+    assert leaked not in info.value.reason and leaked not in str(info.value)
+    assert "[REDACTED:anthropic_key]" in info.value.reason
+
+
+# -- circuit breaker ------------------------------------------------------------------------
+
+
+def turn(i: int) -> str:
+    return f"Turn {i}: the retry settings live in conf/judge/anthropic.yaml ({i})."
+
+
+@pytest.mark.faults
+def test_a_hanging_server_trips_the_breaker_and_sees_no_more_requests() -> None:
+    """breaker_after=3, max_retries=1: three entries time out (two requests each), then nothing
+    is sent; the short-circuited entries fail at once, with a reason saying so."""
+    with LoopbackServer(lambda req: Reply(200, {}, delay_s=2.0)) as srv:
+        judge = openai(srv, timeout_s=0.2, max_retries=1, breaker_after=3)
+        reasons = []
+        for i in range(12):
+            with pytest.raises(JudgeError) as info:
+                judge.judge(ENTRY, USER, turn(i))
+            reasons.append(info.value.reason)
+        assert srv.hits == 3 * 2
+    assert all("ReadTimeout after 2 attempt(s)" in r and "judge.timeout_s" in r for r in reasons)
+    assert not any(r.startswith(NOT_SENT) for r in reasons[:3])
+    assert all(r == NOT_SENT + reasons[2] for r in reasons[3:])
+
+
+def test_a_verdict_between_failures_resets_the_breaker_and_0_turns_it_off() -> None:
+    down = Reply(503, {"error": "overloaded"})
+    pattern = [down, down, openai_reply("SKIP")] * 3  # never 3 failures in a row
+    with LoopbackServer(scripted(pattern, openai_reply("SKIP"))) as srv:
+        judge = openai(srv, max_retries=0, breaker_after=3)
+        outcomes = []
+        for i in range(9):
+            try:
+                outcomes.append(judge.judge(ENTRY, USER, turn(i)).skip)
+            except JudgeError:
+                outcomes.append(None)
+        assert srv.hits == 9 and outcomes == [None, None, True] * 3
+    with LoopbackServer(lambda req: down) as srv:
+        judge = openai(srv, max_retries=0, breaker_after=0)
+        for i in range(8):
+            with pytest.raises(JudgeError):
+                judge.judge(ENTRY, USER, turn(i))
+        assert srv.hits == 8
+
+
+def test_an_open_breaker_still_serves_cached_verdicts(tmp_path: Path) -> None:
+    healthy = [openai_reply(MEMORY)]
+    with LoopbackServer(scripted(healthy, Reply(503, {}))) as srv:
+        judge = openai(srv, cache_dir=tmp_path, max_retries=0, breaker_after=2)
+        assert judge.judge(ENTRY, USER, turn(0)).memory == MEMORY
+        for i in (1, 2, 3):
+            with pytest.raises(JudgeError):
+                judge.judge(ENTRY, USER, turn(i))
+        again = judge.judge(ENTRY, USER, turn(0))
+        assert srv.hits == 3  # one verdict, two failures; the rest never sent
+    assert again.cached and again.memory == MEMORY
+
+
+def test_breaker_after_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="breaker_after"):
+        OpenAIChatJudgeConfig(breaker_after=-1).validate()
+
+
+# -- preflight ------------------------------------------------------------------------------
+
+
+@pytest.mark.bad_input
+def test_preflight_without_the_key_names_the_variable_and_sends_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV)
+    with LoopbackServer(lambda req: anthropic_reply("OK")) as srv:
+        with pytest.raises(ConfigError) as info:
+            anthropic(srv).preflight()
+        assert srv.hits == 0
+    message = str(info.value)
+    assert f"environment variable {KEY_ENV} is not set" in message
+    assert "judge.api_key_env" in message and "judge.preflight=false" in message
+
+
+@pytest.mark.bad_input
+def test_preflight_401_names_the_key_variable() -> None:
+    body = {"type": "error", "error": {"type": "authentication_error"}}
+    with LoopbackServer(lambda req: Reply(401, body)) as srv:
+        with pytest.raises(ConfigError) as info:
+            anthropic(srv).preflight()
+        assert srv.hits == 1
+    assert (f"HTTP 401 Unauthorized from {srv.base_url}/v1/messages: check the key in {KEY_ENV}"
+            in str(info.value))
+
+
+@pytest.mark.faults
+def test_preflight_unreachable_names_the_url_and_the_setting() -> None:
+    srv = LoopbackServer(lambda req: openai_reply("OK")).start()
+    srv.stop()
+    with pytest.raises(ConfigError) as info:
+        openai(srv, max_retries=0).preflight()
+    message = str(info.value)
+    assert f"ConnectError after 1 attempt(s) from {srv.base_url}/v1/chat/completions" in message
+    assert "is the server running? check judge.base_url" in message
+
+
+@pytest.mark.faults
+def test_preflight_rejects_a_reply_of_the_wrong_shape() -> None:
+    with (
+        LoopbackServer(lambda req: Reply(200, {"result": "OK"})) as srv,
+        pytest.raises(ConfigError, match="unexpected response shape"),
+    ):
+        openai(srv).preflight()
+
+
+def test_preflight_is_one_tiny_request_and_can_be_turned_off() -> None:
+    with LoopbackServer(lambda req: anthropic_reply("OK", 12, 1)) as srv:
+        anthropic(srv).preflight()
+        assert srv.hits == 1 and srv.requests[0].body["max_tokens"] == 1
+        anthropic(srv, preflight=False).preflight()
+        assert srv.hits == 1
+    srv.stop()
+    anthropic(srv, preflight=False).preflight()  # no server, no check, no error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memeval.engine.http_retry import HttpRetryError, backoff_delay, post_json
+from memeval.engine.http_retry import HttpRetryError, backoff_delay, explain_failure, post_json
 from tests.loopback import LoopbackServer, Reply, scripted
 
 OK = Reply(200, {"ok": True})
@@ -150,3 +150,48 @@ def test_backoff_grows_is_capped_and_jittered() -> None:
 def test_rejects_negative_max_retries() -> None:
     with pytest.raises(ValueError):
         post_json("http://127.0.0.1:9/x", {}, max_retries=-1)
+
+
+# -- one line per failure, with its fix -------------------------------------------------------
+
+
+def test_empty_and_non_json_bodies_have_causes_of_their_own() -> None:
+    for text, cause in (("", "HTTP 200 with an empty body"),
+                        ("<html>", "HTTP 200 with a body that is not JSON")):
+        with (
+            LoopbackServer(lambda req, body=text: Reply(200, text=body)) as srv,
+            pytest.raises(HttpRetryError) as info,
+        ):
+            post_json(f"{srv.base_url}/x", {}, sleep=Sleeps())
+        assert info.value.cause == cause and info.value.status == 200
+
+
+@pytest.mark.parametrize(("reply", "fix"), [
+    (Reply(401, {"error": "invalid key"}), "check the key in MY_KEY (server said: "),
+    (Reply(403, {}), "check the key in MY_KEY"),
+    (Reply(404, {}), "check judge.base_url and judge.model"),
+    (Reply(400, {"error": "no such model"}), "check judge.model and the other judge settings"),
+    (Reply(500, {}), "the service is failing"),
+    (Reply(429, {}), "raise judge.max_retries"),
+    (Reply(200, {}, delay_s=1.0), "raise judge.timeout_s or check judge.base_url"),
+])
+def test_explain_failure_names_the_url_and_the_fix(reply: Reply, fix: str) -> None:
+    with LoopbackServer(lambda req: reply) as srv:
+        url = f"{srv.base_url}/v1/messages"
+        with pytest.raises(HttpRetryError) as info:
+            post_json(url, {}, timeout_s=0.2, max_retries=0, sleep=Sleeps())
+    line = explain_failure(info.value, setting="judge", key_env="MY_KEY")
+    assert f" from {url}: " in line and fix in line
+
+
+def test_explain_failure_without_a_key_variable_names_the_setting_and_masks_credentials() -> None:
+    err = HttpRetryError("x", url="https://user:hunter2secret@api.example.com/v1/embeddings",
+                         attempts=1, status=401, cause="HTTP 401 Unauthorized")
+    line = explain_failure(err, setting="embedder", key_env=None)
+    assert "set embedder.api_key_env" in line and "hunter2secret" not in line
+    refused = HttpRetryError("x", url="http://127.0.0.1:9/v1", attempts=3, exhausted=True,
+                             cause="ConnectError after 3 attempt(s)",
+                             detail="[Errno 111] Connection refused")
+    assert explain_failure(refused, setting="embedder", key_env=None) == (
+        "ConnectError after 3 attempt(s) from http://127.0.0.1:9/v1: is the server running? "
+        "check embedder.base_url ([Errno 111] Connection refused)")

@@ -7,6 +7,7 @@ import pytest
 
 from memeval.engine.embedders.base import EMBEDDERS, EmbeddingError
 from memeval.engine.embedders.openai_http import OpenAIHttpConfig, OpenAIHttpEmbedder
+from memeval.registry import ConfigError
 from tests.loopback import LoopbackServer, Received, Reply
 
 KEY_ENV = "MEMEVAL_TEST_EMBED_KEY"
@@ -124,3 +125,70 @@ def test_empty_input_makes_no_request() -> None:
         out = embedder(f"{srv.base_url}/v1", dim=3).embed([])
         assert srv.hits == 0
     assert out.shape == (0, 3) and out.dtype == np.float32
+
+
+# -- preflight and failures -------------------------------------------------------------------
+
+
+@pytest.mark.faults
+def test_preflight_unreachable_names_the_url_and_embedder_base_url() -> None:
+    srv = embeddings_server().start()
+    url = f"{srv.base_url}/v1"
+    srv.stop()
+    with pytest.raises(ConfigError) as info:
+        embedder(url, max_retries=0).preflight()
+    message = str(info.value)
+    assert f"from {url}/embeddings: is the server running? check embedder.base_url" in message
+    assert "embedder.preflight=false" in message
+
+
+@pytest.mark.faults
+def test_preflight_needs_vectors_back() -> None:
+    with (
+        LoopbackServer(lambda req: Reply(200, {"object": "list", "data": []})) as srv,
+        pytest.raises(ConfigError, match=f"{srv.base_url}/v1/embeddings returned indices"),
+    ):
+        embedder(f"{srv.base_url}/v1").preflight()
+
+
+@pytest.mark.bad_input
+def test_preflight_names_the_key_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-wrong")
+    refused = f"HTTP 401 Unauthorized from .*: check the key in {KEY_ENV}"
+    with (
+        LoopbackServer(lambda req: Reply(401, {"error": "bad key"})) as srv,
+        pytest.raises(ConfigError, match=refused),
+    ):
+        embedder(f"{srv.base_url}/v1", api_key_env=KEY_ENV).preflight()
+    monkeypatch.delenv(KEY_ENV)
+    with embeddings_server() as srv:
+        with pytest.raises(ConfigError, match=f"{KEY_ENV} is not set"):
+            embedder(f"{srv.base_url}/v1", api_key_env=KEY_ENV).preflight()
+        assert srv.hits == 0
+
+
+def test_preflight_embeds_one_text_learns_the_width_and_can_be_turned_off() -> None:
+    with embeddings_server() as srv:
+        emb = embedder(f"{srv.base_url}/v1")
+        emb.preflight()
+        assert srv.hits == 1 and len(srv.requests[0].body["input"]) == 1 and emb.dim == 3
+        embedder(f"{srv.base_url}/v1", preflight=False).preflight()
+        assert srv.hits == 1
+
+
+@pytest.mark.faults
+def test_a_server_that_fell_over_is_named_by_every_error_and_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with LoopbackServer(lambda req: Reply(503, {"error": "loading model"})) as srv:
+        emb = embedder(f"{srv.base_url}/v1", max_retries=0)
+        errors = []
+        with caplog.at_level("WARNING"):
+            for text in ("a", "b", "c"):
+                with pytest.raises(EmbeddingError) as info:
+                    emb.embed([text])
+                errors.append(str(info.value))
+        assert srv.hits == 1  # down for embedder.down_for_s after the first failure
+    url = f"{srv.base_url}/v1/embeddings"
+    assert all(url in error for error in errors) and errors[1] == errors[2]  # stable: countable
+    assert "embedder.down_for_s" in errors[1] and "loading model" in errors[1]
+    assert caplog.records and all(url in r.getMessage() for r in caplog.records)

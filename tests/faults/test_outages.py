@@ -1,6 +1,7 @@
 """Services failing under a running replay: an embedding server going down, a judge that
 rate-limits, errs and times out, a judge that dies. Each run completes, loses no entry, and says
-in its metrics what degraded."""
+in its metrics what degraded; one that lost too much of a service fails once its results are
+written."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
+from memeval.engine.embedders.base import EmbeddingError
 from memeval.engine.embedders.hashing import HashingEmbedder
+from memeval.engine.judges.base import NOT_SENT, JudgeError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
 from tests.faults.common import chat_verdict, without_clock
@@ -58,15 +61,26 @@ def judge_overrides(server: LoopbackServer, **extra: Any) -> list[str]:
 def test_embedding_server_down_mid_run_degrades_to_the_judge_and_loses_nothing(
         tmp_path: Path, fast_config: Callable[..., DictConfig],
         caplog: pytest.LogCaptureFixture) -> None:
-    with LoopbackServer(down_after(8, embeddings_reply)) as server:
+    # the preflight's request, then 8 requests of 32 embed the first 256 texts
+    with LoopbackServer(down_after(9, embeddings_reply)) as server:
         cfg = fast_config("+experiment=three_pass", "plots=false", "embedder=openai_http",
                           f"embedder.base_url={server.base_url}/v1", "embedder.batch_size=32",
                           "embedder.max_retries=0")
-        with caplog.at_level(logging.WARNING):
+        with caplog.at_level(logging.WARNING), pytest.raises(EmbeddingError) as failed:
             run_experiment(cfg, tmp_path / "run")
+    url = f"{server.base_url}/v1/embeddings"
+    # 32 of 288 entries (11%) could not be embedded: more than the 5% a run may lose, so it fails
+    # once its results are written, naming the server
+    assert str(failed.value).startswith("embedding: 32 of 288 entries failed (11%")
+    assert "gate.max_embedding_failure_share=0.05" in str(failed.value) and url in str(failed.value)
     metrics = read_metrics(tmp_path / "run")
-    # 8 requests of 32 embedded the first 256 texts; the server fell before the last 32
+    assert metrics["failures"] == [str(failed.value)]
+    # the server fell before the last 32; every warning about it names it
     assert "embedding 32 of 32 entries failed" in caplog.text
+    warned = [r.getMessage() for r in caplog.records if "embed" in r.getMessage()
+              and r.name.startswith(("memeval.engine.gate.gate", "memeval.engine.embedders"))]
+    assert warned and all(url in message for message in warned)
+    assert all(p["embedding_errors"] == 32 for p in metrics["passes"])
     unscored = [p["degraded"]["content_score_skipped"].get("no embedding", 0)
                  for p in metrics["passes"]]
     # of the 32, those the length gate or pre-filter did not already drop; pass 1 began with
@@ -113,16 +127,28 @@ def test_a_judge_that_rate_limits_errs_and_stalls_changes_no_result(
 
 def test_a_judge_that_dies_mid_run_keeps_the_entries_and_counts_the_errors(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
-    """gate.stages.judge.on_error=store: an entry the judge could not see is kept, not lost."""
+    """gate.stages.judge.on_error=store: an entry the judge could not see is kept, not lost. After
+    judge.breaker_after (5) failures in a row nothing more is sent, and the run, its results
+    written, fails naming the cause."""
     with LoopbackServer(down_after(60, chat_verdict)) as server:
-        run_experiment(fast_config("+experiment=three_pass", "plots=false",
-                                   *judge_overrides(server, **{"judge.max_retries": 0})),
-                       tmp_path / "run")
+        with pytest.raises(JudgeError) as info:
+            run_experiment(fast_config("+experiment=three_pass", "plots=false",
+                                       *judge_overrides(server, **{"judge.max_retries": 0})),
+                           tmp_path / "run")
+        # the preflight, 59 verdicts, 5 failures; then nothing, passes 2-3 included (what the
+        # judge answered before comes from its cache)
+        assert server.hits == 1 + 59 + 5
+    cause = f"HTTP 503 Service Unavailable after 1 attempt(s) from {server.base_url}/v1/chat"
+    assert str(info.value).startswith("judge: ") and cause in str(info.value)
+    assert "not sent once the circuit breaker opened" in str(info.value)
     metrics = read_metrics(tmp_path / "run")
     first = metrics["passes"][0]
-    assert first["judge_errors"] == first["judge_calls"] - 60
+    assert first["judge_errors"] == first["judge_calls"] - 59
+    assert first["judge_short_circuited"] == first["judge_errors"] - 5
     assert first["judge_errors"] > 0 and first["entries"] == ENTRIES
+    assert sum(first["judge_error_reasons"].values()) == first["judge_errors"]
     # every entry that reached the dead judge was stored: none silently dropped
     decisions = read_decisions(tmp_path / "run")
-    failed = decisions[decisions["judge_error"]]
+    failed = decisions[decisions["judge_error"] != ""]
     assert len(failed) > 0 and set(failed["outcome"]) <= {"stored", "dedup", "noise_check"}
+    assert failed["judge_error"].str.removeprefix(NOT_SENT).str.startswith(cause).all()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from memeval.data.entry import Entry
-from memeval.engine.embedders.base import Embedder, embed_available
+from memeval.engine.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
 from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
@@ -49,24 +49,37 @@ class RejectionStoreConfig(StoreConfig):
 
 @dataclass
 class GateConfig:
+    """`max_embedding_failure_share`: a run in which the gate could not embed more than this share
+    of the entries it was given ends as a failure (after its results are written): the
+    content-score stage it measures hardly ran."""
+
     order: list[str] = field(default_factory=list)
     stages: dict[str, Any] = field(default_factory=dict)
     write: WriteConfig = field(default_factory=WriteConfig)
     rejection_store: RejectionStoreConfig = field(default_factory=RejectionStoreConfig)
     accept_store: StoreConfig = field(default_factory=StoreConfig)
+    max_embedding_failure_share: float = 0.05
 
     def validate(self) -> None:
         self.write.validate()
         self.rejection_store.validate()
         self.accept_store.validate()
+        if not 0.0 <= self.max_embedding_failure_share <= 1.0:
+            raise ValueError("max_embedding_failure_share must be in [0, 1] (1: never fail)")
         for name in self.order:
             if name not in self.stages:
                 raise ConfigError(f"gate.order names '{name}' but gate.stages has no '{name}'")
-            STAGES.validate({"name": name, **(self.stages[name] or {})})
+            self.stage_config(name)
         for stage in self.rejection_store.feed_stages:
             if stage not in self.order:
                 raise ConfigError(f"rejection_store.feed_stages names unknown stage '{stage}' "
                                   f"(stages: {', '.join(self.order)})")
+
+    def stage_config(self, name: str) -> Any:
+        """The validated settings of stage `name`; None when the gate does not run it."""
+        if name not in self.order:
+            return None
+        return STAGES.validate({"name": name, **(self.stages[name] or {})})
 
 
 @dataclass
@@ -85,17 +98,39 @@ class Decision:
     threshold: float | None = None
     scorer_note: str = ""
     embedded: bool = True  # False: stored although the write path could not embed (no dedup)
+    embedding_error: str = ""  # why the gate could not embed the text on entry ("" if it could)
     audited: bool = False
     judge_called: bool = False
     judge_skip: bool | None = None
     judge_cached: bool = False
-    judge_error: bool = False
+    judge_error: str = ""  # why the judge gave no verdict ("" if it gave one), redacted
     judge_tokens_in: int = 0
     judge_tokens_out: int = 0
     judge_cost_usd: float = 0.0
     latency_ms: dict[str, float] = field(default_factory=dict)
     arm: str = "main"
     started_at: float = 0.0  # wall clock (epoch s) when the entry entered the gate: span times
+
+
+class _FirstError:
+    """Passes calls through to an embedder and keeps the first error's message: `embed_available`
+    turns failures into None, and the run must still say why (and where) embedding failed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self.error = ""
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        try:
+            return self.inner.embed(texts)
+        except EmbeddingError as err:
+            self.error = self.error or str(err) or type(err).__name__
+            raise
 
 
 class Gate:
@@ -115,6 +150,7 @@ class Gate:
         self.memories = MemoryStore(embedder.dim)
         self.writer = WritePipeline(cfg.write, embedder, redact, self.memories)
         self._learning = True
+        self._embedding_errors: dict[str, str] = {}  # entry id -> why it could not be embedded
 
     @property
     def learning(self) -> bool:
@@ -166,11 +202,18 @@ class Gate:
         texts = [self.redact(e.assistant_response) for e in entries]
         vectors: list[np.ndarray | None] = [None] * len(texts)
         if self.content_gate is not None:
-            vectors = embed_available(self.embedder, texts)
+            recorder = _FirstError(self.embedder)
+            vectors = embed_available(recorder, texts)
+            reason = self.redact(recorder.error)
+            for entry, vector in zip(entries, vectors, strict=True):
+                if vector is None:
+                    self._embedding_errors[entry.id] = reason
+                else:
+                    self._embedding_errors.pop(entry.id, None)
             failed = sum(v is None for v in vectors)
             if failed:
-                log.warning("embedding %d of %d entries failed; the content-score gate passes "
-                            "them to the judge unscored", failed, len(texts))
+                log.warning("embedding %d of %d entries failed (%s); the content-score gate "
+                            "passes them to the judge unscored", failed, len(texts), reason)
         return [Candidate(e, p, t, v)
                 for e, p, t, v in zip(entries, prompts, texts, vectors, strict=True)]
 
@@ -197,7 +240,8 @@ class Gate:
     def process(self, item: Candidate, pass_no: int, phase: str = "eval") -> Decision:
         decision = Decision(pass_no, phase, item.entry.id, item.entry.label,
                             item.entry.label_source, len(item.text), outcome="", retained=False,
-                            started_at=time.time())
+                            started_at=time.time(),
+                            embedding_error=self._embedding_errors.get(item.entry.id, ""))
         judged: StageResult | None = None
         for stage in self.stages:
             start = time.perf_counter()
@@ -228,7 +272,7 @@ class Gate:
             decision.audited = result.detail == "audit"
         elif result.stage == "judge":
             decision.judge_called = True
-            decision.judge_error = result.verdict is None
+            decision.judge_error = result.detail if result.verdict is None else ""
             if result.verdict is not None:
                 verdict = result.verdict
                 decision.judge_skip = verdict.skip

@@ -46,10 +46,10 @@ class AnthropicJudge(HttpJudge):
             headers["x-api-key"] = api_key
         return headers
 
-    def body(self, system: str, user: str) -> dict[str, Any]:
+    def body(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.cfg.model,
-            "max_tokens": self.cfg.max_tokens,
+            "max_tokens": max_tokens,
             "system": system,
             "messages": [{"role": "user", "content": user}],
         }

@@ -8,9 +8,19 @@ from typing import Protocol
 from memeval.data.entry import Entry
 from memeval.registry import Registry
 
+# How the reason of a verdict the circuit breaker never asked for begins.
+NOT_SENT = "not sent (circuit breaker open): "
+
 
 class JudgeError(RuntimeError):
-    """The judge gave no verdict (unreachable, timed out after retries, bad response)."""
+    """The judge gave no verdict (unreachable, timed out after retries, bad response).
+
+    `reason` says why in one line that names no entry, so a run's failures count by it.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,16 @@
 
 Providers differ only in wire format (endpoint, headers, body, where the text and token counts
 live), so each subclass supplies those four pieces and inherits everything that must behave the
-same across providers: the memoryd prompt, retry policy, cost accounting and the offline cache.
+same across providers: the memoryd prompt, retry policy, cost accounting, the offline cache, the
+preflight and the circuit breaker.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,16 +25,24 @@ from memeval.engine.http_retry import (
     Cooldown,
     HttpEndpointConfig,
     HttpRetryError,
+    PostResult,
+    explain_failure,
     post_json,
     preview,
 )
-from memeval.engine.judges.base import JudgeError, Verdict
+from memeval.engine.judges.base import NOT_SENT, JudgeError, Verdict
 from memeval.engine.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
 from memeval.engine.kvcache import SqliteKV, content_key
+from memeval.engine.redact import redact
+from memeval.registry import ConfigError
 
 CACHE_FILE = "judge.sqlite"
 JudgeT = TypeVar("JudgeT", bound="HttpJudge")
 CACHE_TABLE = "judge_responses"
+# The preflight's (system, user) messages, answered with one token at most: cheap on any API.
+PROBE = ("Answer with the single word OK.", "OK?")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,6 +51,9 @@ class HttpJudgeConfig(HttpEndpointConfig):
 
     `temperature: None` leaves it out of the request (the provider default), as the memoryd
     daemon did. `api_key_env` names the environment variable holding the key, never the key.
+    `breaker_after`: after this many failed verdicts in a row, no request is sent for the rest of
+    the run (cached verdicts are still served), so a dead or hanging server costs that many
+    timeouts, not one per entry; 0 turns the breaker off.
     """
 
     max_tokens: int = 1024
@@ -47,6 +61,7 @@ class HttpJudgeConfig(HttpEndpointConfig):
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     cache: bool = True
+    breaker_after: int = 5
 
     def validate(self) -> None:
         super().validate()
@@ -56,6 +71,8 @@ class HttpJudgeConfig(HttpEndpointConfig):
             raise ValueError("temperature must be >= 0 (or null to leave it unset)")
         if self.price_input_per_mtok < 0 or self.price_output_per_mtok < 0:
             raise ValueError("prices must be >= 0")
+        if self.breaker_after < 0:
+            raise ValueError("breaker_after must be >= 0 (0 turns the circuit breaker off)")
 
 
 class HttpJudge:
@@ -80,6 +97,9 @@ class HttpJudge:
         self._cache: SqliteKV | None = None
         if cache_dir is not None and cfg.cache:
             self._cache = SqliteKV(Path(cache_dir) / CACHE_FILE, CACHE_TABLE)
+        self._lock = threading.Lock()  # the breaker's state: labelling asks from several threads
+        self._failures_in_a_row = 0
+        self._open_because: str | None = None  # the failure that opened the breaker
 
     # -- wire-format hooks ------------------------------------------------------------------
 
@@ -90,7 +110,7 @@ class HttpJudge:
     def headers(self, api_key: str | None) -> dict[str, str]:
         raise NotImplementedError
 
-    def body(self, system: str, user: str) -> dict[str, Any]:
+    def body(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
         raise NotImplementedError
 
     def extract(self, data: Any) -> tuple[str, int, int]:
@@ -106,10 +126,11 @@ class HttpJudge:
             return None
         key = os.environ.get(env, "").strip()
         if not key:
-            raise JudgeError(
-                f"{self.name}: environment variable {env} is not set; it must hold the API key "
-                f"for {self.base_url} (or set api_key_env to another variable)"
+            reason = redact(
+                f"environment variable {env} is not set: export the API key for "
+                f"{self.base_url} in it, or set judge.api_key_env to the variable holding it"
             )
+            raise JudgeError(f"{self.name}: {reason}", reason=reason)
         return key
 
     def cache_key(self, system: str, user: str) -> str:
@@ -168,17 +189,13 @@ class HttpJudge:
             return None  # unreadable entry: ask the model again and overwrite it
         return self._verdict(raw, tin, tout, latency_ms=0.0, cached=True)
 
-    def judge(self, entry: Entry, user_prompt: str, assistant_text: str) -> Verdict:
-        system, user = build_messages(user_prompt, assistant_text)
-        key = self.cache_key(system, user)
-        hit = self._from_cache(key)
-        if hit is not None:
-            return hit
+    def _post(self, body: dict[str, Any]) -> PostResult:
+        """One call with the retry policy; a failure is a JudgeError whose reason names the fix."""
         headers = self.headers(self.api_key())
         try:
-            result = post_json(
+            return post_json(
                 self.url,
-                self.body(system, user),
+                body,
                 headers=headers,
                 timeout_s=self.cfg.timeout_s,
                 max_retries=self.cfg.max_retries,
@@ -187,19 +204,69 @@ class HttpJudge:
                 cooldown=self._cooldown,
             )
         except HttpRetryError as err:
-            raise JudgeError(f"{self.name} on entry '{entry.id}': {err}") from err
+            reason = explain_failure(err, setting="judge", key_env=self.cfg.api_key_env)
+            raise JudgeError(f"{self.name}: {redact(str(err))}", reason=reason) from err
+
+    def _reply(self, data: Any) -> tuple[str, int, int]:
         try:
-            raw, tin, tout = self.extract(result.data)
+            return self.extract(data)
         except (KeyError, IndexError, TypeError, ValueError) as err:
-            raise JudgeError(
-                f"{self.name}: unexpected response shape from {self.url} "
-                f"({type(err).__name__}: {err}): {preview(json.dumps(result.data))!r}"
-            ) from err
-        if not raw.strip():
-            raise JudgeError(
-                f"{self.name}: empty reply from {self.url} for entry '{entry.id}' "
-                f"(expected SKIP or a memory): {preview(json.dumps(result.data))!r}"
+            reason = redact(
+                f"unexpected response shape from {self.url} ({type(err).__name__}: {err}): "
+                f"is judge.base_url a {self.provider} endpoint?"
             )
+            raise JudgeError(
+                f"{self.name}: {reason}: {redact(preview(json.dumps(data)))!r}", reason=reason
+            ) from err
+
+    def preflight(self) -> None:
+        """The key is set and one tiny request gets a well-formed reply: otherwise the run stops
+        before any work, with the fix named."""
+        if not self.cfg.preflight:
+            return
+        try:
+            self._reply(self._post(self.body(*PROBE, max_tokens=1)).data)
+        except JudgeError as err:
+            raise ConfigError(
+                f"judge={self.provider} failed its preflight: {err.reason} (judge.preflight=false "
+                f"skips the check, e.g. to replay from the judge cache offline)"
+            ) from None
+
+    def _failed(self, reason: str) -> None:
+        with self._lock:
+            self._failures_in_a_row += 1
+            opens = (self._open_because is None and self.cfg.breaker_after > 0
+                     and self._failures_in_a_row >= self.cfg.breaker_after)
+            if opens:
+                self._open_because = reason
+        if opens:
+            log.warning("%s failed %d times in a row: no more requests this run (judge."
+                        "breaker_after); entries not in the judge cache count as judge errors. "
+                        "Last error: %s", self.name, self.cfg.breaker_after, reason)
+
+    def judge(self, entry: Entry, user_prompt: str, assistant_text: str) -> Verdict:
+        system, user = build_messages(user_prompt, assistant_text)
+        key = self.cache_key(system, user)
+        hit = self._from_cache(key)
+        if hit is not None:
+            return hit
+        if self._open_because is not None:
+            reason = NOT_SENT + self._open_because
+            raise JudgeError(f"{self.name} on entry '{entry.id}': {reason}", reason=reason)
+        try:
+            result = self._post(self.body(system, user, self.cfg.max_tokens))
+            raw, tin, tout = self._reply(result.data)
+            if not raw.strip():
+                reason = redact(f"blank reply from {self.url} (expected SKIP or a memory): check "
+                                f"judge.model and judge.max_tokens")
+                raise JudgeError(f"{self.name}: {reason}: "
+                                 f"{redact(preview(json.dumps(result.data)))!r}", reason=reason)
+        except JudgeError as err:
+            self._failed(err.reason)
+            raise JudgeError(f"{self.name} on entry '{entry.id}': {err.reason}",
+                             reason=err.reason) from err
+        with self._lock:
+            self._failures_in_a_row = 0
         if self._cache is not None:
             record = {"text": raw, "input_tokens": tin, "output_tokens": tout}
             self._cache.put(key, json.dumps(record).encode("utf-8"))

@@ -38,14 +38,14 @@ class OpenAIChatJudge(HttpJudge):
             headers["authorization"] = f"Bearer {api_key}"
         return headers
 
-    def body(self, system: str, user: str) -> dict[str, Any]:
+    def body(self, system: str, user: str, max_tokens: int) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.cfg.model,
             "messages": [
                 {"role": "system", "content": system},
                 {"role": "user", "content": user},
             ],
-            "max_tokens": self.cfg.max_tokens,
+            "max_tokens": max_tokens,
         }
         if self.cfg.temperature is not None:
             body["temperature"] = self.cfg.temperature
