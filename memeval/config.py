@@ -16,7 +16,7 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
-from memeval.registry import ConfigError, did_you_mean, to_dataclass
+from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
 
 if TYPE_CHECKING:
@@ -98,7 +98,8 @@ def _check_group_options(overrides: list[Override]) -> None:
 def check_overrides(args: list[str]) -> None:
     """Hydra refuses a misspelt key by suggesting to add it with '+', the wrong fix: compose the
     plain overrides first (sweeps and Hydra's own aside) and name the key meant instead. A
-    misspelt group option is named before Hydra's own error too."""
+    misspelt group option is named before Hydra's own error too, and the composed config is
+    validated, so no mistake costs a run directory."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import ConfigCompositionException, OverrideParseException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError
@@ -112,7 +113,7 @@ def check_overrides(args: list[str]) -> None:
     plain = [o for o in parsed if not o.is_sweep_override()
              and not o.key_or_group.startswith("hydra")]
     try:
-        compose([str(o.input_line) for o in plain])
+        cfg = compose([str(o.input_line) for o in plain])
     except ConfigCompositionException as err:
         cause = err.__cause__
         if not isinstance(cause, ConfigAttributeError | ConfigKeyError) or not cause.full_key:
@@ -127,6 +128,11 @@ def check_overrides(args: list[str]) -> None:
         if hint and parent:
             hint = hint.replace(" '", f" '{parent}.", 1)
         raise ConfigError(f"unknown setting '{wrong}'{hint}") from None
+    # The whole config too, before Hydra makes a run directory; a multirun's swept values, and
+    # a command only asking Hydra for its help or the config, are checked by each job instead.
+    if len(plain) == len([o for o in parsed if not o.key_or_group.startswith("hydra")]) \
+            and all(a in ("-m", "--multirun") for a in args if a.startswith("-")):
+        validate(cfg)
 
 
 def register_resolvers() -> None:
@@ -135,9 +141,23 @@ def register_resolvers() -> None:
 
 
 @dataclass
+class Settings:
+    """The top-level settings of conf/config.yaml (the component groups aside)."""
+
+    seed: int = bounded(0, *SEEDS)
+    cache_dir: str = "~/.cache/memeval"
+    progress: bool = True
+    # Resamples per bootstrap CI: fewer are noise; each costs resamples x entries of memory.
+    bootstrap: int = bounded(2000, 20, 100_000)
+    plots: bool = True
+    resume: bool = False
+
+
+@dataclass
 class Validated:
     """Every component's config as its schema dataclass; composing one never loads anything."""
 
+    settings: Settings
     experiment: Any
     dataset: Any
     labeller: Any
@@ -157,16 +177,18 @@ def validate(cfg: DictConfig) -> Validated:
     if missing:
         raise ConfigError(f"{', '.join(missing)} not set: add "
                           f"{' '.join(f'{key}=…' for key in missing)} to the command")
-    gate = OmegaConf.to_container(cfg.gate, resolve=True)
-    phoenix = OmegaConf.to_container(cfg.reporting.phoenix, resolve=True)
-    assert isinstance(gate, dict) and isinstance(phoenix, dict)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    top = {k: v for k, v in resolved.items() if not isinstance(v, dict)}
     return Validated(
-        experiment=EXPERIMENTS.validate(cfg.experiment),
-        dataset=DATASETS.validate(cfg.dataset),
-        labeller=LABELLERS.validate(cfg.labeller),
-        embedder=EMBEDDERS.validate(cfg.embedder),
-        scorer=SCORERS.validate(cfg.scorer),
-        judge=JUDGES.validate(cfg.judge),
-        gate=to_dataclass(GateConfig, gate, "gate"),
-        phoenix=to_dataclass(PhoenixConfig, phoenix, "reporting.phoenix"),
+        settings=to_dataclass(Settings, top, "the top level", key=""),
+        experiment=EXPERIMENTS.validate(cfg.experiment, key="experiment"),
+        dataset=DATASETS.validate(cfg.dataset, key="dataset"),
+        labeller=LABELLERS.validate(cfg.labeller, key="labeller"),
+        embedder=EMBEDDERS.validate(cfg.embedder, key="embedder"),
+        scorer=SCORERS.validate(cfg.scorer, key="scorer"),
+        judge=JUDGES.validate(cfg.judge, key="judge"),
+        gate=to_dataclass(GateConfig, resolved["gate"], "gate", key="gate"),
+        phoenix=to_dataclass(PhoenixConfig, resolved["reporting"]["phoenix"], "reporting.phoenix",
+                             key="reporting.phoenix"),
     )

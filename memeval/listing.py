@@ -57,8 +57,9 @@ def shown(value: Any) -> Any:
 
 def line_format(loader: Callable[..., Any], sample: Path) -> list[dict[str, Any]]:
     """The top-level fields of the bundled file's lines; a field is required when the loader
-    refuses a line without it. The loader is the only authority on what a line needs: asking it
-    keeps this listing from drifting from the code."""
+    refuses a line without it (with its reason, when that says more than "missing"). The
+    loader is the only authority on what a line needs: asking it keeps the listing from
+    drifting from the code."""
     rows = [json.loads(line) for line in sample.read_text().splitlines() if line.strip()]
     keys = list(dict.fromkeys(key for row in rows for key in row))
     found = []
@@ -67,12 +68,16 @@ def line_format(loader: Callable[..., Any], sample: Path) -> list[dict[str, Any]
         for key in keys:
             row = next(r for r in rows if key in r)
             probe.write_text(json.dumps({k: v for k, v in row.items() if k != key}) + "\n")
+            field: dict[str, Any] = {"name": key, "type": JSON_TYPES.get(type(row[key]), "value"),
+                                     "required": False}
             try:
-                required = loader(probe)[1].skipped > 0
-            except DatasetError:  # a file with nothing usable
-                required = True
-            found.append({"name": key, "type": JSON_TYPES.get(type(row[key]), "value"),
-                          "required": required})
+                loader(probe, "raise")
+            except DatasetError as err:
+                field["required"] = True
+                reason = str(err).removeprefix(f"{probe}:1: ")
+                if not reason.startswith("missing field"):
+                    field["needs"] = reason
+            found.append(field)
     return found
 
 
@@ -186,8 +191,8 @@ def _experiment_lines(experiment: dict[str, Any]) -> list[str]:
     for item in experiment["inputs"]:
         lines += _column("", f"{item['setting']}: JSONL, default {_plain(item['default'])}", 23)
         for kind in ("required", "optional"):
-            names = [f"{f['name']} ({f['type']})" for f in item.get("fields", [])
-                     if f["required"] == (kind == "required")]
+            names = [f"{f['name']} ({f['type']}{'; ' + f['needs'] if 'needs' in f else ''})"
+                     for f in item.get("fields", []) if f["required"] == (kind == "required")]
             if names:
                 lines += _column("", f"{kind}: {', '.join(names)}", 25)
     return lines

@@ -97,6 +97,10 @@ def test_a_misspelt_group_option_exits_2_naming_the_option_meant(
                                 "dataset.path=… to the command\n"),
     (["dataset=labeled_jsonl", "dataset.path=missing.jsonl"],
      "memeval: labelled dataset file not found: missing.jsonl (set dataset.path=FILE)\n"),
+    (["bootstrap=0"], "memeval: configuration error: bootstrap must be an integer in "
+                      "[20, 100000], got 0\n"),
+    (["gate.write.dedup_threshold=1.5"],
+     "memeval: configuration error: gate.write.dedup_threshold must be in [-1, 1], got 1.5\n"),
 ])
 def test_a_user_error_is_one_line_and_leaves_no_run_directory(
         overrides: list[str], message: str, tmp_path: Path) -> None:

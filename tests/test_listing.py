@@ -99,3 +99,23 @@ def test_a_description_is_the_opening_comment_s_first_sentence(tmp_path: Path) -
     path.write_text("# @package _global_\n# Does X, e.g. for Y (see\n# the card). More.\n"
                     "# Even more.\nname: x  # not this\n")
     assert description(path) == "Does X, e.g. for Y (see the card)."
+
+
+def test_each_input_file_is_listed_with_the_fields_its_lines_take(listed: dict[str, Any]) -> None:
+    inputs = {i["setting"]: i for e in listed["experiments"] for i in e["inputs"]}
+    assert set(inputs) == {"experiment.records", "experiment.scenarios", "experiment.pairs",
+                           "experiment.queries"}
+    assert inputs["experiment.pairs"]["default"] == "data/conflicts/memory_pairs_v1.jsonl"
+
+    def names(setting: str, required: bool) -> set[str]:
+        return {f["name"] for f in inputs[setting]["fields"] if f["required"] == required}
+
+    assert names("experiment.pairs", True) == {"pair_id", "a", "b", "conflict"}
+    assert names("experiment.pairs", False) == {"note"}
+    assert names("experiment.queries", True) == {"query_id", "query", "relevant"}
+    assert {"id", "content"} <= names("experiment.records", True)
+    assert {"confidence", "citation", "label_note"} <= names("experiment.records", False)
+    assert {"scenario_id", "ground_truth", "retrieved_memories"} == \
+        names("experiment.scenarios", True)
+    pair_id = next(f for f in inputs["experiment.pairs"]["fields"] if f["name"] == "pair_id")
+    assert pair_id == {"name": "pair_id", "type": "text", "required": True}

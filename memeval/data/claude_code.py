@@ -47,6 +47,7 @@ from memeval.data.jsonl import (
     nothing_usable,
     read_objects,
 )
+from memeval.registry import bounded
 
 DEFAULT_PATH = "~/.claude/projects"
 PATH_HELP = ("point dataset.path= at a Claude Code project folder "
@@ -90,9 +91,9 @@ class ClaudeCodeConfig:
     path: str = DEFAULT_PATH
     include_sidechains: bool = False
     on_error: str = "skip"
-    limit: int | None = None
-    max_chars: int = MAX_CHARS
-    min_chars: int = 1
+    limit: int | None = bounded(None, 1)
+    max_chars: int = bounded(MAX_CHARS, 1)
+    min_chars: int = bounded(1, 1)
 
     def validate(self) -> None:
         check_read_settings(self.on_error, self.limit, self.max_chars)

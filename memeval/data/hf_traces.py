@@ -23,6 +23,7 @@ from typing import Any
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.entry import Entry
 from memeval.data.jsonl import nothing_usable, read_objects, replace_surrogates
+from memeval.registry import bounded
 
 DEFAULT_REPO = "nlile/misc-merged-claude-code-traces-v1"
 DEFAULT_COLUMNS = {"id": "id", "user_prompt": "user_prompt",
@@ -41,10 +42,10 @@ class HfTracesConfig:
     streaming: bool = False
     columns: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_COLUMNS))
     use_messages: bool = False
-    max_chars: int = 32768
+    max_chars: int = bounded(32768, 1)
     keep_empty: bool = False
-    limit: int | None = None
-    hub_timeout_s: float = 5.0
+    limit: int | None = bounded(None, 1)
+    hub_timeout_s: float = bounded(5.0, above=0)
 
     def validate(self) -> None:
         missing = set(DEFAULT_COLUMNS) - set(self.columns)

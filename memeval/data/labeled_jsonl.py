@@ -21,6 +21,7 @@ from memeval.data.jsonl import (
     nothing_usable,
     read_objects,
 )
+from memeval.registry import bounded
 
 __all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]
 
@@ -29,8 +30,8 @@ __all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]
 class LabeledJsonlConfig:
     path: str = "???"
     on_error: str = "skip"
-    limit: int | None = None
-    max_chars: int = MAX_CHARS
+    limit: int | None = bounded(None, 1)
+    max_chars: int = bounded(MAX_CHARS, 1)
 
     def validate(self) -> None:
         check_read_settings(self.on_error, self.limit, self.max_chars)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from memeval.data.entry import Entry
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.redact import redact
-from memeval.registry import Registry
+from memeval.registry import Registry, bounded
 
 
 class Labeller(Protocol):
@@ -34,14 +34,14 @@ LABELLERS: Registry[Labeller] = Registry("labeller")
 @dataclass
 class HeuristicConfig:
     version: str = "heuristic-v1"
-    noise_below: int = 80
-    ack_below: int = 200
+    noise_below: int = bounded(80, 0)
+    ack_below: int = bounded(200, 0)
     ack_openers: list[str] = field(default_factory=list)
     ack_pattern: str = ""
-    fence_above: int = 400
-    list_above: int = 800
-    min_bullets: int = 3
-    long_above: int = 1200
+    fence_above: int = bounded(400, 0)
+    list_above: int = bounded(800, 0)
+    min_bullets: int = bounded(3, 1)
+    long_above: int = bounded(1200, 0)
 
     def validate(self) -> None:
         re.compile(self.ack_pattern)
@@ -90,7 +90,7 @@ def build_heuristic(cfg: HeuristicConfig, **_: object) -> HeuristicLabeller:
 @dataclass
 class JudgeLabellerConfig:
     judge: dict[str, Any] = field(default_factory=lambda: {"name": "classifier"})
-    max_concurrency: int = 4
+    max_concurrency: int = bounded(4, 1, 64)
 
     def validate(self) -> None:
         JUDGES.validate(self.judge)

@@ -19,7 +19,7 @@ from memeval.data.base import DATASETS, Dataset, LoadReport
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.data.labellers import LABELLERS
 from memeval.data.splits import stratified_split
-from memeval.registry import ConfigError, did_you_mean
+from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean
 
 # corpus name → (loader, default path or None for the loader's own default)
 CORPORA: dict[str, tuple[str, str | None]] = {
@@ -32,12 +32,12 @@ CORPORA: dict[str, tuple[str, str | None]] = {
 @dataclass
 class MixedConfig:
     labeled_path: str = "???"
-    labeled_rows: int | None = 144
+    labeled_rows: int | None = bounded(144, 1)
     corpus: str = "trace_sample"
     corpus_path: str | None = None
-    corpus_rows: int = 856
+    corpus_rows: int = bounded(856, 0)
     corpus_options: dict[str, Any] = field(default_factory=dict)
-    seed: int = 0
+    seed: int = bounded(0, *SEEDS)
 
     def validate(self) -> None:
         if self.corpus not in CORPORA:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import httpx
 
 from memeval.engine.redact import redact
+from memeval.registry import bounded
 
 BODY_PREVIEW_CHARS = 300
 
@@ -40,8 +41,8 @@ class HttpEndpointConfig:
     model: str = ""
     base_url: str = ""
     api_key_env: str | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 3
+    timeout_s: float = bounded(60.0, above=0)
+    max_retries: int = bounded(3, 0, 100)
     preflight: bool = True
 
     def validate(self) -> None:

@@ -20,6 +20,7 @@ from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
+from memeval.registry import input_file
 from memeval.reporting.table import aligned
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
@@ -28,7 +29,7 @@ MODES = ("memeval", "compat")
 
 @dataclass
 class ConflictDetectionConfig:
-    pairs: str = ""
+    pairs: str = input_file(load_conflict_pairs, "")
     on_error: str = "skip"
     rules: ConflictRules = field(default_factory=ConflictRules)
 

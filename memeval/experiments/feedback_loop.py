@@ -16,11 +16,12 @@ from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Gate
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
+from memeval.registry import bounded
 
 
 @dataclass
 class FeedbackLoopConfig:
-    passes: int = 6
+    passes: int = bounded(6, 2)
     clean_feed: list[str] = field(default_factory=lambda: ["judge"])
     self_feed: list[str] = field(default_factory=lambda: ["judge", "content_score"])
 

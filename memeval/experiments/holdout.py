@@ -15,12 +15,13 @@ from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Gate
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
+from memeval.registry import bounded
 
 
 @dataclass
 class HoldoutConfig:
-    passes: int = 3
-    learn_fraction: float = 0.5
+    passes: int = bounded(3, 1)
+    learn_fraction: float = bounded(0.5, above=0, below=1)
 
     def validate(self) -> None:
         if self.passes < 1:

@@ -35,16 +35,17 @@ from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
+from memeval.registry import bounded, input_file
 
 METRICS = ("spearman", "kendall", "brier", "ece")
 
 
 @dataclass
 class MQSCalibrationConfig:
-    records: str | None = None
-    scenarios: str | None = None
-    bins: int = 5
-    folds: int = 5
+    records: str | None = input_file(load_memory_records, None)
+    scenarios: str | None = input_file(load_scenarios, None)
+    bins: int = bounded(5, 2)
+    folds: int = bounded(5, 2)
     on_error: str = "skip"
     mqs: MQSConstants = field(default_factory=MQSConstants)
     policy: ConfidencePolicy = field(default_factory=ConfidencePolicy)

@@ -44,6 +44,7 @@ from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, 
 from memeval.experiments.stored_quality import gate_confidences
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.ranking import ndcg_at_k, rank_agreement, recall_at_k
+from memeval.registry import bounded, input_file
 
 ARMS = ("off", "on")
 MQS_TERMS = ("confidence", "usage", "access", "conflict_penalty", "hedged_penalty")
@@ -52,14 +53,14 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 @dataclass
 class RetrievalReplayConfig:
-    queries: str = ""
+    queries: str = input_file(load_queries, "")
     on_error: str = "skip"
-    store_passes: int = 3
-    passes: int = 3
-    k: int = 5
-    candidates: int = 20
-    graph_weight: float = 0.3
-    usage_fraction: float = 0.5
+    store_passes: int = bounded(3, 1)
+    passes: int = bounded(3, 1)
+    k: int = bounded(5, 1)
+    candidates: int = bounded(20, 1)
+    graph_weight: float = bounded(0.3, 0, 1)
+    usage_fraction: float = bounded(0.5, above=0, below=1)
     trace_prompts: bool = True
     graph: GraphConfig = field(default_factory=GraphConfig)
     stored: StoredMQSConfig = field(default_factory=StoredMQSConfig)

@@ -17,11 +17,12 @@ from memeval.engine.quality.stored import StoredMQSConfig
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
 from memeval.experiments.stored_quality import stored_memory_quality
+from memeval.registry import bounded
 
 
 @dataclass
 class ThreePassConfig:
-    passes: int = 3
+    passes: int = bounded(3, 1)
     stored_mqs: StoredMQSConfig = field(default_factory=StoredMQSConfig)
 
     def validate(self) -> None:

@@ -57,5 +57,5 @@ def test_l2_normalise_leaves_zero_rows() -> None:
 def test_registry_builds_and_validates() -> None:
     built = EMBEDDERS.build({"name": "hashing", "dim": 48})
     assert isinstance(built, HashingEmbedder) and built.dim == 48
-    with pytest.raises(ConfigError, match="dim must be at least 8"):
+    with pytest.raises(ConfigError, match=r"dim must be an integer in \[8, 65536\], got 4"):
         EMBEDDERS.validate({"name": "hashing", "dim": 4})

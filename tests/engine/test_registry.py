@@ -9,6 +9,7 @@ node every field of its stage schema.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,14 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.components import load_builtin_components
+from memeval.config import compose, validate
 from memeval.data.base import DATASETS
 from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.gate.base import STAGES
 from memeval.engine.gate.gate import GateConfig
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
-from memeval.registry import ConfigError, Registry, did_you_mean, to_dataclass
+from memeval.registry import RANGE, ConfigError, Registry, bounded, did_you_mean, to_dataclass
 from tests.engine.fakes import CONF
 
 load_builtin_components()
@@ -105,7 +107,8 @@ def test_unknown_option_suggests_the_closest() -> None:
 
 @pytest.mark.bad_input
 def test_wrong_type_names_the_component() -> None:
-    with pytest.raises(ConfigError, match=r"(?s)^embedder 'hashing': .*full_key: dim"):
+    with pytest.raises(ConfigError, match=r"^embedder 'hashing': dim must be an integer in "
+                                          r"\[8, 65536\], got 'large'$"):
         EMBEDDERS.validate({"name": "hashing", "dim": "large"})
     with pytest.raises(ConfigError, match=r"(?s)^scorer 'knn_margin': .*refresh"):
         SCORERS.validate({"name": "knn_margin", "threshold": {"refresh": "sometimes"}})
@@ -158,3 +161,139 @@ def test_register_rules() -> None:
         reg.register("a", Toy)(lambda cfg: cfg)
     with pytest.raises(TypeError, match="must be a dataclass"):
         reg.register("b", dict)
+
+
+def config_schemas() -> dict[str, type]:
+    """Every config dataclass a run validates: the top level, each registered component's
+    schema, the gate and Phoenix, and the dataclasses nested in them, by a key naming it."""
+    from memeval.config import Settings
+    from memeval.data.labellers import LABELLERS
+    from memeval.experiments.base import EXPERIMENTS
+    from memeval.reporting.phoenix.config import PhoenixConfig
+
+    found: dict[str, type] = {}
+
+    def add(key: str, schema: type) -> None:
+        found[key] = schema
+        hints = typing.get_type_hints(schema)
+        for f in dataclasses.fields(schema):  # type: ignore[arg-type]
+            if dataclasses.is_dataclass(hints[f.name]):
+                add(f"{key}.{f.name}", hints[f.name])
+
+    add("settings", Settings)
+    add("gate", GateConfig)
+    add("reporting.phoenix", PhoenixConfig)
+    for registry in (*REGISTRIES.values(), STAGES, LABELLERS, EXPERIMENTS):
+        for name in registry.names():
+            add(f"{registry.kind} '{name}'", registry.get(name).schema)
+    return found
+
+
+def numeric_fields() -> list[tuple[str, dataclasses.Field[Any], Any]]:
+    fields = []
+    for key, schema in config_schemas().items():
+        hints = typing.get_type_hints(schema)
+        for f in dataclasses.fields(schema):  # type: ignore[arg-type]
+            args = typing.get_args(hints[f.name]) or (hints[f.name],)
+            if {int, float} & set(args) and bool not in args:
+                fields.append((f"{key}: {f.name}", f, hints[f.name]))
+    return fields
+
+
+NUMERIC = numeric_fields()
+
+
+def test_the_walk_finds_every_kind_of_config() -> None:
+    keys = {key.split(":")[0] for key, _, _ in NUMERIC}
+    assert {"settings", "gate.write", "reporting.phoenix", "gate stage 'length'",
+            "scorer 'logistic'.threshold", "experiment 'mqs_calibration'.mai",
+            "labeller 'judge'", "embedder 'openai_http'"} <= keys
+    assert len(NUMERIC) > 100
+
+
+@pytest.mark.parametrize(("key", "field_", "annotation"), NUMERIC, ids=[k for k, _, _ in NUMERIC])
+def test_every_numeric_setting_declares_its_range(key: str, field_: dataclasses.Field[Any],
+                                                  annotation: Any) -> None:
+    assert RANGE in field_.metadata, f"{key} has no range: declare it with bounded(default, …)"
+    default = field_.default
+    assert default is None or default in field_.metadata[RANGE], f"{key}'s default is outside"
+
+
+@dataclass
+class Inner:
+    share: float = bounded(0.5, 0, 1)
+
+
+@dataclass
+class Bounded:
+    count: int = bounded(3, 1, 10)
+    limit: int | None = bounded(None, 1)
+    rate: float = bounded(1.0, above=0)
+    inner: Inner = field(default_factory=Inner)
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("params", "message"), [
+    ({"count": 0}, "x.count must be an integer in [1, 10], got 0"),
+    ({"count": 11}, "x.count must be an integer in [1, 10], got 11"),
+    ({"count": "abc"}, "x.count must be an integer in [1, 10], got 'abc'"),
+    ({"count": True}, "x.count must be an integer in [1, 10], got True"),
+    ({"count": 2.5}, "x.count must be an integer in [1, 10], got 2.5"),
+    ({"limit": 0}, "x.limit must be null or an integer ≥ 1, got 0"),
+    ({"rate": 0}, "x.rate must be > 0, got 0.0"),
+    ({"rate": "nan"}, "x.rate must be > 0, got nan"),
+    ({"rate": float("inf")}, "x.rate must be > 0, got inf"),
+    ({"inner": {"share": 1.5}}, "x.inner.share must be in [0, 1], got 1.5"),
+    ({"inner": {"share": "half"}}, "x.inner.share must be in [0, 1], got 'half'"),
+])
+def test_a_value_out_of_range_is_refused_by_its_full_key(params: dict[str, Any],
+                                                        message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        to_dataclass(Bounded, params, "thing", key="x")
+    assert str(caught.value) == message
+
+
+def test_values_in_range_pass_and_keep_their_type() -> None:
+    obj = to_dataclass(Bounded, {"count": "10", "limit": None, "rate": 2, "inner": {"share": 0}},
+                       "thing", key="x")
+    assert obj == Bounded(10, None, 2.0, Inner(0.0))
+    with pytest.raises(ConfigError, match=r"^thing: count must be an integer in \[1, 10\], got 0$"):
+        to_dataclass(Bounded, {"count": 0}, "thing")  # no key: named by what it is
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("override", "message"), [
+    ("bootstrap=0", "bootstrap must be an integer in [20, 100000], got 0"),
+    ("bootstrap=-5", "bootstrap must be an integer in [20, 100000], got -5"),
+    ("bootstrap=abc", "bootstrap must be an integer in [20, 100000], got 'abc'"),
+    ("bootstrap=100000000", "bootstrap must be an integer in [20, 100000], got 100000000"),
+    ("seed=-1", "seed must be an integer in [0, 4294967295], got -1"),
+    ("gate.write.dedup_threshold=1.5",
+     "gate.write.dedup_threshold must be in [-1, 1], got 1.5"),
+    ("gate.write.dedup_threshold=-2",
+     "gate.write.dedup_threshold must be in [-1, 1], got -2.0"),
+    ("gate.stages.length.min_chars=-1",
+     "gate.stages.length.min_chars must be an integer ≥ 0, got -1"),
+    ("scorer.threshold.target_recall=0", "scorer.threshold.target_recall must be in "
+                                         "(0, 1], got 0.0"),
+    ("labeller=judge", None),
+    ("reporting.phoenix.timeout_s=0", "reporting.phoenix.timeout_s must be > 0, got 0.0"),
+])
+def test_settings_are_refused_up_front_naming_the_key_and_range(override: str,
+                                                                message: str | None) -> None:
+    cfg = compose(["+experiment=three_pass", override])
+    if message is None:
+        validate(cfg)
+        return
+    with pytest.raises(ConfigError) as caught:
+        validate(cfg)
+    assert str(caught.value) == message
+
+
+@pytest.mark.bad_input
+def test_a_component_inside_another_is_named_by_its_full_key() -> None:
+    cfg = compose(["+experiment=three_pass", "labeller=judge", "~labeller.judge",
+                   "+labeller.judge={name: labels, error_rate: 2}"])
+    with pytest.raises(ConfigError) as caught:
+        validate(cfg)
+    assert str(caught.value) == "labeller.judge.error_rate must be in [0, 1], got 2.0"

@@ -14,13 +14,14 @@ from functools import lru_cache
 import numpy as np
 
 from memeval.engine.embedders.base import EMBEDDERS, l2_normalise
+from memeval.registry import bounded
 
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
 @dataclass
 class HashingConfig:
-    dim: int = 256
+    dim: int = bounded(256, 8, 65536)
 
     def validate(self) -> None:
         if self.dim < 8:

@@ -24,7 +24,7 @@ from memeval.engine.http_retry import (
     post_json,
 )
 from memeval.engine.redact import redact
-from memeval.registry import ConfigError
+from memeval.registry import ConfigError, bounded
 
 PROBE = "memeval preflight"  # the one text the preflight embeds
 
@@ -37,9 +37,9 @@ class OpenAIHttpConfig(HttpEndpointConfig):
 
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "local"
-    batch_size: int = 64
-    dim: int = 0
-    down_for_s: float = 30.0
+    batch_size: int = bounded(64, 1)
+    dim: int = bounded(0, 0)
+    down_for_s: float = bounded(30.0, 0)
 
     def validate(self) -> None:
         super().validate()

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
+from memeval.registry import bounded
 
 BUNDLED = "bundled"
 
@@ -20,9 +21,9 @@ BUNDLED = "bundled"
 @dataclass
 class SentenceTransformerConfig:
     model: str = BUNDLED
-    batch_size: int = 32
+    batch_size: int = bounded(32, 1)
     device: str = "cpu"
-    max_seq_length: int | None = None
+    max_seq_length: int | None = bounded(None, 1)
 
     def validate(self) -> None:
         if self.batch_size <= 0:

@@ -25,6 +25,7 @@ from memeval.engine.gate.base import STAGES, Candidate, StageResult
 from memeval.engine.scorers.base import ContentScorer, Prototypes
 from memeval.engine.scorers.threshold import resolve_policy
 from memeval.engine.store.ring_store import RingStore
+from memeval.registry import SEEDS, bounded
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,11 @@ def single_threaded_blas() -> Any:
 
 @dataclass
 class ContentScoreConfig:
-    learn_last: int = 150
-    rebuild_every: int = 25
-    audit_rate: float = 0.0
-    seed: int = 0
-    calibrate_every: int = 1
+    learn_last: int = bounded(150, 1)
+    rebuild_every: int = bounded(25, 1)
+    audit_rate: float = bounded(0.0, 0, 1)
+    seed: int = bounded(0, *SEEDS)
+    calibrate_every: int = bounded(1, 1)
 
     def validate(self) -> None:
         if self.learn_last < 1 or self.rebuild_every < 1 or self.calibrate_every < 1:

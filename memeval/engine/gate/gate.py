@@ -25,17 +25,17 @@ from memeval.engine.judges.base import Judge
 from memeval.engine.scorers.base import ContentScorer
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.engine.store.ring_store import RingStore
-from memeval.registry import ConfigError
+from memeval.registry import ConfigError, bounded
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class StoreConfig:
-    capacity: int = 500
-    text_chars: int = 500
+    capacity: int = bounded(500, 1)
+    text_chars: int = bounded(500, 1)
     distinct: bool = True
-    flush_every: int = 25
+    flush_every: int = bounded(25, 1)
 
     def validate(self) -> None:
         if self.capacity < 1 or self.text_chars < 1 or self.flush_every < 1:
@@ -58,7 +58,7 @@ class GateConfig:
     write: WriteConfig = field(default_factory=WriteConfig)
     rejection_store: RejectionStoreConfig = field(default_factory=RejectionStoreConfig)
     accept_store: StoreConfig = field(default_factory=StoreConfig)
-    max_embedding_failure_share: float = 0.05
+    max_embedding_failure_share: float = bounded(0.05, 0, 1)
 
     def validate(self) -> None:
         self.write.validate()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
 from memeval.engine.judges.base import Judge, JudgeError
 from memeval.engine.redact import redact
+from memeval.registry import bounded
 
 ON_ERROR = ("store", "skip")
 
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class JudgeStageConfig:
     on_error: str = "store"
-    max_error_share: float = 0.05
+    max_error_share: float = bounded(0.05, 0, 1)
 
     def validate(self) -> None:
         if self.on_error not in ON_ERROR:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
+from memeval.registry import bounded
 
 
 @dataclass
 class LengthConfig:
-    min_chars: int = 80
+    min_chars: int = bounded(80, 0)
 
     def validate(self) -> None:
         if self.min_chars < 0:

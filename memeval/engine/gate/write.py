@@ -11,6 +11,7 @@ import numpy as np
 from memeval.engine.embedders.base import Embedder, EmbeddingError
 from memeval.engine.gate.base import Candidate, StageResult
 from memeval.engine.store.memory_store import SCALES, Memory, MemoryStore, to_cosine
+from memeval.registry import bounded
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
@@ -19,10 +20,10 @@ NOT_EMBEDDED = "; not embedded: "  # in a stored result's detail
 
 @dataclass
 class WriteConfig:
-    max_chars: int = 50_000
-    min_chars: int = 40
-    min_alnum_ratio: float = 0.40
-    dedup_threshold: float = 0.92
+    max_chars: int = bounded(50_000, 1)
+    min_chars: int = bounded(40, 0)
+    min_alnum_ratio: float = bounded(0.40, 0, 1)
+    dedup_threshold: float = bounded(0.92, -1, 1)  # a cosine, or (1 + cosine) / 2
     dedup_scale: str = "cosine"
 
     def validate(self) -> None:

@@ -12,6 +12,7 @@ from memeval.engine.judges.http_judge import (
     build_with_deps,
     usage_tokens,
 )
+from memeval.registry import bounded
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -24,8 +25,8 @@ class AnthropicJudgeConfig(HttpJudgeConfig):
     model: str = "claude-haiku-4-5"
     base_url: str = "https://api.anthropic.com"
     api_key_env: str | None = "ANTHROPIC_API_KEY"
-    price_input_per_mtok: float = 1.0
-    price_output_per_mtok: float = 5.0
+    price_input_per_mtok: float = bounded(1.0, 0)
+    price_output_per_mtok: float = bounded(5.0, 0)
 
     def validate(self) -> None:
         super().validate()

@@ -18,15 +18,16 @@ from sklearn.pipeline import Pipeline, make_pipeline
 
 from memeval.data.entry import LABELS, Entry
 from memeval.engine.judges.base import JUDGES, JudgeError, Verdict
+from memeval.registry import SEEDS, bounded
 
 
 @dataclass
 class ClassifierJudgeConfig:
     keep_labels: list[str] = field(default_factory=lambda: ["substantive"])
-    folds: int = 5
-    keep_probability: float = 0.5
-    c: float = 4.0
-    seed: int = 0
+    folds: int = bounded(5, 2)
+    keep_probability: float = bounded(0.5, 0, 1)
+    c: float = bounded(4.0, above=0)
+    seed: int = bounded(0, *SEEDS)
 
     def validate(self) -> None:
         if set(self.keep_labels) - set(LABELS):

@@ -34,7 +34,7 @@ from memeval.engine.judges.base import NOT_SENT, JudgeError, Verdict
 from memeval.engine.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
 from memeval.engine.kvcache import SqliteKV, content_key
 from memeval.engine.redact import redact
-from memeval.registry import ConfigError
+from memeval.registry import ConfigError, bounded
 
 CACHE_FILE = "judge.sqlite"
 JudgeT = TypeVar("JudgeT", bound="HttpJudge")
@@ -56,12 +56,12 @@ class HttpJudgeConfig(HttpEndpointConfig):
     timeouts, not one per entry; 0 turns the breaker off.
     """
 
-    max_tokens: int = 1024
-    temperature: float | None = None
-    price_input_per_mtok: float = 0.0
-    price_output_per_mtok: float = 0.0
+    max_tokens: int = bounded(1024, 1)
+    temperature: float | None = bounded(None, 0, 2)
+    price_input_per_mtok: float = bounded(0.0, 0)
+    price_output_per_mtok: float = bounded(0.0, 0)
     cache: bool = True
-    breaker_after: int = 5
+    breaker_after: int = bounded(5, 0)
 
     def validate(self) -> None:
         super().validate()

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 
 from memeval.data.entry import LABELS, Entry
 from memeval.engine.judges.base import JUDGES, JudgeError, Verdict
-from memeval.registry import ConfigError
+from memeval.registry import SEEDS, ConfigError, bounded
 
 
 @dataclass
 class LabelJudgeConfig:
     keep_labels: list[str] = field(default_factory=lambda: ["substantive"])
-    error_rate: float = 0.0
-    seed: int = 0
+    error_rate: float = bounded(0.0, 0, 1)
+    seed: int = bounded(0, *SEEDS)
 
     def validate(self) -> None:
         unknown = set(self.keep_labels) - set(LABELS)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from memeval.engine.quality.words import Lexicon, jaccard, stem, tokens
+from memeval.registry import bounded
 
 
 class ConflictType(StrEnum):
@@ -60,9 +61,9 @@ class ConflictRules:
     time_markers: dict[str, list[str]] = field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_TIME_MARKERS.items()})
     stopwords: list[str] = field(default_factory=lambda: list(DEFAULT_STOPWORDS))
-    temporal_min_shared: int = 2
-    semantic_low: float = 0.5
-    semantic_high: float = 0.7
+    temporal_min_shared: int = bounded(2, 1)
+    semantic_low: float = bounded(0.5, 0, 1)
+    semantic_high: float = bounded(0.7, 0, 1)
     skip_same_path: bool = True
     compat: bool = False
 

@@ -27,23 +27,25 @@ from datetime import datetime
 
 import numpy as np
 
+from memeval.registry import bounded
+
 
 @dataclass
 class GraphConfig:
-    alpha: float = 1.0
-    beta: float = 1.0
-    damping: float = 0.85
-    iterations: int = 100
-    tolerance: float = 1e-9
-    neighbours: int = 5
-    similarity_floor: float = 0.5
-    similarity_weight: float = 1.0
-    co_occurrence_step: float = 0.1
-    positive_step: float = 0.2
-    negative_step: float = 0.3
-    drop_below: float = 0.05
-    max_weight: float = 2.0
-    decay_per_day: float = 0.02
+    alpha: float = bounded(1.0, 0)
+    beta: float = bounded(1.0, 0)
+    damping: float = bounded(0.85, 0, below=1)
+    iterations: int = bounded(100, 1)
+    tolerance: float = bounded(1e-9, above=0)
+    neighbours: int = bounded(5, 0)
+    similarity_floor: float = bounded(0.5, -1, 1)
+    similarity_weight: float = bounded(1.0, 0)
+    co_occurrence_step: float = bounded(0.1, 0)
+    positive_step: float = bounded(0.2, 0)
+    negative_step: float = bounded(0.3, 0)
+    drop_below: float = bounded(0.05, 0)
+    max_weight: float = bounded(2.0, 0)
+    decay_per_day: float = bounded(0.02, 0, below=1)
 
     def validate(self) -> None:
         if self.alpha < 0 or self.beta < 0 or self.alpha + self.beta == 0:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memeval.registry import bounded
+
 DEFAULT_MARKERS = [
     "maybe", "perhaps", "possibly", "probably", "might", "may be", "could be", "i think",
     "i believe", "i guess", "i suspect", "not sure", "i'm not sure", "unsure", "not certain",
@@ -22,8 +24,8 @@ DEFAULT_MARKERS = [
 @dataclass
 class HedgingConfig:
     markers: list[str] = field(default_factory=lambda: list(DEFAULT_MARKERS))
-    min_markers: int = 2
-    min_per_100_words: float = 0.5
+    min_markers: int = bounded(2, 1)
+    min_per_100_words: float = bounded(0.5, 0)
 
     def validate(self) -> None:
         if not self.markers or any(not m.strip() for m in self.markers):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from memeval.engine.quality.lineage import Derived, trace
 from memeval.engine.quality.record import check_confidence, check_ids
+from memeval.registry import bounded
 
 MAI_LABELS = ("unattributed", "partially_attributed", "well_attributed")
 
@@ -55,22 +56,22 @@ class AttributedMemory:
 
 @dataclass
 class MAIRubric:
-    attribution_weight: float = 0.4
-    low_confidence: float = 0.4
-    low_confidence_penalty: float = 0.25
-    mid_confidence: float = 0.6
-    mid_confidence_penalty: float = 0.1
-    mean_confidence_floor: float = 0.6
-    mean_confidence_weight: float = 0.5
-    session_floor: float = 0.5
-    session_weight: float = 0.15
-    weak_chain_penalty: float = 0.2
-    truncated_chain_penalty: float = 0.05
-    corroboration_bonus: float = 0.05
-    missing_confidence: float = 0.5
-    max_hops: int = 5
-    well_attributed: float = 0.7
-    partially_attributed: float = 0.4
+    attribution_weight: float = bounded(0.4, 0, 1)
+    low_confidence: float = bounded(0.4, 0, 1)
+    low_confidence_penalty: float = bounded(0.25, 0, 1)
+    mid_confidence: float = bounded(0.6, 0, 1)
+    mid_confidence_penalty: float = bounded(0.1, 0, 1)
+    mean_confidence_floor: float = bounded(0.6, 0, 1)
+    mean_confidence_weight: float = bounded(0.5, 0, 1)
+    session_floor: float = bounded(0.5, 0, 1)
+    session_weight: float = bounded(0.15, 0, 1)
+    weak_chain_penalty: float = bounded(0.2, 0, 1)
+    truncated_chain_penalty: float = bounded(0.05, 0, 1)
+    corroboration_bonus: float = bounded(0.05, 0, 1)
+    missing_confidence: float = bounded(0.5, 0, 1)
+    max_hops: int = bounded(5, 0)
+    well_attributed: float = bounded(0.7, 0, 1)
+    partially_attributed: float = bounded(0.4, 0, 1)
 
     def validate(self) -> None:
         if not 0.0 <= self.partially_attributed <= self.well_attributed <= 1.0:

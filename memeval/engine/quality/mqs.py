@@ -20,18 +20,19 @@ from typing import Any
 
 from memeval.engine.quality.lineage import Derived, Lineage, trace
 from memeval.engine.quality.record import MemoryRecord
+from memeval.registry import bounded
 
 
 @dataclass
 class MQSConstants:
-    confidence_points: float = 60.0
-    usage_points: float = 25.0
-    access_points_each: float = 1.5
-    access_cap: int = 10
-    conflict_penalty: float = 10.0
-    hedged_penalty: float = 5.0
-    missing_confidence: float = 0.5
-    max_hops: int = 5
+    confidence_points: float = bounded(60.0, 0)
+    usage_points: float = bounded(25.0, 0)
+    access_points_each: float = bounded(1.5, 0)
+    access_cap: int = bounded(10, 0)
+    conflict_penalty: float = bounded(10.0, 0)
+    hedged_penalty: float = bounded(5.0, 0)
+    missing_confidence: float = bounded(0.5, 0, 1)
+    max_hops: int = bounded(5, 0)
     zero_confidence_is_missing: bool = False
 
     def validate(self) -> None:

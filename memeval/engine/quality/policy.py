@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from memeval.registry import bounded
+
 
 class GateAction(StrEnum):
     FILTER = "FILTER"  # do not surface the record
@@ -14,8 +16,8 @@ class GateAction(StrEnum):
 
 @dataclass
 class ConfidencePolicy:
-    filter_below: float = 0.4
-    flag_below: float = 0.6
+    filter_below: float = bounded(0.4, 0, 1)
+    flag_below: float = bounded(0.6, 0, 1)
 
     def validate(self) -> None:
         if not 0.0 <= self.filter_below <= self.flag_below <= 1.0:

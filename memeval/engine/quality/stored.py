@@ -20,11 +20,12 @@ from memeval.engine.quality.mqs import MQSConstants
 from memeval.engine.quality.policy import ConfidencePolicy
 from memeval.engine.quality.record import MemoryRecord
 from memeval.engine.store.memory_store import Memory
+from memeval.registry import bounded
 
 
 @dataclass
 class StoredMQSConfig:
-    conflict_similarity: float = 0.65
+    conflict_similarity: float = bounded(0.65, -1, 1)
     hedging: HedgingConfig = field(default_factory=HedgingConfig)
     mqs: MQSConstants = field(default_factory=MQSConstants)
     policy: ConfidencePolicy = field(default_factory=ConfidencePolicy)

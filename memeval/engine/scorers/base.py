@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memeval.registry import Registry
+from memeval.registry import Registry, bounded
 
 
 @dataclass
@@ -17,11 +17,11 @@ class ThresholdConfig:
     `held_out` (by the scorer's refits) or `prequential` (before each was learned)."""
 
     policy: str = "fixed"
-    value: float = 0.35
-    target_recall: float = 0.98
+    value: float = bounded(0.35, -2, 2)
+    target_recall: float = bounded(0.98, high=1, above=0)
     estimator: str = "empirical"
-    margin: float = 0.0
-    min_accepted: int = 20
+    margin: float = bounded(0.0, -2, 2)
+    min_accepted: int = bounded(20, 1)
     # False: keep the first calibrated cut for good ("tuned once", as memoryd's 0.35 was).
     refresh: bool = True
     scores: str = "held_out"

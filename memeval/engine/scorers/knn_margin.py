@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from memeval.engine.scorers.base import IDENTICAL, SCORERS, Prototypes, ScorerConfig, top_k_mean
+from memeval.registry import bounded
 
 
 @dataclass
 class KnnMarginConfig(ScorerConfig):
-    k: int = 5
-    min_learned: int = 10
+    k: int = bounded(5, 1)
+    min_learned: int = bounded(10, 1)
 
     def validate(self) -> None:
         super().validate()

@@ -26,16 +26,17 @@ from sklearn.model_selection import KFold
 
 from memeval.engine.scorers.base import SCORERS, Prototypes, ScorerConfig
 from memeval.engine.scorers.lexical import LexicalFeatures
+from memeval.registry import SEEDS, bounded
 
 
 @dataclass
 class LogisticConfig(ScorerConfig):
-    c: float = 10.0
-    min_learned: int = 10
+    c: float = bounded(10.0, above=0)
+    min_learned: int = bounded(10, 2)
     calibration: str = "alo"
-    calibration_folds: int = 5
-    seed: int = 0
-    lexical_weight: float = 0.3
+    calibration_folds: int = bounded(5, 2)
+    seed: int = bounded(0, *SEEDS)
+    lexical_weight: float = bounded(0.3, 0)
     lexical_features: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memeval.engine.scorers.base import SCORERS, Prototypes, ScorerConfig, top_k_mean
+from memeval.registry import bounded
 
 
 @dataclass
 class MemorydConfig(ScorerConfig):
-    k: int = 3
+    k: int = bounded(3, 1)
     require_learned: bool = True
     quality_prototypes: list[str] = field(default_factory=list)
     noise_prototypes: list[str] = field(default_factory=list)

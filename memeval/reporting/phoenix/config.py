@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from memeval.registry import bounded
+
 
 @dataclass
 class PhoenixConfig:
@@ -14,9 +16,9 @@ class PhoenixConfig:
     enabled: bool = True
     endpoint: str | None = "http://127.0.0.1:6006"
     project: str = "memeval"
-    text_chars: int = 2000
-    timeout_s: float = 10.0
-    batch_spans: int = 1000
+    text_chars: int = bounded(2000, 0)
+    timeout_s: float = bounded(10.0, above=0)
+    batch_spans: int = bounded(1000, 1)
 
     def validate(self) -> None:
         if self.endpoint:
