@@ -57,11 +57,18 @@ def run_sections(run: Run) -> list[Section]:
         sections.append(Section("Passes", "Recall counts human-labelled substantive entries "
                                 "kept (stored or deduplicated).", passes.drop(columns="run")))
     mqs = run.metrics.get("mqs")
-    if mqs:
+    if mqs and mqs.get("configured"):
+        fitted = mqs.get("fitted_out_of_fold") or {}
         rows = [{"metric": m, "configured": mqs["configured"][m],
-                 "fitted out of fold": mqs["fitted_out_of_fold"][m]}
+                 "fitted out of fold": fitted.get(m, "—")}
                 for m in ("spearman", "kendall", "brier", "ece")]
         sections.append(Section("MQS calibration", table=pd.DataFrame(rows)))
+    if mqs and mqs.get("trust_grade"):
+        grade = mqs["trust_grade"]
+        sections.append(Section(
+            "MQS against the numeric trust grade", f"{grade['n']} graded records.",
+            pd.DataFrame([{"metric": m, "value": grade[m], "95% CI": grade[f"{m}_ci95"]}
+                          for m in ("spearman", "kendall")])))
     sections += [Section(f"Figure: {path.stem.replace('_', ' ')}", image=path)
                  for path in sorted((run.path / "figures").glob("*.png"))]
     return sections

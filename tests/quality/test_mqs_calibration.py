@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 from memeval.config import data_path, validate
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.registry import ConfigError
+from memeval.reporting.report import write_report
 from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 
@@ -105,6 +106,9 @@ def test_a_numeric_trust_grade_gets_its_own_rank_agreement(
     assert table["label"].isna().all() and set(table["trust"]) == {0.1, 0.5, 0.9}
     figures = {p.name for p in (tmp_path / "graded" / "figures").iterdir()}
     assert figures == {"mqs_breakdown.png", "mai_confusion.png"}  # no labels: no reliability
+    _, markdown = write_report([tmp_path / "graded"], tmp_path / "report")
+    text = markdown.read_text()
+    assert "MQS against the numeric trust grade" in text and "MQS calibration\n" not in text
 
 
 def test_too_few_labelled_records_to_fit_are_noted_not_a_crash(
