@@ -22,6 +22,8 @@ from memeval.engine.redact import (
     DEFAULT_REDACTOR,
     RedactionPattern,
     Redactor,
+    decoded_text,
+    looks_random,
     redact,
 )
 
@@ -79,6 +81,27 @@ SSH_PUB = "AAAAC3NzaC1lZDI1NTE5AAAAI" + fake(B64, 43)
 SSH_RSA = "AAAAB3NzaC1yc2EAAAADAQABAAABgQ" + fake(B64, 300)
 EMAIL = "jane.doe+fake@example.com"
 PEM_BODY_LINES = [fake(B64, 64) for _ in range(6)] + [fake(B64, 20) + "=="]
+# shapes without a key name, and vendor formats added later
+RANDOM_KEY = fake(B64, 40)  # an AWS-style secret key, pasted in prose
+RANDOM_KEY_24 = fake(ALNUM, 24)
+GITLAB_PAT = "glpat-" + fake(B64URL, 20)
+NPM_TOKEN = "npm_" + fake(ALNUM, 36)
+PYPI_TOKEN = "pypi-AgEIcHlwaS5vcmc" + fake(B64URL, 60)
+SENDGRID_KEY = "SG." + fake(B64URL, 22) + "." + fake(B64URL, 43)
+GOOGLE_CLIENT_SECRET = "GOCSPX-" + fake(B64URL, 28)
+GOOGLE_ACCESS_TOKEN = "ya29." + fake(B64URL, 60)
+DO_TOKEN = "dop_v1_" + fake(HEX, 64)
+SHOPIFY_TOKEN = "shpat_" + fake(HEX, 32)
+DOCKER_PAT = "dckr_pat_" + fake(B64URL, 27)
+VAULT_TOKEN = "hvs." + fake(B64URL, 90)
+AGE_KEY = "AGE-SECRET-KEY-1" + "".join(_rng.choice("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+                                       for _ in range(58))
+TELEGRAM_TOKEN = "123456789:AA" + fake(B64URL, 33)
+DATABRICKS_TOKEN = "dapi" + fake(HEX, 32)
+TWILIO_KEY = "SK" + fake(HEX, 32)
+AZURE_ACCOUNT_KEY = fake(B64, 86) + "=="
+AZURE_SAS_KEY = fake(B64, 43) + "="
+AZURE_SIG = fake(ALNUM, 40) + "%3D"
 
 
 def pem(kind: str = "RSA ", newline: str = "\n") -> tuple[str, list[str]]:
@@ -192,6 +215,82 @@ CASES: list[tuple[str, str, list[str]]] = [
     ("email", f"Author: Jane Doe <{EMAIL}>", [EMAIL]),
     ("email", "mailto:ops-team@mail.example.co.uk", ["ops-team@mail.example.co.uk"]),
     ("email", "напишите josé.garcía@exämple.org сегодня", ["josé.garcía@exämple.org"]),
+    # any URL scheme carries credentials, e.g. a configured server URL
+    (
+        "uri_credentials",
+        f"judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:8080/v1",
+        [DB_PASSWORD],
+    ),
+    ("uri_credentials", f"ftp://deploy:{PASSWORD}@files.example.com/", [PASSWORD]),
+    ("gitlab_token", f"curl -H 'PRIVATE-TOKEN: {GITLAB_PAT}' https://gl.example.com", [GITLAB_PAT]),
+    ("gitlab_token", f"GITLAB_TOKEN={GITLAB_PAT}", [GITLAB_PAT]),
+    ("npm_token", f"//registry.npmjs.org/:_authToken={NPM_TOKEN}", [NPM_TOKEN]),
+    ("pypi_token", f"twine upload -p {PYPI_TOKEN} dist/*", [PYPI_TOKEN]),
+    ("sendgrid_key", f"SENDGRID_API_KEY={SENDGRID_KEY}", [SENDGRID_KEY]),
+    ("google_oauth", f'"client_secret": "{GOOGLE_CLIENT_SECRET}"', [GOOGLE_CLIENT_SECRET]),
+    ("google_oauth", f"access token {GOOGLE_ACCESS_TOKEN} expires", [GOOGLE_ACCESS_TOKEN]),
+    ("digitalocean_token", f"doctl auth init -t {DO_TOKEN}", [DO_TOKEN]),
+    ("shopify_token", f"X-Shopify-Access-Token: {SHOPIFY_TOKEN}", [SHOPIFY_TOKEN]),
+    ("docker_hub_token", f"echo {DOCKER_PAT} | docker login -u me --password-stdin", [DOCKER_PAT]),
+    ("vault_token", f"export VAULT_TOKEN={VAULT_TOKEN}", [VAULT_TOKEN]),
+    ("age_secret_key", f"# created: 2024-01-01\n{AGE_KEY}\n", [AGE_KEY]),
+    ("telegram_bot_token", f"https://api.telegram.org/bot{TELEGRAM_TOKEN}/getMe", [TELEGRAM_TOKEN]),
+    ("databricks_token", f"DATABRICKS_TOKEN={DATABRICKS_TOKEN}", [DATABRICKS_TOKEN]),
+    ("twilio_key", f"client = Client({TWILIO_KEY!r}, secret, account_sid)", [TWILIO_KEY]),
+    ("twilio_key", f"the API key SID is {TWILIO_KEY}.", [TWILIO_KEY]),
+    (
+        "azure_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;"
+        f"AccountKey={AZURE_ACCOUNT_KEY};EndpointSuffix=core.windows.net",
+        [AZURE_ACCOUNT_KEY],
+    ),
+    (
+        "azure_key",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+        f"SharedAccessKey={AZURE_SAS_KEY}",
+        [AZURE_SAS_KEY],
+    ),
+    (
+        "azure_key",
+        f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&sig={AZURE_SIG}&se=x",
+        [AZURE_SIG],
+    ),
+    ("cli_password", f"mysql -uroot -p{PASSWORD} -h db orders", [PASSWORD]),
+    ("cli_password", f"mysqldump -u root -p'{DB_PASSWORD}' orders > dump.sql", [DB_PASSWORD]),
+    ("cli_password", f'mariadb -h db -u app -p"{DB_PASSWORD}"', [DB_PASSWORD]),
+    ("cli_password", f"sshpass -p {DB_PASSWORD} ssh deploy@host", [DB_PASSWORD]),
+    ("cli_password", f"redis-cli -h cache -a {DB_PASSWORD} ping", [DB_PASSWORD]),
+    ("netrc_password", f"machine api.example.com login alice password {PASSWORD}", [PASSWORD]),
+    (
+        "netrc_password",
+        f"$ cat ~/.netrc\nmachine github.com\n  login bot\n  password {DB_PASSWORD}\n",
+        [DB_PASSWORD],
+    ),
+    ("netrc_password", f"default login anonymous password {PASSWORD}", [PASSWORD]),
+    ("keyword_secret", f"the db password is {PASSWORD}, don't share it", [PASSWORD]),
+    ("keyword_secret", f"The password for the admin account is {DB_PASSWORD}.", [DB_PASSWORD]),
+    ("keyword_secret", f"I set the passphrase to `{SHORT_PASSWORD}!xy`", [SHORT_PASSWORD]),
+    ("keyword_secret", f"the token is now {RANDOM_KEY_24}", [RANDOM_KEY_24]),
+    ("keyword_secret", f"my AWS secret key {RANDOM_KEY} (rotated)", [RANDOM_KEY]),
+    ("high_entropy", f"I rotated it, the new one is {RANDOM_KEY} and it works.", [RANDOM_KEY]),
+    ("high_entropy", f'"{RANDOM_KEY_24}",', [RANDOM_KEY_24]),
+    (
+        "base64_secret",
+        "data:\n  credentials: "
+        + base64.b64encode(f"aws_secret_access_key = {AWS_SECRET}\n".encode()).decode(),
+        [AWS_SECRET, base64.b64encode(f"aws_secret_access_key = {AWS_SECRET}\n".encode())
+         .decode()[:40]],
+    ),
+    (
+        "base64_secret",
+        "echo " + base64.urlsafe_b64encode(GITHUB_PAT_CLASSIC.encode()).decode().rstrip("="),
+        [base64.urlsafe_b64encode(GITHUB_PAT_CLASSIC.encode()).decode().rstrip("=")],
+    ),
+    (
+        "base64_secret",  # base64 of base64: decoded again
+        base64.b64encode(base64.b64encode(STRIPE_LIVE.encode())).decode(),
+        [base64.b64encode(base64.b64encode(STRIPE_LIVE.encode())).decode()],
+    ),
 ]
 
 
@@ -624,6 +723,11 @@ ENDS_IN_SECRET: dict[str, tuple[str, str]] = {
     "password_assignment": (f"password={DB_PASSWORD}", DB_PASSWORD),
     "uri_credentials": (f"redis://:{DB_PASSWORD}@cache", DB_PASSWORD),
     "email": (f"mail {EMAIL}", EMAIL),
+    "gitlab_token": (f"gl {GITLAB_PAT}", GITLAB_PAT),
+    "twilio_key": (f"sid {TWILIO_KEY}", TWILIO_KEY),
+    "high_entropy": (f"new one {RANDOM_KEY}", RANDOM_KEY),
+    "keyword_secret": (f"the db password is {PASSWORD}", PASSWORD),
+    "netrc_password": (f"machine h login u password {PASSWORD}", PASSWORD),
 }
 
 
@@ -743,6 +847,140 @@ ADVERSARIAL_FALSE_POSITIVES = [
 ]
 
 
+# --- tokens split by a line break --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", [8, 12, 22, 36])
+@pytest.mark.parametrize("join", ["\n", "\r\n", "\n    ", "\n> "])
+def test_a_token_split_by_a_line_break_is_redacted_whole(cut: int, join: str) -> None:
+    text = f"my token is {GITHUB_PAT_CLASSIC[:cut]}{join}{GITHUB_PAT_CLASSIC[cut:]} for CI"
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(text)
+    assert out == "my token is [REDACTED:github_token] for CI"
+    assert counts == {"github_token": 1}
+
+
+@pytest.mark.parametrize("cut", [4, 39])
+def test_a_token_split_near_its_end_leaves_no_random_part(cut: int) -> None:
+    """Pieces too short to join (under 8 before the break, 4 after) are harmless alone, and the
+    rest is redacted (as random, or after its keyword)."""
+    out = redact(f"my token is {GITHUB_PAT_CLASSIC[:cut]}\n{GITHUB_PAT_CLASSIC[cut:]} for CI")
+    assert out.count("[REDACTED:") == 1
+    token = GITHUB_PAT_CLASSIC
+    assert not any(token[i : i + 8] in out for i in range(len(token) - 7)), out
+
+
+def test_a_key_wrapped_over_several_lines_is_redacted_whole() -> None:
+    wrapped = "\n".join(ANTHROPIC_KEY[i : i + 30] for i in range(0, len(ANTHROPIC_KEY), 30))
+    out, counts = DEFAULT_REDACTOR.redact_with_counts(f"key:\n{wrapped}\nnext step: deploy")
+    assert out == "key:\n[REDACTED:anthropic_key]\nnext step: deploy"
+    assert counts == {"anthropic_key": 1}
+
+
+def test_wrapped_base64_holding_a_secret_is_redacted_whole() -> None:
+    encoded = base64.b64encode(f"[default]\naws_secret_access_key = {AWS_SECRET}\n".encode())
+    lines = re.findall(".{1,16}", encoded.decode())  # the secret straddles several lines
+    out, counts = DEFAULT_REDACTOR.redact_with_counts("\n".join(["creds:", *lines, "done"]))
+    assert out == "creds:\n[REDACTED:base64_secret]\ndone"
+    assert counts == {"base64_secret": 1}
+
+
+def test_a_whole_secret_at_a_line_end_does_not_swallow_the_next_line() -> None:
+    """The first piece is a whole secret of the class the join finds: the join is not used."""
+    text = f"DB_PASSWORD=Zq9x1\nDB_HOST=localhost\ntoken {GITHUB_PAT_CLASSIC}\nThen2 we ran"
+    assert redact(text) == ("DB_PASSWORD=[REDACTED:password_assignment]\nDB_HOST=localhost\n"
+                            "token [REDACTED:github_token]\nThen2 we ran")
+
+
+SPLIT_FALSE_POSITIVES = [
+    "    return self.session_factory2\n    handler_name = 'x'\n",
+    "abcdefgh12\nijkl\n",
+    "Title With Words2024\n===================\n",
+    "src/components/Button2\nsrc/components/Card3\n",
+]
+
+
+@pytest.mark.parametrize("text", SPLIT_FALSE_POSITIVES)
+def test_lines_that_only_look_joinable_are_kept(text: str) -> None:
+    assert DEFAULT_REDACTOR.redact_with_counts(text) == (text, {})
+
+
+# --- tokens without a key name -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [20, 24, 32, 40, 64, 100])
+def test_random_tokens_of_every_length_look_random(n: int) -> None:
+    rng = random.Random(n)
+    keys = ["".join(rng.choice(B64) for _ in range(n)) for _ in range(400)]
+    missed = sum(not looks_random(k) for k in keys)
+    assert missed <= {20: 40, 24: 24}.get(n, 4), missed  # ≤10%, 6%, 1% (measured: 5%, 3%, 0.3%)
+
+
+@pytest.mark.parametrize("token", [
+    "NSMergeByPropertyObjectTrumpMergePolicy",  # camelCase words, no digit
+    "S3ToWarehouseOperator",  # camelCase words with a digit
+    "kenth56-OMEN-by-HP-Gaming-Laptop-16-wf0xxx",  # a host name
+    "HTTPCode_ELB_502_Count",  # words between separators
+    "ForkJoinPool-1-worker-2",
+    "src/Components/Button2/index",  # a path
+    "3f786850e387550fdab836ed7e6dc881de23001b",  # a git SHA
+    "550E8400-E29B-41D4-A716-446655440000",  # a UUID, upper case
+    "toolu_01o3dpqaZyqT66gPeQwoE7FE",  # API object ids
+    "req_01XIcEWd8ZakyU1kz1ZbWOHC",
+    "sha512-" + fake(B64, 86) + "==",  # Subresource Integrity hash
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+])
+def test_names_and_hashes_do_not_look_random(token: str) -> None:
+    assert not looks_random(token)
+
+
+def test_decoded_text_reads_base64_of_text_only() -> None:
+    assert decoded_text(base64.b64encode(b"hello, plain text here!").decode()) == (
+        "hello, plain text here!")
+    assert decoded_text(base64.urlsafe_b64encode(b"~~~>>>???~~~>>>???ok").decode().rstrip(
+        "=")) == "~~~>>>???~~~>>>???ok"
+    assert decoded_text(_random_b64(48)) is None  # random bytes: not text
+    assert decoded_text(RANDOM_KEY) is None or looks_random(RANDOM_KEY)
+    assert decoded_text("SGVsbG8") is None  # too short to hold a secret
+
+
+ENTROPY_FALSE_POSITIVES = [
+    "Cluster ID: 4mQx7tRZS0yk2o1bVhN83w",  # random, but labelled an id
+    '{"requestId": "Zk3Lq8Rt2Vx9Pw4Hy7Nb1Cd"}',
+    "trace_id=4mQx7tRZS0yk2o1bVhN83wAbc9",
+    "see toolu_01o3dpqaZyqT66gPeQwoE7FE and req_01XIcEWd8ZakyU1kz1ZbWOHC",
+    '"integrity": "sha512-' + fake(B64, 86) + '=="',
+    "![dot](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)",
+    "echo " + base64.b64encode(b"just some plain text, nothing secret in it").decode(),
+    "class NSMergeByPropertyObjectTrumpMergePolicy2 handles S3ToWarehouseOperator",
+    "kenth56-OMEN-by-HP-Gaming-Laptop-16-wf0xxx:~/vsla$ make",
+    "docker pull ghcr.io/org/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15",
+    "Pass `dtype={'account_id': 'string'}` to `read_csv`",
+    "Don't pass `mask_and_scale=False` to `xr.open_dataset`",
+    "the password is at least 12 characters long",
+    "the token expired; the key is config.yaml; the secret is in vault",
+    "password is `${DB_PASSWORD}` from the environment",
+    "the API key is missing",
+    "reset your password here: https://example.com/reset",
+    "machine learning models need a password manager",
+    "mysql -u root -p orders",
+    "mkdir -p build && ssh -p 2222 host",
+    "AccountName=acct;EndpointSuffix=core.windows.net",
+    "AC" + fake(HEX, 32),  # a Twilio Account SID names an account
+]
+
+
+@pytest.mark.parametrize("text", ENTROPY_FALSE_POSITIVES)
+def test_shapes_near_the_new_detectors_are_kept(text: str) -> None:
+    assert DEFAULT_REDACTOR.redact_with_counts(text) == (text, {})
+
+
+def test_base64_run_is_searched_with_the_same_classes() -> None:
+    """Decoded text is redacted by the redactor running: without a class, its base64 stays."""
+    encoded = base64.b64encode(f"please write to {EMAIL} today".encode()).decode()
+    assert redact(f"x {encoded}") == "x [REDACTED:base64_secret]"
+    assert DEFAULT_REDACTOR.without("email").redact(f"x {encoded}") == f"x {encoded}"
+
 
 # --- stability ---------------------------------------------------------------------------------
 
@@ -859,6 +1097,12 @@ ADVERSARIAL: dict[str, Callable[[], str]] = {
     "xml": lambda: "<token>" * (TWO_MB // 7),
     "uri_at": lambda: "a://b:" + "@" * TWO_MB,
     "pem_quoted": lambda: "-----BEGIN PRIVATE KEY-----\n" + "> # ;\n" * (TWO_MB // 6),
+    "split_lines": lambda: "ghp_abcdefgh1\n" * (TWO_MB // 14),
+    "random_words": lambda: " ".join(_random_b64(15) for _ in range(TWO_MB // 21)),
+    "keyword_prose": lambda: "the password is a secret token key " * (TWO_MB // 35),
+    "netrc": lambda: "machine a login b password " * (TWO_MB // 27),
+    "mysql": lambda: "mysql " + "-p" * TWO_MB,
+    "sig": lambda: "?sig=" * (TWO_MB // 5),
 }
 
 
