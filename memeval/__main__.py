@@ -71,6 +71,8 @@ def _run(args: list[str]) -> int:
     from omegaconf import DictConfig
 
     from memeval.config import check_overrides, quote_values, register_resolvers
+    from memeval.log_redaction import redact_logs
+    from memeval.results.run_dir import redact_in_place
     from memeval.runner import run_experiment
 
     register_resolvers()
@@ -87,6 +89,13 @@ def _run(args: list[str]) -> int:
     def job(cfg: DictConfig) -> None:
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)
+        # Hydra has saved its files and set up logging with the overrides as typed, a URL's
+        # password included: both are redacted before anything else is written
+        redact_logs()
+        saved = run_dir / hydra_cfg.output_subdir if hydra_cfg.output_subdir else None
+        sweep = Path(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else None
+        redact_in_place(*(saved / name for name in sorted(HYDRA_FILES) if saved),
+                        *([sweep / "multirun.yaml"] if sweep else []))
         try:
             run_experiment(cfg, run_dir)
         except user_errors as err:

@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
+from memeval.engine.redact import redact
 from memeval.engine.scorers.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
@@ -41,7 +42,7 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
             "rows_read": dataset.report.rows_read, "skipped": dataset.report.skipped,
             "stats": dataset.report.stats, "problems": dataset.report.problems[:100]}
     if ctx.built("embedder"):
-        sections["embedder"] = {"identity": ctx.embedder.identity,
+        sections["embedder"] = {"identity": redact(ctx.embedder.identity),  # may hold a URL
                                 "cache_hits": ctx.embedder.hits,
                                 "cache_misses": ctx.embedder.misses,
                                 "cache_invalid": ctx.embedder.invalid}
@@ -65,7 +66,6 @@ def _phoenix_streamer(ctx: RunContext, settings: PhoenixConfig, run_id: str) -> 
 def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
                        metrics: dict[str, Any]) -> None:
     """After the results are on disk: Phoenix's files, then a push if a server answers."""
-    from memeval.engine.redact import redact
     from memeval.reporting.phoenix.files import write_phoenix_files
     from memeval.reporting.phoenix.push import report_run
 

@@ -1,18 +1,22 @@
 """Planted secrets never reach anything a run writes: stores, decisions, metrics, memories,
-and, run through the real CLI, caches, logs, reports and the HTTP servers it talks to."""
+and, run through the real CLI, caches, logs, Hydra's files, reports, the console and the HTTP
+servers it talks to. Secrets are planted in texts, in entry ids, labels and label sources, and in
+the URLs a run is configured with."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
+import logging
 import os
 import random
 import sqlite3
 import string
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -20,6 +24,9 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import DictConfig
 
+from memeval.log_redaction import redact_logs
+from memeval.results.provenance import provenance
+from memeval.results.run_dir import redact_in_place
 from memeval.runner import run_experiment
 from tests.loopback import LoopbackServer, Received, Reply
 
@@ -28,10 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 EMAIL = "jane.roe@example-corp.io"
 DB_PASSWORD = "s3cretPassw0rdZ"
+SLACK_TOKEN = "xoxb-" + "1234567890-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+STRIPE_KEY = "sk_live_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"
+LABEL_SOURCE_KEY = "AIza" + "Sy0FAKEk3yF0rTh3L4b3lS0urc3xYz12345"
+
+
+def _rows(rows: list[dict[str, str]], path: Path) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 def test_no_planted_secret_is_written_anywhere(tmp_path: Path,
                                                fast_config: Callable[..., DictConfig]) -> None:
+    """In texts, an entry id, a label and a label source: none reaches the run directory."""
     leaky = {
         "noise": f"Running the deploy now with token {GITHUB_TOKEN}, will report back to {EMAIL}.",
         "substantive": ("Root cause: the worker reads DATABASE_URL=postgres://app:"
@@ -43,8 +59,12 @@ def test_no_planted_secret_is_written_anywhere(tmp_path: Path,
     rows += [{"user_prompt": "ok", "assistant_response": f"Done. Step {i} finished without "
               "problems, moving on to the next part of the checklist now.", "label": "noise"}
              for i in range(12)]
-    data = tmp_path / "leaky.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # an id (kept: unique after redaction), a label (a bad line: its problem quotes it) and a
+    # label source (a metrics key and a console column header)
+    rows[2]["id"] = SLACK_TOKEN
+    rows[3]["label"] = f"noise {STRIPE_KEY}"
+    rows[4]["label_source"] = f"vendor {LABEL_SOURCE_KEY}"
+    data = _rows(rows, tmp_path / "leaky.jsonl")
     run = tmp_path / "run"
     run_experiment(fast_config("+experiment=three_pass", "dataset=labeled_jsonl",
                                f"dataset.path={data}", "plots=false"), run)
@@ -54,16 +74,76 @@ def test_no_planted_secret_is_written_anywhere(tmp_path: Path,
     stores = "".join((run / "state" / f).read_text() for f in
                      ("rejection_store.jsonl", "accept_store.jsonl"))
     assert "[REDACTED:" in stores  # the stores did receive the planted texts, redacted
+    metrics = (run / "metrics.json").read_text()
+    assert "[REDACTED:stripe_key]" in metrics  # the bad label's problem, redacted
+    decisions = pq.read_table(run / "decisions.parquet").to_pylist()
+    ids = {d["entry_id"] for d in decisions}
+    assert "[REDACTED:slack_token]#2" in ids and len(ids) == 13
+    assert {d["label_source"] for d in decisions} == {"human", "vendor [REDACTED:google_api_key]"}
     for path in written:
         content = path.read_bytes()
-        for secret in (GITHUB_TOKEN, EMAIL, DB_PASSWORD):
+        if path.suffix == ".parquet":
+            content += json.dumps(pq.read_table(path).to_pylist(), default=str).encode()
+        for secret in (GITHUB_TOKEN, EMAIL, DB_PASSWORD, SLACK_TOKEN, STRIPE_KEY,
+                       LABEL_SOURCE_KEY):
             assert secret.encode() not in content, f"{secret[:6]}… leaked into {path}"
+
+
+def test_provenance_records_the_command_line_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:8080/v1"
+    monkeypatch.setattr(sys, "argv", ["memeval run", "+experiment=three_pass", url])
+    argv = provenance()["argv"]
+    assert argv[:2] == ["memeval run", "+experiment=three_pass"]
+    assert argv[2] == "judge.base_url=http://[REDACTED:uri_credentials]@127.0.0.1:8080/v1"
+
+
+def test_hydra_files_are_rewritten_redacted_and_clean_files_kept(tmp_path: Path) -> None:
+    leaky = tmp_path / "overrides.yaml"
+    leaky.write_text(f"- judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:8080/v1\n")
+    clean = tmp_path / "hydra.yaml"
+    clean.write_text("hydra:\n  run:\n    dir: runs/x\n")
+    before = clean.stat().st_mtime_ns
+    redact_in_place(leaky, clean, tmp_path / "missing.yaml")
+    assert leaky.read_text() == "- judge.base_url=http://[REDACTED:uri_credentials]@127.0.0.1:8080/v1\n"
+    assert clean.stat().st_mtime_ns == before  # nothing to redact: not rewritten
+
+
+@pytest.fixture
+def root_handler() -> Iterator[logging.StreamHandler[io.StringIO]]:
+    """A handler on the root logger, as Hydra's job logging installs, removed afterwards."""
+    handler = logging.StreamHandler(io.StringIO())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    levels = {name: logging.getLogger(name).level for name in ("httpx", "httpcore")}
+    yield handler
+    root.removeHandler(handler)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def test_logs_are_redacted_and_http_clients_quiet(
+        root_handler: logging.StreamHandler[io.StringIO]) -> None:
+    redact_logs()
+    redact_logs()  # once is enough: no second filter
+    assert len(root_handler.filters) == 1
+    assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
+    log = logging.getLogger("memeval.test_secrets")
+    log.warning("judge at %s is down", f"http://judge:{DB_PASSWORD}@127.0.0.1:1/v1")
+    try:
+        raise RuntimeError(f"token {GITHUB_TOKEN} rejected")
+    except RuntimeError:
+        log.exception("call failed")
+    err = root_handler.stream.getvalue()
+    assert "judge at http://[REDACTED:uri_credentials]@127.0.0.1:1/v1 is down" in err
+    assert "RuntimeError: token [REDACTED:github_token] rejected" in err
+    assert DB_PASSWORD not in err and GITHUB_TOKEN not in err
 
 
 # --- the real CLI, end to end, with HTTP embedder and judge on loopback ----------------------
 
 _rng = random.Random(4242)
 _ALNUM = string.ascii_letters + string.digits
+_HEX = "0123456789abcdef"
 
 
 def _fake(n: int, alphabet: str = _ALNUM) -> str:
@@ -76,54 +156,106 @@ def _b64url(obj: dict[str, object]) -> str:
 
 
 PEM_LINES = [_fake(64, _ALNUM + "+/") for _ in range(4)]
+PEM = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_LINES, "-----END RSA PRIVATE KEY-----"])
+SPLIT_GITHUB = "ghp_" + _fake(36)
+ENCODED_STRIPE = "sk_live_" + _fake(24)
+# kind -> the secret; it must appear nowhere a run writes, shows or sends
 PLANTED: dict[str, str] = {
+    # in texts, each found by a vendor format or a key name
     "github_token": "ghp_" + _fake(36),
     "aws_access_key_id": "AKIA" + _fake(16, string.ascii_uppercase + string.digits),
+    "aws_secret_access_key": _fake(40, _ALNUM + "+/"),
     "anthropic_key": "sk-ant-api03-" + _fake(90, _ALNUM + "-_"),
-    "authorization_header": "FAKEbearer" + _fake(30),
-    "uri_credentials": "dbPw-" + _fake(14),
-    "pem_private_key": PEM_LINES[1],
-    "email": f"ops.{_fake(6).lower()}+alerts@mail.example-corp.io",
+    "openai_key": "sk-proj-" + _fake(48, _ALNUM + "-_"),
+    "slack_token": "xoxb-" + _fake(11, string.digits) + "-" + _fake(24),
+    "stripe_key": "rk_live_" + _fake(24),
+    "google_api_key": "AIza" + _fake(35, _ALNUM + "-_"),
+    "gitlab_token": "glpat-" + _fake(20, _ALNUM + "-_"),
+    "sendgrid_key": "SG." + _fake(22, _ALNUM + "-_") + "." + _fake(43, _ALNUM + "-_"),
+    "twilio_key": "SK" + _fake(32, _HEX),
+    "vault_token": "hvs." + _fake(90, _ALNUM + "-_"),
+    "azure_key": _fake(86, _ALNUM + "+/") + "==",
     "jwt": ".".join((_b64url({"alg": "HS256", "typ": "JWT"}),
                      _b64url({"sub": "fake-" + _fake(8)}), _fake(43, _ALNUM + "-_"))),
+    "pem_private_key": PEM_LINES[1],
+    "authorization_header": "FAKEbearer" + _fake(30),
+    "basic_auth": "Cu7l-" + _fake(12),
+    "uri_credentials": "dbPw-" + _fake(14),
+    "password_assignment": "Pw-" + _fake(14),
+    "secret_assignment": "FAKEgeneric" + _fake(29),
+    "email": f"ops.{_fake(6).lower()}+alerts@mail.example-corp.io",
+    # the shapes that leaked before: no key name, split, encoded, tool-specific, prose
+    "high_entropy": _fake(40, _ALNUM + "+/"),
+    "split_token": SPLIT_GITHUB,
+    "base64_secret": base64.b64encode(ENCODED_STRIPE.encode()).decode(),
+    "base64_secret (decoded)": ENCODED_STRIPE,
+    "netrc_password": "Nrc!" + _fake(12),
+    "cli_password": "My!" + _fake(12),
+    "keyword_secret": "Tr0ub4dor&" + _fake(6),
+    # outside the texts: an entry id, a (bad) label, a label source, configured URLs
+    "id": "hf_" + _fake(34),
+    "label": "npm_" + _fake(36),
+    "label_source": "dop_v1_" + _fake(64, _HEX),
+    "judge_url_password": "JudgePw" + _fake(10),
+    "embedder_url_password": "EmbedPw" + _fake(10),
 }
-PEM = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_LINES, "-----END RSA PRIVATE KEY-----"])
+# kind -> the class its redaction marker names (where it differs from the kind)
+MARKER = {"split_token": "github_token", "base64_secret (decoded)": "base64_secret",
+          "id": "huggingface_token", "label": "npm_token", "label_source": "digitalocean_token",
+          "judge_url_password": "uri_credentials", "embedder_url_password": "uri_credentials"}
 
 
 def _leaky_rows() -> list[dict[str, str]]:
-    """Every planted secret in noise (→ rejection store) and substantive (→ judge, memory) rows."""
+    """Every planted secret in noise (→ rejection store) and substantive (→ judge, memory) rows,
+    plus one in an id, one in a label and one in a label source."""
     p = PLANTED
     substantive = [
         ("why does the orders worker hang?",
          "Root cause: the worker reads DATABASE_URL=postgres://orders:"
          f"{p['uri_credentials']}@db.internal:5432/orders and the pool size is 5 in "
          "`config/db.py`, so the sixth Celery worker blocks on checkout; raised it to 20 and "
-         "added pool_pre_ping=True so stale connections are recycled after failover."),
+         f"added pool_pre_ping=True. The replica is reached with `mysql -uapp -p{p['cli_password']}"
+         " -h replica orders` and the db password is " + p["keyword_secret"] + " for now."),
         (f"deploy failed, I used key {p['aws_access_key_id']}",
          "Root cause: the CI role lacks s3:PutObject on the artifacts bucket. The deploy script "
-         f"exports AWS_ACCESS_KEY_ID={p['aws_access_key_id']} from `ci/env.sh`; move it to the "
-         "OIDC role in `.github/workflows/deploy.yml` and grant PutObject on arn:aws:s3:::art/*."),
+         f"exports AWS_ACCESS_KEY_ID={p['aws_access_key_id']} and AWS_SECRET_ACCESS_KEY="
+         f"{p['aws_secret_access_key']} from `ci/env.sh`; I rotated the other one too, the new "
+         f"one is {p['high_entropy']} and it is in the vault now. Move them to the OIDC role."),
         ("the GitHub API calls return 401",
          "Root cause: `scripts/sync.py` sends `Authorization: Bearer "
          f"{p['authorization_header']}` but the token expired; the fine-grained PAT "
-         f"{p['github_token']} in `.env` has no `contents:read`. Use the app installation token "
-         "from `auth/app.py` instead, which is refreshed every 50 minutes by the scheduler."),
+         f"{p['github_token']} in `.env` has no `contents:read`. The terminal showed the other "
+         f"one wrapped: {SPLIT_GITHUB[:22]}\n{SPLIT_GITHUB[22:]} and it is revoked now. Use the "
+         "app installation token from `auth/app.py`, refreshed every 50 minutes."),
         ("anthropic client fails at import",
          f"Root cause: `ANTHROPIC_API_KEY={p['anthropic_key']}` is set in `docker-compose.yml`, "
-         "but `llm/client.py` reads `CLAUDE_KEY`; the SDK then raises AuthenticationError at "
-         "construction. Read ANTHROPIC_API_KEY in `llm/client.py` and drop the alias."),
+         f"and OPENAI_API_KEY={p['openai_key']} next to it, but `llm/client.py` reads "
+         "`CLAUDE_KEY`; the SDK then raises AuthenticationError at construction. Read "
+         "ANTHROPIC_API_KEY in `llm/client.py` and drop the alias."),
         ("the signer rejects tokens",
          f"Root cause: the test fixture token {p['jwt']} is HS256 but `auth/verify.py` pins RS256 "
          "via `algorithms=['RS256']`; the signing key in `keys/dev.pem` is\n"
          f"{PEM}\nso regenerate the fixture with RS256 and keep the pin (it stops alg confusion)."),
+        ("uploads to blob storage fail",
+         "Root cause: the connection string is DefaultEndpointsProtocol=https;AccountName=art;"
+         f"AccountKey={p['azure_key']};EndpointSuffix=core.windows.net and the container is "
+         f"private; the Twilio key {p['twilio_key']} and the SendGrid key {p['sendgrid_key']} "
+         f"are in the same file, with STRIPE_RESTRICTED={p['stripe_key']}. Move all of them."),
+        ("the mirror sync fails",
+         "Root cause: ~/.netrc has `machine git.example.com login ci password "
+         f"{p['netrc_password']}` but the mirror now wants the GitLab token {p['gitlab_token']}; "
+         f"the Kubernetes manifest holds it as {p['base64_secret']} and `curl -u admin:"
+         f"{p['basic_auth']} https://registry.example.com` still works. Rotate the netrc entry and "
+         f"VAULT_TOKEN {p['vault_token']} with it."),
     ]
     noise = [
         (f"ok, mail {p['email']}", f"Done. I sent the summary to {p['email']} and will check back "
          "for replies later in the afternoon today."),
         ("thanks", f"Sure, I'll keep the token {p['github_token']} handy and continue with the "
-         "next step of the checklist now."),
-        ("ok", f"Let me check the key {p['anthropic_key']} again and get back to you soon with "
-         "whatever the result of that check turns out to be."),
+         f"next step, DB_PASSWORD={p['password_assignment']} is set."),
+        ("ok", f"Let me check the key {p['anthropic_key']} again, api_key = "
+         f"{p['secret_assignment']} and the Slack bot {p['slack_token']} and Maps key "
+         f"{p['google_api_key']}, and get back to you soon."),
     ]
     rows = [{"user_prompt": u, "assistant_response": a, "label": "substantive"}
             for u, a in substantive]
@@ -134,6 +266,9 @@ def _leaky_rows() -> list[dict[str, str]]:
     rows.append({"user_prompt": "what's the retry policy?", "assistant_response": "Retries "
                  "happen three times with exponential backoff, which seemed fine for now. "
                  f"Contact {p['email']} about it.", "label": "low_value"})
+    rows[-2]["id"] = p["id"]
+    rows[-3]["label"] = p["label"]  # a bad line: the problem reported quotes the label
+    rows[-4]["label_source"] = f"vendor {p['label_source']}"
     return rows
 
 
@@ -176,24 +311,32 @@ def _chat(req: Received) -> Reply:
                                  "total_tokens": 15}})
 
 
+def _with_password(base_url: str, user: str, password: str) -> str:
+    return base_url.replace("http://", f"http://{user}:{password}@", 1)
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> None:
-    """`python -m memeval run` with HTTP embedder and judge, then `report`: every byte the run,
-    its caches, its report, its console and both servers saw is free of the planted secrets."""
+    """`python -m memeval run` with HTTP embedder and judge (their URLs carrying passwords), then
+    `report`: every byte the run, its caches, Hydra's files, its log, its report, its console and
+    both servers saw is free of all the planted secrets."""
+    assert len(PLANTED) - 1 == 32  # 32 kinds (the encoded key's decoded text is checked too)
     data = tmp_path / "leaky.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in _leaky_rows()))
+    _rows(_leaky_rows(), data)
     run, cache, report = tmp_path / "run", tmp_path / "cache", tmp_path / "report"
     env = {**os.environ, "MEMEVAL_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("PHOENIX_COLLECTOR_ENDPOINT", None)
     with LoopbackServer(_embeddings) as emb, LoopbackServer(_chat) as judge:
+        emb_url = _with_password(emb.base_url, "emb", PLANTED["embedder_url_password"])
+        judge_url = _with_password(judge.base_url, "judge", PLANTED["judge_url_password"])
         done = subprocess.run(
             [sys.executable, "-m", "memeval", "run", "+experiment=three_pass",
              "dataset=labeled_jsonl", f"dataset.path={data}", "embedder=openai_http",
-             f"embedder.base_url={emb.base_url}/v1", "embedder.model=embed-test",
-             "judge=openai_chat", f"judge.base_url={judge.base_url}/v1", "judge.model=judge-test",
+             f"embedder.base_url={emb_url}/v1", "embedder.model=embed-test",
+             "judge=openai_chat", f"judge.base_url={judge_url}/v1", "judge.model=judge-test",
              f"cache_dir={cache}", f"hydra.run.dir={run}", "plots=true", "progress=false",
              "bootstrap=50", "reporting.phoenix.endpoint=null"],
             cwd=tmp_path, env=env, capture_output=True, timeout=300)
@@ -208,13 +351,14 @@ def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> N
     files = [p for root in (run, cache, report) for p in root.rglob("*") if p.is_file()]
     names = {p.relative_to(tmp_path).as_posix() for p in files}
     # the sweep covers what it claims to: Hydra's files and log, figures, parquet, stores, caches
-    assert {"run/.hydra/config.yaml", "run/decisions.parquet", "run/state/rejection_store.jsonl",
-            "run/state/accept_store.jsonl"} <= names, sorted(names)
+    assert {"run/.hydra/config.yaml", "run/.hydra/hydra.yaml", "run/.hydra/overrides.yaml",
+            "run/config.yaml", "run/provenance.json", "run/metrics.json", "run/decisions.parquet",
+            "run/state/rejection_store.jsonl", "run/state/accept_store.jsonl",
+            "cache/judge.sqlite", "cache/embeddings.sqlite"} <= names, sorted(names)
     assert any(n.startswith("run/") and n.endswith(".log") for n in names), sorted(names)
     assert any(n.endswith(".png") for n in names) and any(n.startswith("run/phoenix/")
                                                           for n in names), sorted(names)
-    assert any(n.startswith("cache/") for n in names) and any(n.startswith("report/")
-                                                              for n in names), sorted(names)
+    assert any(n.startswith("report/") for n in names), sorted(names)
     blobs = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in files}
     # Raw bytes miss what a format compresses (parquet: snappy) or splits (SQLite: overflow pages),
     # so those are swept decoded as well.
@@ -225,17 +369,25 @@ def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> N
     for server, bodies in received.items():
         blobs |= {f"{server} request {i}": body for i, body in enumerate(bodies)}
 
-    # not vacuous: the planted rows reached the stores, the judge and the embedder, redacted
+    # not vacuous: the planted rows reached the stores, the judge and the embedder, redacted;
+    # the id, label, label source and URLs reached the run's records, redacted
     state = b"".join(v for k, v in blobs.items() if k.startswith("run/state/"))
     judged = b"".join(received["judge"])
     assert b"[REDACTED:" in state and b"[REDACTED:" in judged and b"Root cause" in judged
     seen = state + judged + b"".join(received["embedder"])
-    for cls in PLANTED:
-        assert f"[REDACTED:{cls}]".encode() in seen, f"{cls} never reached the pipeline"
+    for kind in PLANTED.keys() - {"id", "label", "label_source", "judge_url_password",
+                                  "embedder_url_password"}:
+        cls = MARKER.get(kind, kind)
+        assert f"[REDACTED:{cls}]".encode() in seen, f"{kind} never reached the pipeline"
+    assert b"[REDACTED:huggingface_token]#" in blobs["run/decisions.parquet (decoded)"]
+    assert b"vendor [REDACTED:digitalocean_token]" in blobs["run/decisions.parquet (decoded)"]
+    assert b"[REDACTED:npm_token]" in blobs["run/metrics.json"]
+    for name in ("run/.hydra/overrides.yaml", "run/config.yaml", "run/provenance.json"):
+        assert blobs[name].count(b"http://[REDACTED:uri_credentials]@127.0.0.1:") == 2, name
     # the judge's echoing rewrites were kept (judge cache), so a leak through them would show
     assert b"Stored: " in blobs["cache/judge.sqlite (decoded)"]
 
-    for cls, secret in PLANTED.items():
+    for kind, secret in PLANTED.items():
         needle = secret.encode()
         leaks = [where for where, content in blobs.items() if needle in content]
-        assert not leaks, f"planted {cls} leaked into {leaks}"
+        assert not leaks, f"planted {kind} leaked into {leaks}"

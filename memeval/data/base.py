@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memeval.data.entry import Entry
+from memeval.engine.redact import redact
 from memeval.registry import Registry
 
 
@@ -38,6 +39,22 @@ class Dataset:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.entries)
+
+
+def redacted_names(dataset: Dataset) -> Dataset:
+    """The dataset with entry ids, label sources and load problems redacted like its texts: they
+    reach metrics, stores, span attributes and the console. An id that redaction changes gets its
+    position appended (`[REDACTED:github_token]#12`), so ids stay unique."""
+    entries = []
+    for n, e in enumerate(dataset.entries):
+        entry_id = redact(e.id)
+        source = None if e.label_source is None else redact(e.label_source)
+        if entry_id != e.id:
+            entry_id = f"{entry_id}#{n}"
+        changed = (entry_id, source) != (e.id, e.label_source)
+        entries.append(replace(e, id=entry_id, label_source=source) if changed else e)
+    report = replace(dataset.report, problems=[redact(p) for p in dataset.report.problems])
+    return Dataset(name=dataset.name, entries=entries, report=report)
 
 
 def fingerprint(entries: Sequence[Entry]) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from memeval.data.base import DatasetError, LoadReport
+from memeval.engine.redact import redact
 
 ON_ERROR = ("skip", "raise")
 MAX_CHARS = 32768  # the reference benchmark's cut for a response
@@ -58,7 +59,8 @@ def check_read_settings(on_error: str, limit: int | None = None,
 
 def note_problem(report: LoadReport, file: Path, number: int, reason: str,
                  on_error: str) -> None:
-    message = f"{file}:{number}: {reason}"
+    # a reason quotes the bad line (an id, a label): redacted like its texts
+    message = redact(f"{file}:{number}: {reason}")
     if on_error == "raise":
         raise DatasetError(message)
     report.problems.append(message)

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from memeval.data.base import DATASETS, Dataset
+from memeval.data.base import DATASETS, Dataset, redacted_names
 from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.gate.base import Candidate
@@ -69,8 +69,9 @@ class RunContext:
     @cached_property
     def dataset(self) -> Dataset:
         started = time.perf_counter()
-        dataset = DATASETS.build(self.cfg.dataset, labeller=self.cfg.labeller,
-                                 cache_dir=self.cache_dir)
+        # ids, label sources and load problems reach metrics and the console like texts do
+        dataset = redacted_names(DATASETS.build(self.cfg.dataset, labeller=self.cfg.labeller,
+                                                cache_dir=self.cache_dir))
         self.load_seconds += time.perf_counter() - started
         for problem in dataset.report.problems:
             log.warning("skipped %s", problem)

@@ -1,4 +1,5 @@
-"""Where a run came from: code version, package versions, command line."""
+"""Where a run came from: code version, package versions, command line (redacted: an override
+such as `judge.base_url=http://user:PASS@host` carries a password)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from memeval.engine.redact import redact
 
 PACKAGES = ("memeval", "numpy", "pandas", "scikit-learn", "torch", "sentence-transformers",
             "hydra-core", "omegaconf", "datasets", "httpx", "matplotlib")
@@ -40,6 +43,6 @@ def provenance() -> dict[str, Any]:
         "git_dirty": bool(status) if status is not None else None,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "argv": sys.argv,
+        "argv": [redact(arg) for arg in sys.argv],
         "packages": package_versions(),
     }

@@ -1,7 +1,8 @@
 """Write and read a self-describing run directory.
 
 Layout: metrics.json (schema-versioned), decisions.parquet (one row per entry per pass),
-config.yaml (resolved), provenance.json, figures/. Readers accept every schema version so far.
+config.yaml (resolved, redacted), provenance.json, figures/. Readers accept every schema version
+so far.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 
 from memeval.engine.atomic import write_text_atomic
 from memeval.engine.gate.gate import Decision
+from memeval.engine.redact import redact
 
 SCHEMA_VERSION = 1
 METRICS = "metrics.json"
@@ -57,11 +59,23 @@ def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
     _write_parquet(decisions_frame(decisions), run_dir / DECISIONS)
     for name, rows in (tables or {}).items():
         _write_parquet(pd.DataFrame(rows), run_dir / f"{name}.parquet")
-    write_text_atomic(run_dir / "config.yaml", config_yaml)
+    write_text_atomic(run_dir / "config.yaml", redact(config_yaml))  # URLs may hold passwords
     write_text_atomic(run_dir / PROVENANCE, json.dumps(_jsonable(provenance), indent=2))
     body = {"schema_version": SCHEMA_VERSION, **metrics}
     write_text_atomic(run_dir / METRICS, json.dumps(_jsonable(body), indent=2,
                                                     ensure_ascii=False))
+
+
+def redact_in_place(*paths: Path) -> None:
+    """Rewrite files redacted, each only if it holds a secret: Hydra writes `.hydra/config.yaml`,
+    `hydra.yaml` and `overrides.yaml` (and a sweep's `multirun.yaml`) before a run starts, with
+    every override as typed, a URL's password included."""
+    for path in paths:
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            clean = redact(text)
+            if clean != text:
+                write_text_atomic(path, clean)
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, Any]:
