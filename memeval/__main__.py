@@ -35,10 +35,12 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 
 def _report_user_error(err: Exception) -> None:
+    """One line, no traceback, redacted: a message may quote a configured URL or a data line."""
+    from memeval.engine.redact import redact
     from memeval.registry import ConfigError
 
     kind = "configuration error: " if isinstance(err, ConfigError) else ""
-    print(f"memeval: {kind}{err}", file=sys.stderr)
+    print(f"memeval: {kind}{redact(str(err))}", file=sys.stderr)
 
 
 HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
@@ -170,14 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     if command is None:
         print(f"memeval: unknown command '{args[0]}'\n\n{USAGE}", file=sys.stderr)
         return 2
-    return command(args[1:])
-
-
-if __name__ == "__main__":
     try:
-        sys.exit(main())
+        return command(args[1:])
+    except KeyboardInterrupt:  # Ctrl-C: what was saved and how to go on is already printed
+        print("memeval: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
     except BrokenPipeError:  # `python -m memeval list | head`: the reader had enough
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -154,3 +154,13 @@ def test_version() -> None:
     done = subprocess.run([sys.executable, "-m", "memeval", "--version"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == f"memeval {version('memeval')}\n"
+
+
+def test_a_user_error_is_printed_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+    from memeval.__main__ import _report_user_error
+    from memeval.data.base import DatasetError
+
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    _report_user_error(DatasetError(f"rows.jsonl:3: unknown label '{token}'"))
+    err = capsys.readouterr().err
+    assert token not in err and err.startswith("memeval: rows.jsonl:3: unknown label")

@@ -97,6 +97,16 @@ def test_provenance_records_the_command_line_redacted(monkeypatch: pytest.Monkey
     assert argv[2] == "judge.base_url=http://[REDACTED:uri_credentials]@127.0.0.1:8080/v1"
 
 
+def test_a_checkpoint_keeps_no_password_from_a_configured_url(
+        fast_config: Callable[..., DictConfig]) -> None:
+    from memeval.experiments.checkpoint import result_settings
+
+    cfg = fast_config("+experiment=three_pass", "judge=openai_chat",
+                      "judge.base_url=http://memeval:Hunter2Hunter2@127.0.0.1:9/v1")
+    settings = result_settings(cfg)
+    assert "Hunter2Hunter2" not in settings and "127.0.0.1:9/v1" in settings
+
+
 def test_hydra_files_are_rewritten_redacted_and_clean_files_kept(tmp_path: Path) -> None:
     leaky = tmp_path / "overrides.yaml"
     leaky.write_text(f"- judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:8080/v1\n")

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.engine.atomic import remove_stale_temps, write_atomic, write_text_atomic
 from memeval.engine.gate.gate import Decision, Gate
+from memeval.engine.redact import redact
 from memeval.registry import ConfigError
 
 CHECKPOINTS = "checkpoints"
@@ -56,9 +57,10 @@ def _numpy_scalar(value: Any) -> Any:
 
 
 def result_settings(cfg: DictConfig) -> str:
-    """The resolved settings a run's results depend on, as YAML: what a resume must match."""
+    """The resolved settings a run's results depend on, as YAML: what a resume must match.
+    Redacted, as every file a run writes: a password in a configured URL stays off the disk."""
     node = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k not in PRESENTATION_KEYS])
-    return OmegaConf.to_yaml(node, resolve=True)
+    return redact(OmegaConf.to_yaml(node, resolve=True))
 
 
 class Checkpoints:

@@ -325,8 +325,9 @@ def test_sigterm_prints_the_resume_hint_and_exits_143(
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_a_cli_run_stopped_with_sigterm_says_how_to_resume_and_exits_143(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_cli_run_stopped_by_a_signal_says_how_to_resume_without_a_traceback(
+        tmp_path: Path, signum: int, code: int) -> None:
     def slow_verdict(request: Received) -> Reply:
         time.sleep(0.01)
         return chat_verdict(request)
@@ -340,16 +341,17 @@ def test_a_cli_run_stopped_with_sigterm_says_how_to_resume_and_exits_143(
     run_dir = tmp_path / "run"
     env = {**os.environ, "MEMEVAL_CACHE_DIR": str(tmp_path / "cache")}
     with LoopbackServer(slow_verdict) as server:
-        child = subprocess.Popen(command(server), env=env, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(  # Ctrl-C reaches it even when this runs as a background job
+            command(server), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 300
         while not (run_dir / "checkpoints" / "pass-1.json").exists():
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         time.sleep(0.5)  # into pass 2
-        child.send_signal(signal.SIGTERM)
+        child.send_signal(signum)
         _, stderr = child.communicate(timeout=60)
-        assert child.returncode == 143, stderr[-2000:]
+        assert child.returncode == code, stderr[-2000:]
         assert "Traceback" not in stderr
         assert f"add resume=true hydra.run.dir={run_dir} to the same command" in stderr
         assert not list(run_dir.rglob("*.tmp"))
