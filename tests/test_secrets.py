@@ -107,6 +107,23 @@ def test_a_checkpoint_keeps_no_password_from_a_configured_url(
     assert "Hunter2Hunter2" not in settings and "127.0.0.1:9/v1" in settings
 
 
+@pytest.mark.slow
+def test_a_sweep_logs_and_saves_no_password_from_a_configured_url(tmp_path: Path) -> None:
+    """Hydra lists a sweep's jobs, overrides escaped (`http\\://u\\:pass@`), in its own log
+    before any job starts, and writes them into each job's .hydra files."""
+    url = f"judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:9/v1"
+    done = subprocess.run(
+        [sys.executable, "-m", "memeval", "run", "-m", "+experiment=conflict_detection",
+         "judge=openai_chat", url, "seed=0,1", "plots=false",
+         f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "#1 : +experiment=conflict_detection" in done.stdout  # Hydra's job list was logged
+    assert DB_PASSWORD not in done.stdout + done.stderr
+    written = [p for p in (tmp_path / "sweep").rglob("*") if p.is_file()]
+    assert len(written) > 6 and not [p for p in written if DB_PASSWORD.encode() in p.read_bytes()]
+
+
 def test_hydra_files_are_rewritten_redacted_and_clean_files_kept(tmp_path: Path) -> None:
     leaky = tmp_path / "overrides.yaml"
     leaky.write_text(f"- judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:8080/v1\n")

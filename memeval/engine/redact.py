@@ -771,10 +771,12 @@ DEFAULT_PATTERNS: tuple[Detector, ...] = (
     RedactionPattern(
         "uri_credentials",
         _rx(
-            r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://", _NOT_REDACTED,
+            r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}\\?://", _NOT_REDACTED,
             # `@` may sit inside the user (`admin@server` on Azure) and, unencoded, inside the
             # password: the user ends at the first `:`, the password at the authority's last `@`.
-            r"""(?P<secret>[^\s:/?#\[\]"'<>\\]{0,256}:[^\s/?#"'<>\\]{1,256})@""",
+            # Hydra writes a URL in an override escaped (`http\://user\:pass@…`): a backslash
+            # may precede the `:` and escape any character of the password.
+            r"""(?P<secret>[^\s:/?#\[\]"'<>\\]{0,256}\\?:(?:[^\s/?#"'<>\\]|\\.){1,256})@""",
         ),
         hints=("://",),
     ),

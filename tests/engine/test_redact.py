@@ -197,6 +197,11 @@ CASES: list[tuple[str, str, list[str]]] = [
     ),
     ("uri_credentials", f"mongodb://u:{DB_PASSWORD}@h1:27017,h2:27017/db", [DB_PASSWORD]),
     ("uri_credentials", f"redis://:{DB_PASSWORD}@cache:6379/0", [DB_PASSWORD]),
+    (  # as Hydra writes an override in a sweep's job list and its .hydra files
+        "uri_credentials",
+        f"judge.base_url=http\\://judge\\:{DB_PASSWORD}@127.0.0.1\\:8080/v1",
+        [DB_PASSWORD],
+    ),
     ("uri_credentials", f"rediss://default:{DB_PASSWORD}@cache.example.com:6380", [DB_PASSWORD]),
     ("uri_credentials", f"amqp://guest:{DB_PASSWORD}@rabbit:5672/", [DB_PASSWORD]),
     ("uri_credentials", f"amqps://svc:{DB_PASSWORD}@mq.example.com/vhost", [DB_PASSWORD]),
