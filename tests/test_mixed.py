@@ -56,3 +56,13 @@ def test_unknown_corpus_names_the_choices(tmp_path: Path,
     with pytest.raises(ConfigError, match="did you mean 'claude_code'"):
         run_experiment(fast_config("+experiment=three_pass_mixed", "dataset.corpus=claude_cod"),
                        tmp_path / "run")
+
+
+def test_a_missing_corpus_path_is_named_as_the_setting_the_user_set(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    from memeval.data.base import DatasetError
+
+    cfg = fast_config("+experiment=three_pass_mixed", "dataset.corpus=claude_code",
+                      f"dataset.corpus_path={tmp_path / 'nowhere'}")
+    with pytest.raises(DatasetError, match=r"not found: .*nowhere \(point dataset.corpus_path="):
+        run_experiment(cfg, tmp_path / "run")

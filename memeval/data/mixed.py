@@ -15,7 +15,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from memeval.config import data_path
-from memeval.data.base import DATASETS, Dataset, LoadReport
+from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.data.labellers import LABELLERS
 from memeval.data.splits import stratified_split
@@ -63,7 +63,10 @@ def build_mixed_dataset(cfg: MixedConfig, labeller_node: Any, **deps: Any) -> Da
     human = labelled.entries
     if cfg.labeled_rows is not None and cfg.labeled_rows < len(human):
         human, _ = stratified_split(human, cfg.labeled_rows / len(human), cfg.seed)
-    corpus = DATASETS.build(corpus_node(cfg))
+    try:
+        corpus = DATASETS.build(corpus_node(cfg))
+    except DatasetError as err:  # the corpus loader names its own setting, `path`
+        raise DatasetError(str(err).replace("dataset.path=", "dataset.corpus_path=")) from None
     picked = sorted(rng.permutation(len(corpus.entries))[: cfg.corpus_rows])
     labeller = LABELLERS.build(labeller_node, training=labelled.entries, **deps)
     rows = labeller.label([corpus.entries[i] for i in picked])
