@@ -18,6 +18,7 @@ from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.systems.base import SYSTEMS
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
@@ -166,6 +167,7 @@ class Validated:
     judge: Any
     gate: GateConfig
     phoenix: PhoenixConfig
+    system: Any
 
 
 def validate(cfg: DictConfig) -> Validated:
@@ -191,4 +193,5 @@ def validate(cfg: DictConfig) -> Validated:
         gate=to_dataclass(GateConfig, resolved["gate"], "gate", key="gate"),
         phoenix=to_dataclass(PhoenixConfig, resolved["reporting"]["phoenix"], "reporting.phoenix",
                              key="reporting.phoenix"),
+        system=SYSTEMS.validate(cfg.system, key="system"),
     )

@@ -20,10 +20,11 @@ from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.listing import CONF_DIR, catalogue, description
 from memeval.registry import Registry
+from memeval.systems.base import SYSTEMS
 
 REGISTRIES: dict[str, Registry[Any]] = {"dataset": DATASETS, "embedder": EMBEDDERS,
                                         "scorer": SCORERS, "judge": JUDGES,
-                                        "labeller": LABELLERS}
+                                        "labeller": LABELLERS, "system": SYSTEMS}
 
 
 @pytest.fixture(scope="module")

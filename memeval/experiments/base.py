@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,16 +16,15 @@ from tqdm import tqdm
 from memeval.data.base import DATASETS, Dataset, redacted_names
 from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.embedders.cache import CachedEmbedder
-from memeval.engine.gate.base import Candidate
-from memeval.engine.gate.gate import Decision, Gate, GateConfig
+from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.engine.http_retry import preflight
 from memeval.engine.judges.base import JUDGES, Judge
 from memeval.engine.kvcache import check_writable_directory
-from memeval.engine.redact import redact
-from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import ConfigError, Registry, to_dataclass
+from memeval.systems.base import SYSTEMS, Capability, Ingestor, System, require
+from memeval.systems.reference import ReferenceIngestor, ReferenceSystem
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -108,18 +106,34 @@ class RunContext:
         assert isinstance(params, dict)
         return to_dataclass(GateConfig, params, "gate")
 
-    def build_gate(self, state_name: str = "state", gate_cfg: GateConfig | None = None) -> Gate:
-        """A fresh gate whose persistent stores live in RUN_DIR/<state_name>/."""
-        return Gate(gate_cfg or self.gate_config(), embedder=self.embedder, judge=self.judge,
-                    scorer=SCORERS.build(self.cfg.scorer), redact=redact,
-                    state_dir=self.run_dir / state_name)
+    @cached_property
+    def system(self) -> System:
+        """The memory system under test (`system=`, default the reference engine)."""
+        return SYSTEMS.build(self.cfg.system, ctx=self)
+
+    def reference_ingestor(self, experiment: str, state_name: str = "state",
+                           gate_cfg: GateConfig | None = None) -> ReferenceIngestor:
+        """The reference engine's write gate, for studies of the engine itself (its rejection
+        store's feed, its stored memories): any other system is refused by name."""
+        system = self.system
+        if not isinstance(system, ReferenceSystem):
+            raise ConfigError(f"experiment {experiment} studies memeval's reference engine: run "
+                              f"it with system=reference (not system={system.name})")
+        return system.ingestor(self.run_dir / state_name, gate_cfg)
+
+    def ingestor(self, needed: Sequence[Capability], experiment: str,
+                 state_name: str = "state") -> Ingestor:
+        """A fresh ingestor of the system under test, its state in RUN_DIR/<state_name>/, once
+        the system is known to have every capability the experiment needs."""
+        require(self.system, [Capability.INGEST, *needed], experiment)
+        return self.system.ingestor(self.run_dir / state_name)
 
     def progress(self, items: Iterable[T], total: int, desc: str,
                  unit: str = "entry") -> Iterator[T]:
         yield from tqdm(items, total=total, desc=desc, disable=not self.cfg.progress,
                         unit=unit, leave=False)
 
-    def prepare(self, gate: Gate, entries: list[Any], batch: int = 256) -> list[Candidate]:
+    def prepare(self, gate: Ingestor, entries: list[Any], batch: int = 256) -> list[Any]:
         """Redact and embed in batches, with a progress bar: the one long step before a pass.
         Batches follow text length (the order is restored after), so each pads to similar
         lengths: as fast as one call for the whole set, measured, where arbitrary 256-entry
@@ -132,22 +146,15 @@ class RunContext:
         return [item for _, item in sorted(zip(order, prepared, strict=True),
                                            key=lambda pair: pair[0])]
 
-    def measure(self, decisions: list[Decision], gate: Gate, pass_no: int) -> dict[str, Any]:
-        """Metrics of one pass plus the learning state the gate ended it with."""
+    def measure(self, decisions: list[Decision], gate: Ingestor, pass_no: int
+                ) -> dict[str, Any]:
+        """Metrics of one pass plus the state the system ended it with."""
         metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
                                seed=self.seed + pass_no)
         for listener in self.pass_listeners:
             listener(decisions)
-        content = gate.content_gate
         labels = {e.id: e.label for e in self.dataset.entries}
-        return {"pass": pass_no, **metrics,
-                "rejection_store_size": len(gate.rejections),
-                "rejection_store_by_stage": dict(Counter(r.stage for r in gate.rejections.records)),
-                "rejection_store_by_label": dict(Counter(
-                    str(labels.get(r.source_id)) for r in gate.rejections.records)),
-                "accept_store_size": len(gate.accepts),
-                "scorer_rebuilds": content.rebuilds if content else 0,
-                "threshold_calibrations": dict(content.calibrations) if content else {}}
+        return {"pass": pass_no, **metrics, **gate.pass_state(labels)}
 
 
 class Experiment(Protocol):
@@ -160,7 +167,7 @@ class Experiment(Protocol):
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")
 
 
-def replay(ctx: RunContext, gate: Gate, entries: list[Any], pass_no: int, phase: str,
+def replay(ctx: RunContext, gate: Ingestor, entries: list[Any], pass_no: int, phase: str,
            arm: str = "main") -> list[Decision]:
     """Run one pass of prepared candidates through the gate, with a progress bar."""
     decisions = []

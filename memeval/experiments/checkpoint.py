@@ -25,9 +25,10 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.engine.atomic import remove_stale_temps, write_atomic, write_text_atomic
-from memeval.engine.gate.gate import Decision, Gate
+from memeval.engine.gate.gate import Decision
 from memeval.engine.redact import redact
 from memeval.registry import ConfigError
+from memeval.systems.base import Ingestor
 
 CHECKPOINTS = "checkpoints"
 SETTINGS_FILE = "settings.yaml"
@@ -119,7 +120,7 @@ class Checkpoints:
                                   f"changed after that pass finished; {WAYS_OUT}")
         return saved
 
-    def run_pass(self, gate: Gate, key: str, run: Callable[[], PassRecord]) -> PassRecord:
+    def run_pass(self, gate: Ingestor, key: str, run: Callable[[], PassRecord]) -> PassRecord:
         """`run()` replays one pass on `gate`, unless an earlier attempt finished it."""
         saved = self._saved.get(key)
         if saved is not None:
@@ -141,7 +142,7 @@ class Checkpoints:
         self._save(gate, key, record)
         return record
 
-    def _restore(self, gate: Gate, snapshot: Path | None, copies: set[str],
+    def _restore(self, gate: Ingestor, snapshot: Path | None, copies: set[str],
                  learning: dict[str, Any] | None) -> None:
         """Stores as the last finished pass left them (empty before the first), whatever the
         unfinished attempt added since."""
@@ -156,7 +157,7 @@ class Checkpoints:
         if learning is not None:
             gate.restore_learning_state(learning)
 
-    def _save(self, gate: Gate, key: str, record: PassRecord) -> None:
+    def _save(self, gate: Ingestor, key: str, record: PassRecord) -> None:
         snapshot = self.dir / key
         shutil.rmtree(snapshot, ignore_errors=True)
         snapshot.mkdir(parents=True)

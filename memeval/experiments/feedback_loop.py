@@ -13,10 +13,10 @@ from functools import partial
 from typing import Any
 
 from memeval.engine.gate.base import Candidate
-from memeval.engine.gate.gate import Gate
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
+from memeval.systems.base import Ingestor
 
 
 @dataclass
@@ -44,7 +44,7 @@ class FeedbackLoop:
         decisions = []
         for arm, feed in arms.items():
             gate_cfg = ctx.gate_config(rejection_store={"feed_stages": feed})
-            gate = ctx.build_gate(f"state_{arm}", gate_cfg)
+            gate = ctx.reference_ingestor("feedback_loop", f"state_{arm}", gate_cfg)
             items = ctx.prepare(gate, ctx.dataset.entries)
             per_arm[arm] = []
             for pass_no in range(1, self.cfg.passes + 1):
@@ -57,7 +57,7 @@ class FeedbackLoop:
                                  "feeds": {k: list(v) for k, v in arms.items()}})
 
 
-def _pass(ctx: RunContext, gate: Gate, items: list[Candidate], pass_no: int,
+def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
           arm: str) -> PassRecord:
     gate.restart(wipe_memories=True)
     rows = replay(ctx, gate, items, pass_no, "eval", arm)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from memeval.data.splits import stratified_split
-from memeval.engine.gate.base import Candidate
-from memeval.engine.gate.gate import Gate
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
+from memeval.systems.base import Capability, Ingestor
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Holdout:
 
     def run(self, ctx: RunContext) -> ExperimentResult:
         learn, evaluate = stratified_split(ctx.dataset.entries, self.cfg.learn_fraction, ctx.seed)
-        gate = ctx.build_gate()
+        gate = ctx.ingestor([Capability.RESET, Capability.FREEZE], "three_pass_holdout")
         learn_items, eval_items = ctx.prepare(gate, learn), ctx.prepare(gate, evaluate)
         records = [ctx.checkpoints.run_pass(
             gate, f"pass-{pass_no}",
@@ -52,8 +52,8 @@ class Holdout:
                                  "learn_passes": [r.extra["learn"] for r in records]})
 
     @staticmethod
-    def _pass(ctx: RunContext, gate: Gate, learn_items: list[Candidate],
-              eval_items: list[Candidate], pass_no: int) -> PassRecord:
+    def _pass(ctx: RunContext, gate: Ingestor, learn_items: list[Any],
+              eval_items: list[Any], pass_no: int) -> PassRecord:
         gate.learning = True
         gate.restart(wipe_memories=True)
         learn_rows = replay(ctx, gate, learn_items, pass_no, "learn")

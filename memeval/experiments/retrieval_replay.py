@@ -93,7 +93,7 @@ class RetrievalReplay:
 
     # the store ----------------------------------------------------------------------------
     def _store(self, ctx: RunContext) -> tuple[list[Any], np.ndarray, list[MemoryRecord]]:
-        gate = ctx.build_gate()
+        gate = ctx.reference_ingestor("retrieval_replay")
         items = ctx.prepare(gate, ctx.dataset.entries)
         decisions = []
         for pass_no in range(1, self.cfg.store_passes + 1):

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
-from memeval.engine.gate.base import Candidate
-from memeval.engine.gate.gate import Gate
 from memeval.engine.quality.stored import StoredMQSConfig
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
-from memeval.experiments.stored_quality import stored_memory_quality
 from memeval.registry import bounded
+from memeval.systems.base import Capability, Ingestor, StoredQuality
 
 
 @dataclass
@@ -38,7 +37,7 @@ class ThreePass:
         self.cfg = cfg
 
     def run(self, ctx: RunContext) -> ExperimentResult:
-        gate = ctx.build_gate()
+        gate = ctx.ingestor([Capability.RESET], "three_pass")
         items = ctx.prepare(gate, ctx.dataset.entries)
         records = [ctx.checkpoints.run_pass(gate, f"pass-{pass_no}",
                                             partial(self._pass, ctx, gate, items, pass_no))
@@ -49,15 +48,16 @@ class ThreePass:
                                 tables={"stored_memories": [row for r in records
                                                             for row in r.tables["stored"]]})
 
-    def _pass(self, ctx: RunContext, gate: Gate, items: list[Candidate],
+    def _pass(self, ctx: RunContext, gate: Ingestor, items: list[Any],
               pass_no: int) -> PassRecord:
         gate.restart(wipe_memories=True)
         rows = replay(ctx, gate, items, pass_no, "eval")
-        quality, memories = stored_memory_quality(
-            gate, rows, self.cfg.stored_mqs, resamples=int(ctx.cfg.bootstrap),
-            seed=ctx.seed + pass_no)
-        return PassRecord({**ctx.measure(rows, gate, pass_no), "stored_mqs": quality}, rows,
-                          {"stored": memories})
+        metrics = ctx.measure(rows, gate, pass_no)
+        if not isinstance(gate, StoredQuality):  # only the reference engine exposes its store
+            return PassRecord(metrics, rows, {"stored": []})
+        quality, memories = gate.stored_quality(
+            rows, self.cfg.stored_mqs, resamples=int(ctx.cfg.bootstrap), seed=ctx.seed + pass_no)
+        return PassRecord({**metrics, "stored_mqs": quality}, rows, {"stored": memories})
 
 
 @EXPERIMENTS.register("three_pass", ThreePassConfig)

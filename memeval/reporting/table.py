@@ -49,7 +49,7 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
             str(counts["stored"]),
             f"{threshold['last']:.3f}" if threshold else
             "skipped" if _content_score_skipped(p) else "off",
-            str(p["rejection_store_size"]),
+            str(p.get("rejection_store_size", "—")),  # a system may keep no rejection store
         ))
     failures = [block for block in (
         _failures(passes, "judge", "judge_calls", "calls"),

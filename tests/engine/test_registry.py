@@ -26,12 +26,14 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.registry import RANGE, ConfigError, Registry, bounded, did_you_mean, to_dataclass
+from memeval.systems.base import SYSTEMS
 from tests.engine.fakes import CONF
 
 load_builtin_components()
 
 REGISTRIES: dict[str, Registry[Any]] = {
     "embedder": EMBEDDERS, "scorer": SCORERS, "judge": JUDGES, "dataset": DATASETS,
+    "system": SYSTEMS,
 }
 COMPONENT_YAMLS = sorted(p for group in REGISTRIES for p in (CONF / group).glob("*.yaml"))
 
