@@ -33,6 +33,7 @@ BUILTIN_MODULES = (
     "memeval.experiments.mqs_calibration",
     "memeval.experiments.conflict_detection",
     "memeval.experiments.retrieval_replay",
+    "memeval.experiments.compare_systems",
     "memeval.systems.reference",
 )
 

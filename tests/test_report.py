@@ -11,7 +11,8 @@ import pytest
 from omegaconf import DictConfig
 
 from memeval.config import data_path
-from memeval.reporting.compare import IncomparableRuns, compare_runs, mcnemar
+from memeval.metrics.paired import mcnemar
+from memeval.reporting.compare import IncomparableRuns, compare_runs
 from memeval.reporting.report import main, write_report
 from memeval.results.run import Run
 from memeval.runner import run_experiment

@@ -109,7 +109,11 @@ class RunContext:
     @cached_property
     def system(self) -> System:
         """The memory system under test (`system=`, default the reference engine)."""
-        return SYSTEMS.build(self.cfg.system, ctx=self)
+        return self.build_system(self.cfg.system)
+
+    def build_system(self, node: Any) -> System:
+        """A system from its settings (a conf/system option), sharing this run's components."""
+        return SYSTEMS.build(node, ctx=self)
 
     def reference_ingestor(self, experiment: str, state_name: str = "state",
                            gate_cfg: GateConfig | None = None) -> ReferenceIngestor:

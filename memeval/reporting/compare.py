@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.paired import mcnemar
 from memeval.results.run import Run
 
 
@@ -29,17 +29,6 @@ def check_comparable(a: Run, b: Run, force: bool) -> None:
             f"{a.name} replayed dataset {a.fingerprint}, {b.name} replayed {b.fingerprint}: "
             f"their entries differ, so deltas and McNemar's test would mislead (--force to "
             f"compare anyway)")
-
-
-def mcnemar(first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
-    """Exact McNemar test: among entries the runs decided differently, is either run's way
-    more common than chance (p of a two-sided binomial test at 1/2)?"""
-    only_first = int((first & ~second).sum())
-    only_second = int((~first & second).sum())
-    discordant = only_first + only_second
-    p = float(binomtest(only_first, discordant, 0.5).pvalue) if discordant else 1.0
-    return {"kept_only_by_first": only_first, "kept_only_by_second": only_second,
-            "p_value": p}
 
 
 def _paired(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:

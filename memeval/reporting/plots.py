@@ -18,6 +18,7 @@ from memeval.reporting.calibration_plots import make_calibration_figures
 from memeval.reporting.conflict_plots import make_conflict_figures
 from memeval.reporting.figures import save
 from memeval.reporting.retrieval_plots import make_retrieval_figures
+from memeval.reporting.systems_plots import make_systems_figures
 from memeval.results.run_dir import read_decisions, read_metrics, read_table
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
@@ -121,6 +122,7 @@ FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
     "mqs_calibration": make_calibration_figures,
     "conflict_detection": make_conflict_figures,
     "retrieval_replay": make_retrieval_figures,
+    "compare_systems": lambda run_dir: make_compare_figures(run_dir),
 }
 """Experiments with figures of their own; every other experiment gets the write-gate set."""
 
@@ -136,6 +138,12 @@ def make_figures(run_dir: str | Path) -> list[Path]:
     if metrics["experiment"] in FIGURE_SETS:
         return FIGURE_SETS[metrics["experiment"]](run_dir)
     return make_gate_figures(run_dir)
+
+
+def make_compare_figures(run_dir: str | Path) -> list[Path]:
+    """A figure per capability compared, and the write gate's own set when one was compared."""
+    gate = make_gate_figures(run_dir) if read_metrics(run_dir)["arms"] else []
+    return [*make_systems_figures(run_dir), *gate]
 
 
 def make_gate_figures(run_dir: str | Path) -> list[Path]:

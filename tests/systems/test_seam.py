@@ -3,77 +3,16 @@ any system that can ingest runs the three-pass protocol with the same per-pass m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from omegaconf import DictConfig
 
-from memeval.data.entry import Entry
-from memeval.engine.gate.gate import Decision
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
-from memeval.systems.base import SYSTEMS, Capability, Ingestor, require
-
-
-class KeepAll:
-    """Stores every turn of 80 characters or more: a gate with one rule and nothing learned."""
-
-    learning = True
-    stores: tuple[()] = ()
-
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
-        self.memories: list[str] = []
-
-    def prepare(self, entries: Sequence[Entry]) -> list[Entry]:
-        return list(entries)
-
-    def restart(self, wipe_memories: bool = True) -> None:
-        if wipe_memories:
-            self.memories = []
-
-    def run_pass(self, items: Sequence[Entry], pass_no: int, phase: str = "eval"
-                 ) -> Iterator[Decision]:
-        for entry in items:
-            kept = len(entry.assistant_response.strip()) >= 80
-            if kept:
-                self.memories.append(entry.id)
-            yield Decision(pass_no, phase, entry.id, entry.label, entry.label_source,
-                           len(entry.assistant_response), "stored" if kept else "length", kept)
-
-    def learning_state(self) -> dict[str, Any]:
-        return {}
-
-    def restore_learning_state(self, state: dict[str, Any]) -> None:
-        pass
-
-    def pass_state(self, labels: Mapping[str, str | None]) -> dict[str, Any]:
-        return {"memories": len(self.memories)}
-
-
-@dataclass
-class KeepAllConfig:
-    pass
-
-
-class KeepAllSystem:
-    name = "keep-all"
-    capabilities = frozenset({Capability.INGEST, Capability.RESET})
-    def __init__(self) -> None:
-        self.notes: dict[str, Any] = {}
-
-    def ingestor(self, state_dir: Path) -> Ingestor:
-        return KeepAll(state_dir)
-
-    def close(self) -> None:
-        pass
-
-
-if "keep-all" not in SYSTEMS.names():
-    SYSTEMS.register("keep-all", KeepAllConfig)(lambda cfg, **_: KeepAllSystem())
+from memeval.systems.base import Capability, require
+from tests.systems.fakes import KeepAllSystem
 
 
 def test_require_names_what_is_missing_and_what_the_system_has() -> None:

@@ -1,0 +1,65 @@
+"""`+experiment=compare_systems`: every system on the same items, one table per capability, the
+paired difference with the first system, and the capabilities a system lacks named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from omegaconf import DictConfig
+
+from memeval.registry import ConfigError
+from memeval.reporting.plots import make_figures
+from memeval.results.run_dir import read_decisions
+from memeval.runner import run_experiment
+from tests.systems.fakes import KeepAllSystem  # noqa: F401  (registers system keep-all)
+
+TWO = ["+experiment=compare_systems", "+system@experiment.systems.keep=reference",
+       "experiment.systems.keep.name=keep-all", "dataset.limit=60", "experiment.passes=2",
+       "bootstrap=50"]
+
+
+def test_two_systems_side_by_side(tmp_path: Path,
+                                  fast_config: Callable[..., DictConfig]) -> None:
+    metrics = run_experiment(fast_config(*TWO), tmp_path / "run")
+    tables, skipped = metrics["compare"], metrics["skipped"]
+    assert list(metrics["arms"]) == ["reference", "keep"]
+    gate = tables["write_gate"]
+    assert gate["pass"] == 2 and set(gate["systems"]) == {"reference", "keep"}
+    paired = gate["paired"]["keep"]
+    assert paired["vs"] == "reference" and paired["entries"] == 60
+    keep_calls = gate["systems"]["keep"]["judge_calls"]
+    assert keep_calls == 0 and paired["judge_call_rate"]["second"] == 0.0
+    # a one-rule gate keeps every long text: its recall is never below the reference's
+    assert paired["recall"]["delta"] >= 0
+    assert gate["systems"]["keep"]["noise_stored"] >= gate["systems"]["reference"]["noise_stored"]
+    # keep-all cannot score, detect conflicts or search: those tables hold the reference only
+    assert skipped["trust"] == {"keep": "lacks score_records"}
+    assert skipped["search"] == {"keep": "lacks search"}
+    assert set(tables["trust"]["systems"]) == {"reference"}
+    assert tables["trust"]["records"] == 80 and tables["conflicts"]["pairs"] == 84
+    assert 0 < tables["search"]["ndcg_vs_first"]["reference"]["mean"] <= 1
+    decisions = read_decisions(tmp_path / "run")
+    assert set(decisions["arm"]) == {"reference", "keep"} and len(decisions) == 2 * 2 * 60
+    figures = {p.name for p in make_figures(tmp_path / "run")}
+    assert figures >= {"systems_write_gate.png", "systems_trust.png", "systems_conflicts.png",
+                       "systems_search.png", "funnel.png"}
+
+
+def test_a_system_against_itself_differs_by_nothing(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    metrics = run_experiment(fast_config(
+        "+experiment=compare_systems", "+system@experiment.systems.again=reference",
+        "dataset.limit=40", "experiment.passes=1", "bootstrap=50"), tmp_path / "run")
+    tables = metrics["compare"]
+    assert tables["write_gate"]["paired"]["again"]["mcnemar"]["p_value"] == 1.0
+    assert tables["trust"]["brier_vs_first"]["again"]["delta"] == 0.0
+    assert tables["search"]["ndcg_vs_first"]["again"]["delta"] == 0.0
+
+
+def test_search_needs_both_queries_and_corpus(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    with pytest.raises(ConfigError, match="queries and corpus go together"):
+        run_experiment(fast_config("+experiment=compare_systems", "experiment.corpus=null"),
+                       tmp_path / "run")
