@@ -12,6 +12,7 @@ import numpy as np
 
 from memeval.data.quality_sets import (
     CONFLICT_LABELS,
+    LabelledPair,
     check_source,
     file_fingerprint,
     load_conflict_pairs,
@@ -22,9 +23,10 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
 from memeval.registry import input_file
 from memeval.reporting.table import aligned
+from memeval.systems.base import Capability, require
+from memeval.systems.reference import ReferenceSystem
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
-MODES = ("memeval", "compat")
 
 
 @dataclass
@@ -47,12 +49,7 @@ class ConflictDetection:
     def run(self, ctx: RunContext) -> ExperimentResult:
         pairs, report = load_conflict_pairs(self.cfg.pairs, self.cfg.on_error)
         truth = [p.conflict for p in pairs]
-        detectors = {"memeval": ConflictDetector(replace(self.cfg.rules, compat=False)),
-                     "compat": ConflictDetector(replace(self.cfg.rules, compat=True))}
-        found = {mode: [d.detect(p.a.content, p.b.content, p.same_source) for p in pairs]
-                 for mode, d in detectors.items()}
-        guesses = {mode: [c.kind.value if c else "none" for c in conflicts]
-                   for mode, conflicts in found.items()}
+        found, guesses = self._detect(ctx, pairs)
         resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
         results: dict[str, Any] = {}
         for mode, predicted in guesses.items():
@@ -73,16 +70,36 @@ class ConflictDetection:
                               for t in CONFLICT_LABELS}}
         rows = [{"pair_id": p.id, "label": p.conflict, "same_source": p.same_source,
                  "a": p.a.content, "b": p.b.content, "note": p.note,
-                 **{f"{mode}_predicted": guesses[mode][i] for mode in MODES},
-                 **{f"{mode}_reason": getattr(found[mode][i], "reason", "") for mode in MODES}}
+                 **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
+                 **{f"{mode}_reason": found[mode][i] for mode in found}}
                 for i, p in enumerate(pairs)]
         extra = {"conflicts": {"source": report.source,
                                "fingerprint": file_fingerprint(self.cfg.pairs),
                                "pairs": len(pairs), "skipped": report.skipped,
                                "problems": report.problems[:100],
-                               "labels": dict(Counter(truth)), **results}}
+                               "labels": dict(Counter(truth)), "detectors": list(results),
+                               **results}}
         return ExperimentResult([], [], extra, summary=summarise(results),
                                 tables={"conflict_pairs": rows})
+
+    def _detect(self, ctx: RunContext, pairs: list[LabelledPair]
+                ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Per detector, each pair's reason and guessed type ("none" when it saw no conflict):
+        the reference engine's rules both ways (memeval's and the reference code's), or the
+        system under test's detector."""
+        system = ctx.system
+        if not isinstance(system, ReferenceSystem):
+            require(system, [Capability.CONFLICTS], "conflict_detection")
+            guessed = [system.detect_conflict(p.a.content, p.b.content) or "none" for p in pairs]
+            return {system.name: [""] * len(pairs)}, {system.name: guessed}
+        detectors = {"memeval": ConflictDetector(replace(self.cfg.rules, compat=False)),
+                     "compat": ConflictDetector(replace(self.cfg.rules, compat=True))}
+        found = {mode: [d.detect(p.a.content, p.b.content, p.same_source) for p in pairs]
+                 for mode, d in detectors.items()}
+        return ({mode: [c.reason if c else "" for c in conflicts]
+                 for mode, conflicts in found.items()},
+                {mode: [c.kind.value if c else "none" for c in conflicts]
+                 for mode, conflicts in found.items()})
 
 
 def _pct(value: float | None) -> str:
@@ -90,18 +107,20 @@ def _pct(value: float | None) -> str:
 
 
 def summarise(results: dict[str, Any]) -> str:
-    header = ("type", "support", *(f"{m} {k}" for m in MODES for k in ("precision", "recall")))
+    modes = list(results)
+    header = ("type", "support", *(f"{m} {k}" for m in modes for k in ("precision", "recall")))
     rows = []
     for cls in (*CONFLICT_TYPES, "any conflict"):
         cells = []
-        for mode in MODES:
+        for mode in modes:
             stats = results[mode]["any_conflict"] if cls == "any conflict" else \
                 results[mode]["per_type"][cls]
             cells += [_pct(stats["precision"]), _pct(stats["recall"])]
-        support = results["memeval"]["any_conflict"]["support"] if cls == "any conflict" else \
-            results["memeval"]["per_type"][cls]["support"]
+        first = results[modes[0]]
+        support = first["any_conflict"]["support"] if cls == "any conflict" else \
+            first["per_type"][cls]["support"]
         rows.append((cls, str(support), *cells))
-    accuracy = "  ".join(f"{m} accuracy {_pct(results[m]['accuracy'])}" for m in MODES)
+    accuracy = "  ".join(f"{m} accuracy {_pct(results[m]['accuracy'])}" for m in modes)
     return f"{aligned(header, rows)}\n{accuracy}"
 
 

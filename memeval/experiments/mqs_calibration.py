@@ -36,6 +36,8 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
 from memeval.registry import bounded, input_file
+from memeval.systems.base import Capability, require
+from memeval.systems.reference import ReferenceSystem
 
 METRICS = ("spearman", "kendall", "brier", "ece")
 
@@ -82,14 +84,20 @@ class MQSCalibration:
 
     def _against_labels(self, ctx: RunContext, labelled: list[LabelledRecord],
                         ledger: dict[str, MemoryRecord], scores: np.ndarray,
-                        notes: dict[str, str]) -> LabelFit:
-        """Rank agreement and calibration against the labels, then constants fitted from them
-        and scored out of fold (when each outcome has at least two records to split)."""
+                        notes: dict[str, str], fit: bool) -> LabelFit:
+        """Rank agreement and calibration against the labels, then (`fit`: the reference
+        engine's MQS) constants fitted from them and scored out of fold, when each outcome has
+        at least two records to split."""
         records = [item.record for item in labelled]
         ranks = np.array([item.trust_rank for item in labelled], dtype=float)
         trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
         common = {"bins": self.cfg.bins, "resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
         found = LabelFit(calibration_report(scores, ranks, trusted, **common))
+        if not fit:
+            notes["fitted_out_of_fold"] = (f"system {ctx.system.name} scores records its own "
+                                           f"way: MQS's constants are fitted for "
+                                           f"system=reference")
+            return found
         folds = min(self.cfg.folds, int(trusted.sum()), int((1 - trusted).sum()))
         if folds < 2:
             notes["fitted_out_of_fold"] = "fitting needs 2 trusted and 2 other labelled records"
@@ -106,28 +114,37 @@ class MQSCalibration:
         items, report = load_memory_records(path, self.cfg.on_error)
         records = [item.record for item in items]
         ledger = {r.id: r for r in records}
-        breakdowns = [compute_mqs(r, ledger, self.cfg.mqs) for r in records]
-        scores = np.array([b.score for b in breakdowns], dtype=float)
+        system = ctx.system
+        reference = isinstance(system, ReferenceSystem)  # the experiment's own MQS constants
+        if reference:
+            breakdowns = [compute_mqs(r, ledger, self.cfg.mqs) for r in records]
+            scores = np.array([b.score for b in breakdowns], dtype=float)
+        else:
+            require(system, [Capability.SCORE], "mqs_calibration")
+            scores = np.asarray(system.score_records(records), dtype=float)
         labelled = [i for i, item in enumerate(items) if item.label is not None]
         graded = [i for i, item in enumerate(items) if item.trust is not None]
         notes: dict[str, str] = {}
         fit = None
         if labelled:
             fit = self._against_labels(ctx, [items[i] for i in labelled], ledger,
-                                       scores[labelled], notes)
+                                       scores[labelled], notes, fit=reference)
         else:
             notes["configured"] = "no record has a trust label"
         oof = {} if fit is None or fit.oof is None else dict(zip(labelled, fit.oof, strict=True))
         configured = None if fit is None else fit.configured
         out_of_fold = None if fit is None else fit.fitted_out_of_fold
         fitted = None if fit is None else fit.fitted
-        rows = [{"record_id": b.record_id, "label": item.label, "trust": item.trust,
-                 "note": item.note,
-                 **{k: v for k, v in b.as_dict().items() if k != "record_id"},
-                 "missing_ancestors": list(b.missing_ancestors),
-                 "gate_action": str(self.cfg.policy(b.effective_confidence)),
-                 "fitted_out_of_fold_score": float(oof[i]) if i in oof else None}
-                for i, (item, b) in enumerate(zip(items, breakdowns, strict=True))]
+        rows: list[dict[str, Any]] = [
+            {"record_id": item.record.id, "label": item.label, "trust": item.trust,
+             "note": item.note, "score": float(scores[i]),
+             "fitted_out_of_fold_score": float(oof[i]) if i in oof else None}
+            for i, item in enumerate(items)]
+        if reference:  # the breakdown, term by term, and the confidence gate's action
+            for row, b in zip(rows, breakdowns, strict=True):
+                row.update({k: v for k, v in b.as_dict().items() if k != "record_id"},
+                           missing_ancestors=list(b.missing_ancestors),
+                           gate_action=str(self.cfg.policy(b.effective_confidence)))
         by_label = {label: scores[[i for i in labelled if items[i].label == label]]
                     for label in TRUST_LABELS}
         against_grade = None
@@ -147,7 +164,9 @@ class MQSCalibration:
                        "fitted": round(getattr(fitted, name), 3)} for name in FITTED},
             "gain_out_of_fold": None if out_of_fold is None or configured is None else {
                 m: out_of_fold[m] - configured[m] for m in METRICS},
-            "gate_actions": dict(Counter(row["gate_action"] for row in rows)),
+            "system": system.name,
+            "gate_actions": dict(Counter(row["gate_action"] for row in rows
+                                         if "gate_action" in row)),
             "mean_score_by_label": {label: float(s.mean()) for label, s in by_label.items()
                                     if s.size},
             "graded": len(graded),

@@ -1,4 +1,4 @@
-"""Figure of a `conflict_detection` run: the confusion matrix of each rule set, side by side."""
+"""Figure of a `conflict_detection` run: the confusion matrix of each detector, side by side."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ def make_conflict_figures(run_dir: str | Path) -> list[Path]:
     conflicts = read_metrics(run_dir)["conflicts"]
     out = Path(run_dir) / "figures"
     out.mkdir(exist_ok=True)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
-    for ax, mode in zip(axes, ("memeval", "compat"), strict=True):
+    modes = conflicts.get("detectors", ["memeval", "compat"])  # runs before the key existed
+    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4.8), squeeze=False)
+    for ax, mode in zip(axes[0], modes, strict=True):
         accuracy = conflicts[mode]["accuracy"]
         confusion_matrix(ax, conflicts[mode]["confusion"], CONFLICT_LABELS,
-                         f"{mode} rules (accuracy {accuracy:.3f})", "detected", NAMES)
+                         f"{mode} (accuracy {accuracy:.3f})", "detected", NAMES)
     return [save(fig, out / "conflict_confusion.png")]

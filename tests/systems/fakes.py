@@ -9,7 +9,8 @@ from typing import Any
 
 from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision
-from memeval.systems.base import SYSTEMS, Capability, Ingestor
+from memeval.engine.quality.record import MemoryRecord
+from memeval.systems.base import SYSTEMS, Capability, Hit, Ingestor, Memory
 
 
 class KeepAll:
@@ -69,3 +70,42 @@ class KeepAllSystem:
 
 if "keep-all" not in SYSTEMS.names():
     SYSTEMS.register("keep-all", KeepAllConfig)(lambda cfg, **_: KeepAllSystem())
+
+
+def _words(text: str) -> set[str]:
+    return set(text.lower().split())
+
+
+class WordOverlapSystem:
+    """Trust from declared confidence alone, a conflict wherever two memories share most of
+    their words, search by word overlap: simple, deterministic, and unlike the reference."""
+
+    name = "word-overlap"
+    capabilities = frozenset({Capability.SCORE, Capability.CONFLICTS, Capability.SEARCH})
+
+    def __init__(self) -> None:
+        self.notes: dict[str, Any] = {"search": "word overlap"}
+        self.memories: list[Memory] = []
+
+    def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
+        return [50.0 if r.confidence is None else 100.0 * r.confidence for r in records]
+
+    def detect_conflict(self, first: str, second: str) -> str | None:
+        a, b = _words(first), _words(second)
+        return "conflict" if len(a & b) / max(len(a | b), 1) > 0.5 else None
+
+    def index(self, memories: Sequence[Memory]) -> None:
+        self.memories = list(memories)
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        words = _words(query)
+        scored = sorted(((len(words & _words(m.text)), m.id) for m in self.memories),
+                        key=lambda pair: (-pair[0], pair[1]))
+        return [Hit(memory_id, float(score)) for score, memory_id in scored[:k]]
+
+    def close(self) -> None:
+        pass
+
+
+if "word-overlap" not in SYSTEMS.names():
+    SYSTEMS.register("word-overlap", KeepAllConfig)(lambda cfg, **_: WordOverlapSystem())

@@ -13,7 +13,7 @@ from memeval.registry import ConfigError
 from memeval.reporting.plots import make_figures
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
-from tests.systems.fakes import KeepAllSystem  # noqa: F401  (registers system keep-all)
+from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (registered)
 
 TWO = ["+experiment=compare_systems", "+system@experiment.systems.keep=reference",
        "experiment.systems.keep.name=keep-all", "dataset.limit=60", "experiment.passes=2",
@@ -63,3 +63,21 @@ def test_search_needs_both_queries_and_corpus(
     with pytest.raises(ConfigError, match="queries and corpus go together"):
         run_experiment(fast_config("+experiment=compare_systems", "experiment.corpus=null"),
                        tmp_path / "run")
+
+
+def test_a_system_without_a_write_gate_is_compared_on_the_rest(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    metrics = run_experiment(fast_config(
+        "+experiment=compare_systems", "+system@experiment.systems.words=reference",
+        "experiment.systems.words.name=word-overlap", "dataset.limit=40", "experiment.passes=1",
+        "bootstrap=50"), tmp_path / "run")
+    tables = metrics["compare"]
+    assert metrics["skipped"]["write_gate"] == {"words": "lacks ingest, reset_memories"}
+    assert set(tables["write_gate"]["systems"]) == {"reference"}
+    words = tables["conflicts"]["systems"]["words"]
+    assert words["typed"] is False and tables["conflicts"]["systems"]["reference"]["typed"]
+    assert tables["trust"]["brier_vs_first"]["words"]["vs"] == "reference"
+    search = tables["search"]["ndcg_vs_first"]
+    low, high = search["words"]["delta_ci95"]
+    assert low <= search["words"]["delta"] <= high
+    assert metrics["notes"] == {"words": {"search": "word overlap"}}

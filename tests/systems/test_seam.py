@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
 from memeval.systems.base import Capability, require
-from tests.systems.fakes import KeepAllSystem
+from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (registered)
 
 
 def test_require_names_what_is_missing_and_what_the_system_has() -> None:
@@ -47,3 +47,33 @@ def test_experiments_refuse_a_system_without_what_they_need(
         run_experiment(fast_config(f"+experiment={experiment}", "system.name=keep-all"),
                        tmp_path / "run")
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_mqs_calibration_scores_records_with_the_system_under_test(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    mqs = run_experiment(fast_config("+experiment=mqs_calibration", "system.name=word-overlap",
+                                     "bootstrap=30", "plots=true"), tmp_path / "run")["mqs"]
+    assert mqs["system"] == "word-overlap" and mqs["configured"]["n"] == 80
+    assert mqs["fitted_out_of_fold"] is None and mqs["gate_actions"] == {}
+    assert "fitted for system=reference" in mqs["notes"]["fitted_out_of_fold"]
+    assert (tmp_path / "run" / "figures" / "mqs_reliability.png").is_file()
+
+
+def test_conflict_detection_runs_the_system_s_own_detector(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    conflicts = run_experiment(fast_config("+experiment=conflict_detection",
+                                           "system.name=word-overlap", "bootstrap=30",
+                                           "plots=true"), tmp_path / "run")["conflicts"]
+    assert conflicts["detectors"] == ["word-overlap"]
+    assert conflicts["word-overlap"]["any_conflict"]["support"] == 46
+    assert (tmp_path / "run" / "figures" / "conflict_confusion.png").is_file()
+
+
+@pytest.mark.parametrize(("experiment", "needs"), [("mqs_calibration", "score_records"),
+                                                   ("conflict_detection", "detect_conflicts")])
+def test_quality_experiments_refuse_a_system_that_cannot_serve_them(
+        tmp_path: Path, fast_config: Callable[..., DictConfig], experiment: str,
+        needs: str) -> None:
+    with pytest.raises(ConfigError, match=f"cannot run experiment {experiment}: it needs {needs}"):
+        run_experiment(fast_config(f"+experiment={experiment}", "system.name=keep-all"),
+                       tmp_path / "run")
