@@ -35,6 +35,7 @@ BUILTIN_MODULES = (
     "memeval.experiments.retrieval_replay",
     "memeval.experiments.compare_systems",
     "memeval.systems.reference",
+    "memeval.systems.http",
 )
 
 

@@ -156,7 +156,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if ctx.built("embedder"):
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json
-    failures = run_failures(result.decisions, checked.gate)
+    failures = run_failures(result.decisions, checked.gate,
+                            getattr(checked.system, "max_error_share", 1.0))
     metrics: dict[str, Any] = {
         "run_id": run_id,
         "experiment": cfg.experiment.name,

@@ -52,13 +52,13 @@ def scripted(replies: Iterable[Reply], then: Responder | Reply) -> Responder:
 class LoopbackServer:
     """Use as a context manager; `requests` lists what arrived, `hits` counts it."""
 
-    def __init__(self, responder: Responder) -> None:
+    def __init__(self, responder: Responder, port: int = 0) -> None:
         self.responder = responder
         self.requests: list[Received] = []
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self.port = 0
+        self.port = port  # 0: any free port; a stopped server restarts on the one it had
 
     @property
     def base_url(self) -> str:
@@ -77,6 +77,15 @@ class LoopbackServer:
                 pass
 
             def do_POST(self) -> None:
+                self._answer("POST")
+
+            def do_GET(self) -> None:
+                self._answer("GET")
+
+            def do_DELETE(self) -> None:
+                self._answer("DELETE")
+
+            def _answer(self, method: str) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length).decode("utf-8")
                 try:
@@ -84,7 +93,7 @@ class LoopbackServer:
                 except json.JSONDecodeError:
                     body = raw
                 request = Received(
-                    method="POST",
+                    method=method,
                     path=self.path,
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=body,
@@ -109,7 +118,7 @@ class LoopbackServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test): nothing to answer
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(

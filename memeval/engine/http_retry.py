@@ -199,8 +199,9 @@ def backoff_delay(
 
 def post_json(
     url: str,
-    payload: Mapping[str, Any],
+    payload: Mapping[str, Any] | None,
     *,
+    method: str = "POST",
     headers: Mapping[str, str] | None = None,
     timeout_s: float = 60.0,
     max_retries: int = 3,
@@ -213,7 +214,8 @@ def post_json(
     retry_after_cap_s: float = 60.0,
     cooldown: Cooldown | None = None,
 ) -> PostResult:
-    """POST `payload` as JSON and return (parsed JSON, latency ms, attempts).
+    """POST `payload` as JSON and return (parsed JSON, latency ms, attempts); another `method`
+    (GET, DELETE) gets the same retries, with no body when `payload` is None.
 
     Retries HTTP 429, 5xx, timeouts and connection errors up to `max_retries` times after the
     first attempt, waiting `retry-after` seconds (capped at `retry_after_cap_s`) when the server
@@ -238,15 +240,16 @@ def post_json(
             last_status: int | None = None
             last_cause = last_detail = ""
             try:
-                response = http.post(
-                    url, json=dict(payload), headers=dict(headers or {}), timeout=timeout_s
+                response = http.request(
+                    method, url, json=None if payload is None else dict(payload),
+                    headers=dict(headers or {}), timeout=timeout_s,
                 )
             except _RETRYABLE_EXCEPTIONS as err:
                 last = _exception_text(err)
                 last_cause, last_detail = type(err).__name__, str(err)
             except httpx.HTTPError as err:
                 raise HttpRetryError(
-                    f"POST {url} failed: {_exception_text(err)}",
+                    f"{method} {url} failed: {_exception_text(err)}",
                     url=url,
                     attempts=attempts,
                     cause=type(err).__name__,
@@ -260,7 +263,7 @@ def post_json(
                     except (json.JSONDecodeError, UnicodeDecodeError) as err:
                         empty = not response.content.strip()
                         raise HttpRetryError(
-                            f"POST {url} returned HTTP {status} with a body that is not JSON: "
+                            f"{method} {url} returned HTTP {status} with a body that is not JSON: "
                             f"{preview(response.text)!r}",
                             url=url,
                             attempts=attempts,
@@ -273,7 +276,7 @@ def post_json(
                     return PostResult(data, latency_ms, attempts)
                 if status != 429 and not 500 <= status < 600:
                     raise HttpRetryError(
-                        f"POST {url} was rejected with HTTP {status} (not retried): "
+                        f"{method} {url} was rejected with HTTP {status} (not retried): "
                         f"{preview(response.text)!r}",
                         url=url,
                         attempts=attempts,
@@ -291,7 +294,7 @@ def post_json(
                         cooldown.extend(wait)
             if attempts > max_retries:
                 raise HttpRetryError(
-                    f"POST {url} failed after {attempts} attempt(s); last error: {last}",
+                    f"{method} {url} failed after {attempts} attempt(s); last error: {last}",
                     url=url,
                     attempts=attempts,
                     status=last_status,

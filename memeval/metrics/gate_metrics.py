@@ -64,6 +64,9 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
         "judge_errors": sum(bool(d.judge_error) for d in decisions),
         "judge_error_reasons": _reasons(d.judge_error for d in decisions),
         "judge_short_circuited": sum(str(d.judge_error).startswith(NOT_SENT) for d in decisions),
+        "system_errors": sum(bool(d.system_error) for d in decisions),
+        "system_error_reasons": _reasons(d.system_error for d in decisions),
+        "system_short_circuited": sum(d.system_error.startswith(NOT_SENT) for d in decisions),
         "embedding_errors": sum(bool(d.embedding_error) for d in decisions),
         "embedding_error_reasons": _reasons(d.embedding_error for d in decisions),
         "audits": sum(d.audited for d in decisions),
@@ -129,11 +132,21 @@ def _share_failed(failed: Sequence[str], total: int, limit: float, setting: str,
             f"more than {setting}={limit:g}): {top}{more}")
 
 
-def run_failures(decisions: Sequence[Decision],
-                 gate: GateConfig) -> list[JudgeError | EmbeddingError]:
-    """Why a finished run must not count as a success: its judge or its embedder failed on more
-    than the configured share of the work (every pass and phase together)."""
-    failures: list[JudgeError | EmbeddingError] = []
+class SystemFailure(RuntimeError):
+    """The memory system under test gave no decision for too many entries, or none at all."""
+
+
+def run_failures(decisions: Sequence[Decision], gate: GateConfig,
+                 max_system_error_share: float = 1.0
+                 ) -> list[JudgeError | EmbeddingError | SystemFailure]:
+    """Why a finished run must not count as a success: its judge, its embedder or the system
+    under test (`system.max_error_share`) failed on more than the configured share of the work
+    (every pass and phase together)."""
+    failures: list[JudgeError | EmbeddingError | SystemFailure] = []
+    if message := _share_failed(
+            [d.system_error for d in decisions if d.system_error], len(decisions),
+            max_system_error_share, "system.max_error_share", "system", "entries"):
+        failures.append(SystemFailure(message))
     judge = gate.stage_config("judge")
     called = [d for d in decisions if d.judge_called]
     if judge is not None and (message := _share_failed(

@@ -52,6 +52,7 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
             str(p.get("rejection_store_size", "—")),  # a system may keep no rejection store
         ))
     failures = [block for block in (
+        _failures(passes, "system", "entries", "entries"),
         _failures(passes, "judge", "judge_calls", "calls"),
         _failures(passes, "embedding", "entries", "entries")) if block]
     stored = stored_mqs_table(passes)

@@ -107,6 +107,7 @@ class Decision:
     judge_tokens_in: int = 0
     judge_tokens_out: int = 0
     judge_cost_usd: float = 0.0
+    system_error: str = ""  # why the system under test gave no decision ("" if it gave one)
     latency_ms: dict[str, float] = field(default_factory=dict)
     arm: str = "main"
     started_at: float = 0.0  # wall clock (epoch s) when the entry entered the gate: span times
