@@ -16,6 +16,8 @@ commands:
   phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
   report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
   sweep   a multirun as a table, Pareto front and default marked: python -m memeval sweep --help
+  serve   memeval's engine as a memoryd daemon, its embedder as an OpenAI-compatible server:
+          python -m memeval serve --help
 
 options:
   -h, --help     this message
@@ -29,9 +31,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from memeval.data.base import DatasetError
     from memeval.engine.embedders.base import EmbeddingError
     from memeval.engine.judges.base import JudgeError
+    from memeval.metrics.gate_metrics import SystemFailure
     from memeval.registry import ConfigError
 
-    return ConfigError, DatasetError, EmbeddingError, JudgeError
+    return ConfigError, DatasetError, EmbeddingError, JudgeError, SystemFailure
 
 
 def _report_user_error(err: Exception) -> None:
@@ -147,6 +150,12 @@ def _phoenix(args: list[str]) -> int:
     return phoenix_main(args)
 
 
+def _serve(args: list[str]) -> int:
+    from memeval.serve.cli import main as serve_main
+
+    return serve_main(args)
+
+
 def _list(args: list[str]) -> int:
     from memeval.listing import main as list_main
 
@@ -155,7 +164,8 @@ def _list(args: list[str]) -> int:
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "list": _list, "bench": _bench,
                                                    "gate": _gate, "phoenix": _phoenix,
-                                                   "report": _report, "sweep": _sweep}
+                                                   "report": _report, "sweep": _sweep,
+                                                   "serve": _serve}
 
 
 def main(argv: list[str] | None = None) -> int:
