@@ -46,6 +46,12 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
                                 "cache_hits": ctx.embedder.hits,
                                 "cache_misses": ctx.embedder.misses,
                                 "cache_invalid": ctx.embedder.invalid}
+    if ctx.built("system"):  # what a reader must know of the system under test
+        system = ctx.system
+        sections["system"] = {"name": system.name,
+                               "capabilities": sorted(system.capabilities),
+                               "notes": {k: redact(v) if isinstance(v, str) else v
+                                         for k, v in system.notes.items()}}
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
         sections["scorer"] = {"name": ctx.cfg.scorer.name,
@@ -151,6 +157,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     finally:
         if streamer is not None:
             streamer.close()
+        if ctx.built("system"):
+            ctx.system.close()
     experiment_s = time.perf_counter() - running - ctx.load_seconds
     timing = {"dataset_load_s": round(ctx.load_seconds, 3), "experiment_s": round(experiment_s, 3)}
     if ctx.built("embedder"):
