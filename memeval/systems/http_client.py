@@ -162,6 +162,7 @@ class Daemon:
         if not self.cfg.preflight:
             return
         try:
+            self._wait_until_listening()
             if self.cfg.memories.mapped:
                 self.memory_ids()
             if self.cfg.rejections.mapped:
@@ -175,6 +176,26 @@ class Daemon:
         except DaemonError as err:
             raise ConfigError(f"system=http failed its preflight: {err.reason} (system.preflight"
                               f"=false skips the check)") from None
+
+    def _wait_until_listening(self) -> None:
+        """A daemon started alongside the run (e.g. `serve memoryd &`) may still be loading its
+        model: a refused connection is retried every half second for `startup_wait_s`."""
+        deadline = time.monotonic() + self.cfg.startup_wait_s
+        waiting = False
+        while True:
+            try:
+                self._client.get(str(self.base), timeout=self.cfg.timeout_s)
+                return
+            except httpx.ConnectError:
+                if time.monotonic() >= deadline:
+                    return  # the preflight's own request names the failure
+                if not waiting:
+                    waiting = True
+                    log.warning("waiting up to %.0f s for the daemon at %s to listen "
+                                "(system.startup_wait_s)", self.cfg.startup_wait_s, self.shown)
+                self._sleep(0.5)
+            except httpx.HTTPError:
+                return  # listening, though answering badly: the preflight says how
 
     def _exists(self, route: Route, key: str) -> None:
         url = self.url(route, key)

@@ -157,7 +157,8 @@ class HttpSystemConfig:
     `max_concurrency` turns in flight at once (1: each verdict may change what the next turn
     meets, as in an agent's session); `breaker_after` failed turns in a row and nothing more is
     sent this run (0: never); more than `max_error_share` of the turns without a verdict and the
-    run fails once its results are written."""
+    run fails once its results are written. A daemon not yet listening (connection refused) is
+    waited for up to `startup_wait_s` before the preflight, so it can be started alongside."""
 
     base_url: str = "http://127.0.0.1:8765"
     api_key_env: str | None = None
@@ -168,6 +169,7 @@ class HttpSystemConfig:
     breaker_after: int = bounded(5, 0)
     max_error_share: float = bounded(0.05, 0, 1)
     preflight: bool = True
+    startup_wait_s: float = bounded(60.0, 0, 3600)
     ingest: IngestRoute = field(default_factory=IngestRoute)
     memories: MemoriesRoute = field(default_factory=MemoriesRoute)
     delete: DeleteRoute = field(default_factory=DeleteRoute)

@@ -267,7 +267,36 @@ def test_preflight_refuses_a_daemon_without_the_mapped_routes(
     server.stop()
     with pytest.raises(ConfigError, match="is the server running"):
         SYSTEMS.build({"name": "http", "base_url": f"http://127.0.0.1:{port}",
-                       "max_retries": 0}, ctx=None)
+                       "max_retries": 0, "startup_wait_s": 0}, ctx=None)
+
+
+@pytest.mark.integration
+def test_a_daemon_started_alongside_is_waited_for(caplog: pytest.LogCaptureFixture) -> None:
+    """`serve memoryd &` then `run … system=http`: the run waits for the port to open."""
+    fake = FakeMemoryd()
+    with LoopbackServer(fake) as probe:
+        port = probe.port  # a free port, closed again
+    late = LoopbackServer(fake, port=port)
+    timer = threading.Timer(1.0, late.start)
+    timer.start()
+    try:
+        with caplog.at_level("WARNING"):
+            SYSTEMS.build({"name": "http", "base_url": f"http://127.0.0.1:{port}",
+                           "startup_wait_s": 30}, ctx=None).close()
+    finally:
+        timer.join()
+        late.stop()
+    assert f"waiting up to 30 s for the daemon at http://127.0.0.1:{port}" in caplog.text
+    assert late.hits >= 1
+
+
+@pytest.mark.integration
+def test_a_daemon_that_never_listens_fails_once_the_wait_is_over() -> None:
+    with LoopbackServer(FakeMemoryd()) as probe:
+        port = probe.port
+    with pytest.raises(ConfigError, match="is the server running"):
+        SYSTEMS.build({"name": "http", "base_url": f"http://127.0.0.1:{port}",
+                       "max_retries": 0, "startup_wait_s": 1}, ctx=None)
 
 
 @pytest.mark.bad_input
