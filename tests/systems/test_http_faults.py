@@ -5,14 +5,20 @@ every turn comes back as a decision or as a counted error."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from omegaconf import DictConfig
 
 from memeval.data.entry import Entry
 from memeval.engine.judges.base import NOT_SENT
 from memeval.metrics.gate_metrics import SystemFailure
+from memeval.results.run_dir import read_metrics
+from memeval.runner import run_experiment
+from memeval.systems.http_client import Daemon
+from tests.faults.common import decisions_without_clock, without_clock
 from tests.loopback import LoopbackServer, Received, Reply, scripted
 from tests.systems.test_http import FakeMemoryd, entries, ingestor
 
@@ -149,3 +155,43 @@ def test_a_memory_id_cannot_climb_out_of_base_url(tmp_path: Path) -> None:
         with pytest.raises(SystemFailure):
             gate.restart(wipe_memories=True)
     assert "/api/memories/..%2F..%2Fadmin" in seen and "/admin" not in seen
+
+
+class Interrupt(KeyboardInterrupt):
+    """What Ctrl-C raises, from inside the replay."""
+
+
+def test_an_interrupted_run_resumes_by_wiping_and_replaying_the_unfinished_pass(
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in pass 2: the resumed run keeps pass 1 from its checkpoint, wipes what the
+    unfinished pass left in the daemon and replays it, counting no turn twice."""
+    fake = FakeMemoryd()
+    with LoopbackServer(fake) as server:
+        settings = ("+experiment=three_pass", "system=http", f"system.base_url={server.base_url}",
+                    "dataset.limit=40", "plots=false")
+        whole = tmp_path / "whole"
+        run_experiment(fast_config(*settings), whole)
+        expected = read_metrics(whole)
+        real, sent = Daemon.send_turn, {"n": 0}
+
+        def send_turn(self: Daemon, payload: Any) -> Any:
+            sent["n"] += 1
+            if sent["n"] > 40 + 15:
+                raise Interrupt
+            return real(self, payload)
+
+        broken = tmp_path / "broken"
+        with monkeypatch.context() as patch:
+            patch.setattr(Daemon, "send_turn", send_turn)
+            with pytest.raises(Interrupt):
+                run_experiment(fast_config(*settings), broken)
+        assert len(fake.memories) > 0  # the unfinished pass left memories behind
+        run_experiment(fast_config(*settings, "resume=true"), broken)
+        resumed = read_metrics(broken)
+    # this daemon's verdicts depend on the memories it holds only, so a replay that wiped
+    # what the unfinished pass left gives the uninterrupted run's figures
+    assert without_clock(resumed["passes"]) == without_clock(expected["passes"])
+    decisions = decisions_without_clock(broken)
+    assert not decisions.duplicated(["arm", "phase", "pass_no", "entry_id"]).any()
+    assert len(fake.memories) == expected["passes"][2]["stage_counts"]["stored"]
