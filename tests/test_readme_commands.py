@@ -33,7 +33,8 @@ def readme_commands() -> list[str]:
             _, found, rest = line.partition("python -m memeval ")
             if found:
                 words = shlex.split(rest, comments=True)
-                commands.append(shlex.join(itertools.takewhile(lambda w: w != "&&", words)))
+                commands.append(shlex.join(itertools.takewhile(lambda w: w not in ("&&", "&"),
+                                                                   words)))
     return list(dict.fromkeys(commands))
 
 
