@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memeval.reporting.table import aligned
+from memeval.reporting.table import aligned, ci_suffix
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -26,13 +26,14 @@ def _delta(entry: dict[str, Any] | None, pct: bool = False) -> str:
 
 
 def _write_gate(table: dict[str, Any]) -> str:
-    header = ("system", "subst. recall", "noise stored", "pre-judge", "judge calls",
-              "recall Δ vs first [95% CI]", "McNemar p")
+    header = ("system", "subst. recall [95% CI]", "noise stored", "pre-judge", "judge calls",
+              "saved", "recall Δ vs first [95% CI]", "McNemar p")
     rows = []
     for name, p in table["systems"].items():
         paired = table["paired"].get(name, {})
-        rows.append((name, _pct(p["substantive_recall"]), str(p["noise_stored"]),
-                     _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]),
+        rows.append((name, _pct(p["substantive_recall"]) + ci_suffix(p["substantive_recall_ci95"]),
+                     str(p["noise_stored"]), _pct(p["prejudge_filter_rate"]),
+                     str(p["judge_calls"]), _pct(p["judge_call_saving"]),
                      _delta(paired.get("recall"), pct=True),
                      _num(paired.get("mcnemar", {}).get("p_value"))))
     return f"write gate (pass {table['pass']})\n{aligned(header, rows)}"

@@ -13,7 +13,7 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def _ci(bounds: list[float | None] | None) -> str:
+def ci_suffix(bounds: list[float | None] | None) -> str:
     if not bounds or bounds[0] is None or bounds[1] is None:
         return ""
     return f" [{100 * bounds[0]:.0f}–{100 * bounds[1]:.0f}]"
@@ -40,7 +40,7 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
         by_source = p.get("by_label_source", {})
         rows.append((
             str(p.get("arm", "")) + str(p["pass"]),
-            _pct(p["substantive_recall"]) + _ci(p.get("substantive_recall_ci95")),
+            _pct(p["substantive_recall"]) + ci_suffix(p.get("substantive_recall_ci95")),
             *(_pct(by_source.get(s, {}).get("substantive_retained_rate")) for s in others),
             str(p["noise_stored"]), _pct(p["low_value_filtered_rate"]),
             _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]), str(p.get("judge_errors", 0)),

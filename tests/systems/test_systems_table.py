@@ -1,0 +1,25 @@
+"""The printed comparison: each write-gate row carries recall with its CI, the judge calls it
+spent and saved, and the paired difference with the first system."""
+
+from __future__ import annotations
+
+from memeval.reporting.systems_table import systems_summary
+
+
+def test_the_write_gate_rows_show_recall_with_its_ci_and_the_paired_delta() -> None:
+    row = {"substantive_recall": 0.991, "substantive_recall_ci95": [0.97, 1.0],
+           "noise_stored": 0, "prejudge_filter_rate": 0.573, "judge_calls": 123,
+           "judge_call_saving": 0.573, "entries": 288}
+    other = {**row, "substantive_recall": 0.9, "substantive_recall_ci95": [0.85, 0.95],
+             "judge_calls": 288, "judge_call_saving": 0.0, "prejudge_filter_rate": 0.0}
+    table = {"pass": 3, "systems": {"reference": row, "keep-all": other},
+             "paired": {"keep-all": {"recall": {"delta": -0.091, "delta_ci95": [-0.14, -0.05]},
+                                     "mcnemar": {"p_value": 0.0004}}}}
+    lines = systems_summary({"write_gate": table}, {}).splitlines()
+    assert lines[0] == "write gate (pass 3)"
+    assert lines[1].split("  ")[0] == "system" and "saved" in lines[1]
+    assert lines[2].split()[:8] == ["reference", "99.1%", "[97–100]", "0", "57.3%", "123",
+                                    "57.3%", "—"]
+    assert lines[3].split()[:11] == ["keep-all", "90.0%", "[85–95]", "0", "0.0%", "288", "0.0%",
+                                     "-9.1", "pt", "[-14,", "-5]"]
+    assert lines[3].split()[-1] == "0.000"
