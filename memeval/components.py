@@ -36,6 +36,7 @@ BUILTIN_MODULES = (
     "memeval.experiments.compare_systems",
     "memeval.systems.reference",
     "memeval.systems.http",
+    "memeval.systems.memledger",
 )
 
 
