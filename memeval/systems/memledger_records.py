@@ -42,14 +42,24 @@ class _Records:
         return self._records.get(record_id or "")
 
 
-async def ledger_scores(records: Sequence[MemoryRecord]) -> list[int]:
-    """memledger's MQS of each record, `records` being the whole ledger (for lineage)."""
-    from memledger.models import compute_mqs
+async def _effective(ledger: Mapping[str, Any]) -> dict[str, float]:
     from memledger.provenance.chain_store import JsonArrayChainStore
     from memledger.provenance.effective_confidence import compute_effective_confidence
 
-    ledger = {r.id: to_ledger_record(r) for r in records}
     chains = JsonArrayChainStore(_Records(ledger))
-    return [int(compute_mqs(ledger[r.id], await compute_effective_confidence(ledger[r.id],
-                                                                              chains)))
-            for r in records]
+    return {rid: await compute_effective_confidence(record, chains)
+            for rid, record in ledger.items()}
+
+
+async def ledger_effective(records: Sequence[MemoryRecord]) -> dict[str, float]:
+    """Each record's effective confidence by memledger's own chain walk (weakest link)."""
+    return await _effective({r.id: to_ledger_record(r) for r in records})
+
+
+async def ledger_scores(records: Sequence[MemoryRecord]) -> list[int]:
+    """memledger's MQS of each record, `records` being the whole ledger (for lineage)."""
+    from memledger.models import compute_mqs
+
+    ledger = {r.id: to_ledger_record(r) for r in records}
+    effective = await _effective(ledger)
+    return [int(compute_mqs(ledger[r.id], effective[r.id])) for r in records]
