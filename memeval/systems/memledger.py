@@ -12,6 +12,7 @@ use (sqlite-vec, or memledger's recency fallback) is in `notes`, and so in metri
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import logging
 import time
@@ -228,6 +229,7 @@ class MemledgerSystem:
 
 def _open(cfg: MemledgerSystemConfig, ctx: Any, loop: Loop) -> tuple[Any, dict[str, Any]]:
     """The ledger on its SQLite file, and what a reader must know of how it runs."""
+    logging.getLogger("memledger").setLevel(logging.WARNING)  # a line per add and search
     path = Path(ctx.run_dir) / cfg.db
     path.unlink(missing_ok=True)  # a fresh ledger every run
     if cfg.embeddings == "memeval":
@@ -279,6 +281,10 @@ async def _probe_width(cfg: MemledgerSystemConfig) -> int:
 @SYSTEMS.register("memledger", MemledgerSystemConfig)
 def build_memledger(cfg: MemledgerSystemConfig, *, ctx: Any) -> MemledgerSystem:
     """memledger and LiteLLM are imported here, only when this system is built."""
+    if importlib.util.find_spec("memledger") is None:
+        raise ConfigError("system=memledger needs the memledger package: pip install -e "
+                          "\".[memledger]\" (in compare_systems, or leave it out with "
+                          "~system@experiment.systems.memledger)")
     loop = Loop(cfg.timeout_s)
     try:
         ledger, notes = _open(cfg, ctx, loop)

@@ -15,7 +15,8 @@ from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (registered)
 
-TWO = ["+experiment=compare_systems", "+system@experiment.systems.keep=reference",
+ONLY_REFERENCE = "~system@experiment.systems.memledger"  # the default pair is reference, memledger
+TWO = ["+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.keep=reference",
        "experiment.systems.keep.name=keep-all", "dataset.limit=60", "experiment.passes=2",
        "bootstrap=50"]
 
@@ -50,7 +51,7 @@ def test_two_systems_side_by_side(tmp_path: Path,
 def test_a_system_against_itself_differs_by_nothing(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     metrics = run_experiment(fast_config(
-        "+experiment=compare_systems", "+system@experiment.systems.again=reference",
+        "+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.again=reference",
         "dataset.limit=40", "experiment.passes=1", "bootstrap=50"), tmp_path / "run")
     tables = metrics["compare"]
     assert tables["write_gate"]["paired"]["again"]["mcnemar"]["p_value"] == 1.0
@@ -68,7 +69,7 @@ def test_search_needs_both_queries_and_corpus(
 def test_a_system_without_a_write_gate_is_compared_on_the_rest(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     metrics = run_experiment(fast_config(
-        "+experiment=compare_systems", "+system@experiment.systems.words=reference",
+        "+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.words=reference",
         "experiment.systems.words.name=word-overlap", "dataset.limit=40", "experiment.passes=1",
         "bootstrap=50"), tmp_path / "run")
     tables = metrics["compare"]
@@ -81,3 +82,24 @@ def test_a_system_without_a_write_gate_is_compared_on_the_rest(
     low, high = search["words"]["delta_ci95"]
     assert low <= search["words"]["delta"] <= high
     assert metrics["notes"] == {"words": {"search": "word overlap"}}
+
+
+@pytest.mark.slow
+def test_the_default_pair_fills_every_table_for_both(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    pytest.importorskip("memledger")
+    metrics = run_experiment(fast_config("+experiment=compare_systems", "dataset.limit=60",
+                                         "experiment.passes=2", "bootstrap=50"), tmp_path / "run")
+    tables = metrics["compare"]
+    both = ["reference", "memledger"]
+    assert list(metrics["arms"]) == both and metrics["skipped"] == {
+        what: {} for what in ("write_gate", "trust", "conflicts", "search")}
+    assert list(tables["write_gate"]["systems"]) == both
+    assert list(tables["trust"]["systems"]) == both
+    assert list(tables["conflicts"]["systems"]) == both
+    assert list(tables["search"]["ndcg_vs_first"]) == both
+    memledger = tables["write_gate"]["systems"]["memledger"]
+    assert memledger["judge_calls"] == 0 and memledger["substantive_recall"] == 1.0
+    assert tables["conflicts"]["systems"]["memledger"]["typed"] is False
+    assert tables["search"]["ndcg_vs_first"]["memledger"]["vs"] == "reference"
+    assert "sqlite-vec via sqlean" in metrics["notes"]["memledger"]["search_path"]
