@@ -258,3 +258,26 @@ def test_three_pass_with_memledger_names_its_search_path(
     # a ledger emptied before each pass meets the same turns: the same conflicts each time
     assert len({p["memledger_conflicts_flagged"] for p in passes}) == 1
     assert (tmp_path / "run" / "memledger" / "memledger.db").is_file()
+
+
+def test_the_fallback_search_path_is_named_when_sqlite_vec_is_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memeval.systems.memledger.vec_enabled", lambda ledger: False)
+    system = build(tmp_path)
+    try:
+        assert system.notes["search_path"] == SEARCH_PATHS[False]
+        assert "not semantic" in system.notes["search_path"]
+    finally:
+        system.close()
+
+
+@pytest.mark.bad_input
+def test_without_the_package_the_error_says_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "memledger" else real(name, *a))
+    with pytest.raises(ConfigError, match=r'pip install -e "\.\[memledger\]"'):
+        build(tmp_path)
