@@ -53,12 +53,10 @@ def _mqs_cause(record: MemoryRecord, ledger: dict[str, MemoryRecord],
                constants: MQSConstants, theirs: float) -> str:
     """Why the two scores differ; `theirs` is memledger's effective confidence."""
     ours, basis, _ = effective_confidence(record, ledger, constants)
-    if theirs == 0.0:  # memledger's compute_mqs: `(effective or declared) or 0.5`
+    if theirs == 0.0:  # memledger: `(effective, else declared) or 0.5`
         where = "as declared" if record.confidence == 0.0 else "from an ancestor"
         return (f"effective confidence 0.0 {where}: memledger reads `0.0 or 0.5` as 0.5, "
-                f"memeval scores {ours}" + (" (zero_confidence_is_missing falls back to the "
-                                            "declared value, not to 0.5)"
-                                            if constants.zero_confidence_is_missing else ""))
+                f"memeval scores {ours}")
     return f"effective confidence: memeval {ours} ({basis}), memledger {theirs}"
 
 

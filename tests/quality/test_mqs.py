@@ -100,7 +100,9 @@ def test_the_reference_quirk_also_drops_a_zero_weakest_link() -> None:
     records = ledger(rec("a", 0.0), rec("b", 0.9, ("a",)))
     assert compute_mqs(records["b"], records).score == 12
     quirk = compute_mqs(records["b"], records, MQSConstants(zero_confidence_is_missing=True))
-    assert (quirk.effective_confidence, quirk.score) == (0.9, 66)  # `effective or declared`
+    # memledger: `(effective, else declared) or 0.5`, so the 0.0 ancestor reads as 0.5
+    assert (quirk.effective_confidence, quirk.confidence_basis, quirk.score) == (
+        0.5, "missing", 42)
 
 
 def test_record_outcome_feeds_usage() -> None:

@@ -25,13 +25,12 @@ def figures(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
 
 def test_mqs_agrees_but_for_declared_zero_confidence(report: dict[str, Any]) -> None:
     default, zero_missing, api_own, api_memeval = report["mqs"]
-    assert figures(report["mqs"]) == [(76, 80), (79, 80), (55, 80), (52, 80)]
+    assert figures(report["mqs"]) == [(76, 80), (80, 80), (55, 80), (52, 80)]
     # memeval keeps a declared 0.0; memledger reads `0.0 or 0.5`, directly or via r029
     assert {d["id"] for d in default["disagreements"]} == {"r013", "r029", "r073", "r077"}
     assert all("reads `0.0 or 0.5` as 0.5" in d["why"] for d in default["disagreements"])
-    # zero_confidence_is_missing falls back to the declared 0.6, memledger to 0.5
-    assert [(d["id"], d["a"], d["b"]) for d in zero_missing["disagreements"]] == [
-        ("r077", 52, 46)]
+    # zero_confidence_is_missing reproduces memledger's compute_mqs on every record
+    assert zero_missing["disagreements"] == []
     # its API stores no conflicts and scores declared, not effective, confidence
     assert all(d["why"].startswith(("its ", "search scores declared"))
                for d in api_own["disagreements"])

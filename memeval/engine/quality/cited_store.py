@@ -1,6 +1,6 @@
 """A memory store with confidence, citations, conflicts and a transparent `min_confidence` search.
 
-What the openclaw document promises, with its reference code's faults fixed (SPEC-NOTES §3):
+What the openclaw document promises, with its reference code's faults fixed:
 - a conflict penalty is kept with the memory, not lost when a search refreshes its confidence;
 - relevance (word Jaccard with the query) is applied once;
 - when no result reaches `min_confidence`, the search falls back to 0 and says so

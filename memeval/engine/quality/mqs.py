@@ -6,10 +6,10 @@
     penalties   −10 per conflict, −5 if hedged
     score       round(sum), clamped to [0, 100]
 
-A record with no declared confidence gets `missing_confidence` (0.5). The reference code also
-treats a declared 0.0 as missing (`effective or declared or 0.5`), so a record its writer marked
-as worthless scores like an unknown one; memeval keeps 0.0, and `zero_confidence_is_missing`
-reproduces the reference for comparison.
+A record with no declared confidence gets `missing_confidence` (0.5). memledger 2.0.1 also
+treats a confidence of 0.0 as missing (`(effective, else declared) or 0.5`): a record its writer
+marked as worthless, or one resting on a worthless ancestor, scores like an unknown one. memeval
+keeps 0.0, and `zero_confidence_is_missing` reproduces memledger for comparison.
 """
 
 from __future__ import annotations
@@ -81,9 +81,8 @@ def effective_confidence(record: MemoryRecord, ledger: Mapping[str, MemoryRecord
     lineage = trace([record.id], ledger, constants.max_hops, declared)
     if lineage.weakest_confidence is not None and lineage.weakest_confidence < own:
         own, basis = lineage.weakest_confidence, f"ancestor {lineage.weakest}"
-    if constants.zero_confidence_is_missing and own == 0.0:  # `effective or declared or 0.5`
-        own = record.confidence or constants.missing_confidence
-        basis = "declared" if record.confidence else "missing"
+    if constants.zero_confidence_is_missing and own == 0.0:  # memledger: `conf or 0.5`
+        own, basis = constants.missing_confidence, "missing"
     return own, basis, lineage
 
 
