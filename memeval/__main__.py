@@ -75,6 +75,7 @@ def _run(args: list[str]) -> int:
     from hydra.types import RunMode
     from omegaconf import DictConfig
 
+    from memeval.components import load_components
     from memeval.config import check_overrides, quote_values, register_resolvers
     from memeval.log_redaction import redact_logs
     from memeval.results.run_dir import redact_in_place
@@ -84,6 +85,7 @@ def _run(args: list[str]) -> int:
     user_errors = _user_errors()
     args = quote_values(args)
     try:
+        load_components()  # before Hydra: a plugin's YAML options join its search path
         check_overrides(args)
     except user_errors as err:
         _report_user_error(err)

@@ -1,4 +1,5 @@
-"""Imports every built-in component module so each registers itself with its registry.
+"""Imports every built-in component module so each registers itself with its registry, then
+every installed plugin's (memeval/plugins.py).
 
 A new component is one module plus one line here (and one YAML file under conf/).
 """
@@ -43,3 +44,12 @@ BUILTIN_MODULES = (
 def load_builtin_components() -> None:
     for module in BUILTIN_MODULES:
         importlib.import_module(module)
+
+
+def load_components() -> None:
+    """The built-ins, then every installed plugin: what `run`, `list` and Hydra's search path
+    (a plugin's YAML options) need."""
+    from memeval.plugins import load_plugins
+
+    load_builtin_components()
+    load_plugins()

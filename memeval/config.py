@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memeval.components import load_builtin_components
+from memeval.components import load_components
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
 from memeval.engine.embedders.base import EMBEDDERS
@@ -38,6 +38,7 @@ def compose(overrides: list[str] | None = None, with_hydra: bool = False) -> Dic
     from hydra import initialize_config_module
 
     register_resolvers()
+    load_components()  # a plugin's options are on Hydra's search path once it is loaded
     with initialize_config_module(config_module="conf", version_base="1.3"):
         return hydra_compose("config", overrides=overrides or [], return_hydra_config=with_hydra)
 
@@ -47,6 +48,7 @@ def config_groups() -> dict[str, list[str]]:
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
+    load_components()
     with initialize_config_module(config_module="conf", version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         return {group: loader.get_group_options(group) for group in loader.list_groups("")
@@ -171,7 +173,7 @@ class Validated:
 
 
 def validate(cfg: DictConfig) -> Validated:
-    load_builtin_components()
+    load_components()
     if "experiment" not in cfg:
         raise ConfigError("no experiment chosen: add +experiment=NAME "
                           f"(known: {', '.join(EXPERIMENTS.names())})")

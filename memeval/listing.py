@@ -18,11 +18,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 import conf
-from memeval.components import load_builtin_components
+from memeval.components import load_components
 from memeval.config import DATA_DIR, compose, config_groups
 from memeval.data.base import DatasetError
 from memeval.experiments.base import EXPERIMENTS
-from memeval.registry import LOADER
+from memeval.plugins import conf_dirs
+from memeval.registry import LOADER, ConfigError
 
 CONF_DIR = Path(conf.__file__).resolve().parent
 ROOT = DATA_DIR.parent
@@ -42,6 +43,12 @@ def description(path: Path) -> str:
         if "@package" not in line:
             lines.append(line.lstrip("# ").strip())
     return SENTENCE_END.split(" ".join(lines), maxsplit=1)[0]
+
+
+def option_file(group: str, option: str) -> Path:
+    """An option's YAML where Hydra finds it: memeval's conf/ first, then each plugin's."""
+    paths = [folder / group / f"{option}.yaml" for folder in (CONF_DIR, *conf_dirs())]
+    return next((path for path in paths if path.is_file()), paths[0])
 
 
 def shown(value: Any) -> Any:
@@ -103,7 +110,7 @@ def experiments(defaults: dict[str, str]) -> list[dict[str, Any]]:
         choices = {group: str(chosen) for group, chosen in cfg.hydra.runtime.choices.items()
                    if group in defaults and chosen != defaults[group]}
         found.append({"name": option, "component": str(cfg.experiment.name),
-                      "description": description(CONF_DIR / "experiment" / f"{option}.yaml"),
+                      "description": description(option_file("experiment", option)),
                       "sets": choices, "inputs": _inputs(cfg)})
     return found
 
@@ -118,7 +125,7 @@ def components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
     for group, default in defaults.items():
         options = []
         for option in groups[group]:
-            path = CONF_DIR / group / f"{option}.yaml"
+            path = option_file(group, option)
             node = OmegaConf.create({**base, group: yaml.safe_load(path.read_text())})
             settings = OmegaConf.to_container(node[group], resolve=True, throw_on_missing=False)
             assert isinstance(settings, dict)
@@ -136,7 +143,7 @@ def default_choices() -> dict[str, str]:
 
 
 def catalogue(what: str | None) -> dict[str, Any]:
-    load_builtin_components()
+    load_components()
     defaults = default_choices()
     found: dict[str, Any] = {}
     if what in (None, "experiments"):
@@ -220,6 +227,12 @@ def main(args: list[str]) -> int:
                         help="only the experiments, the component groups or the datasets")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     options = parser.parse_args(args)
-    found = catalogue(options.what)
+    try:
+        found = catalogue(options.what)
+    except ConfigError as err:  # e.g. an installed plugin that cannot load
+        from memeval.__main__ import _report_user_error
+
+        _report_user_error(err)
+        return 2
     print(json.dumps(found, indent=2) if options.json else render(found))
     return 0
