@@ -94,11 +94,12 @@ class CompareSystems:
         for what, (_, measure) in measures.items():
             if measure is not None and able[what] and self._has_data(what):
                 tables[what] = measure(ctx, able[what])
+        notes = {n: s.notes for n, s in systems.items() if s.notes}
         extra = {"protocol": "compare_systems", "systems": list(systems), "arms": arms,
-                 "compare": tables, "skipped": skipped,
-                 "notes": {n: s.notes for n, s in systems.items() if s.notes}}
+                 "compare": tables, "skipped": skipped, "notes": notes}
         first = next(iter(arms.values()), [])
-        return ExperimentResult(first, decisions, extra, summary=systems_summary(tables, skipped))
+        return ExperimentResult(first, decisions, extra,
+                                summary=systems_summary(tables, skipped, notes))
 
     def _has_data(self, capability: str) -> bool:
         return {"trust": self.cfg.records, "conflicts": self.cfg.pairs,

@@ -73,10 +73,17 @@ SECTIONS = {"write_gate": _write_gate, "trust": _trust, "conflicts": _conflicts,
             "search": _search}
 
 
-def systems_summary(tables: dict[str, Any], skipped: dict[str, dict[str, str]]) -> str:
+def systems_summary(tables: dict[str, Any], skipped: dict[str, dict[str, str]],
+                    notes: dict[str, dict[str, Any]]) -> str:
+    """The tables, what was left out and why, then each system's notes (e.g. a fallback in
+    use), which a reader of the figures must know."""
     blocks = [SECTIONS[what](table) for what, table in tables.items()]
     left_out = [f"{what}: {name} {why}" for what, names in skipped.items()
                 for name, why in names.items()]
     if left_out:
         blocks.append("not measured: " + "; ".join(left_out))
+    noted = [f"{name}, {key}: {value}" for name, said in notes.items()
+             for key, value in said.items()]
+    if noted:
+        blocks.append("notes\n" + "\n".join(f"  {line}" for line in noted))
     return "\n\n".join(blocks)
