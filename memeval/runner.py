@@ -182,6 +182,9 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if experiment.resumable:
         ctx.checkpoints.discard()
     print(result.summary or pass_table(result.passes))
+    system = metrics.get("system", {})
+    for key, value in system.get("notes", {}).items():  # e.g. a fallback the figures rest on
+        print(f"{system['name']}, {key}: {value}")
     if "scorer" in metrics:
         print(threshold_footer(result.passes, metrics["scorer"]["threshold_rule"]))
     if checked.phoenix.enabled and ctx.built("dataset"):

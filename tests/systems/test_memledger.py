@@ -246,9 +246,11 @@ def test_memledger_is_imported_only_when_the_system_is_built() -> None:
 
 @pytest.mark.slow
 def test_three_pass_with_memledger_names_its_search_path(
-        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capsys: pytest.CaptureFixture[str]) -> None:
     run_experiment(fast_config("+experiment=three_pass", "system=memledger",
                                "dataset.limit=40"), tmp_path / "run")
+    assert f"memledger, search_path: {SEARCH_PATHS[True]}" in capsys.readouterr().out
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["system"]["name"] == "memledger"
     assert metrics["system"]["notes"]["search_path"] == SEARCH_PATHS[True]
