@@ -170,10 +170,14 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+# each example option, the metrics.json section naming it, and its name (the README's commands
+# that name these are run here, with the example installed)
+EXAMPLE_OPTIONS = [("system=keyword_memory", "system", "keyword_memory"),
+                   ("scorer=centroid_margin", "scorer", "centroid_margin")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("override", "section", "name"),
-                         [("system=keyword_memory", "system", "keyword_memory"),
-                          ("scorer=centroid_margin", "scorer", "centroid_margin")])
+@pytest.mark.parametrize(("override", "section", "name"), EXAMPLE_OPTIONS)
 def test_the_example_plugin_runs_three_pass(example: Path, tmp_path: Path, override: str,
                                             section: str, name: str) -> None:
     out = tmp_path / "run"
