@@ -56,6 +56,8 @@ class MemledgerSystemConfig:
     gate_flag_confidence: float = bounded(0.6, 0, 1)  # and flags (ranks last) those below this
     db: str = "memledger/memledger.db"  # relative to the run directory
     timeout_s: float = bounded(120.0, above=0)
+    # more turns than this share failing in add() and the run fails once its results are written
+    max_error_share: float = bounded(0.05, 0, 1)
 
     def validate(self) -> None:
         if self.embeddings not in EMBEDDINGS:

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from memeval.data.entry import Entry
 from memeval.engine.embedders.hashing import HashingEmbedder
 from memeval.engine.quality.record import MemoryRecord
+from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer
@@ -283,3 +284,25 @@ def test_without_the_package_the_error_says_how_to_install_it(
                         lambda name, *a: None if name == "memledger" else real(name, *a))
     with pytest.raises(ConfigError, match=r'pip install -e "\.\[memledger\]"'):
         build(tmp_path)
+
+
+@pytest.mark.faults
+def test_turns_memledger_failed_to_add_are_counted_and_fail_the_run_past_the_share(
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real, calls = MemledgerSystem.add, {"n": 0}
+
+    def flaky(self: MemledgerSystem, text: str, namespace: str, **fields: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] % 10 == 0:
+            raise OSError("disk I/O error")
+        return real(self, text, namespace, **fields)
+
+    monkeypatch.setattr(MemledgerSystem, "add", flaky)
+    with pytest.raises(SystemFailure, match=r"system\.max_error_share"):
+        run_experiment(fast_config("+experiment=three_pass", "system=memledger",
+                                   "dataset.limit=30", "plots=false"), tmp_path / "run")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())  # results kept
+    assert [p["system_errors"] for p in metrics["passes"]] == [3, 3, 3]
+    assert metrics["passes"][0]["system_error_reasons"] == {"OSError: disk I/O error": 3}
+    assert metrics["failures"] and "system.max_error_share" in metrics["failures"][0]
