@@ -333,7 +333,18 @@ LISTENERS = {
     # port_taken()/free_port() bind a probe socket and close it at once; the server itself is a
     # Phoenix child, pinned to 127.0.0.1 (tests above and tests/phoenix/test_server.py).
     "memeval/reporting/phoenix/server.py",
+    # `python -m memeval serve`: make_server() refuses any host but loopback before binding
+    # (tests/systems/test_serve.py::test_serve_refuses_any_host_but_loopback and the one below).
+    "memeval/serve/http.py",
 }
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.5"])
+def test_the_serve_module_binds_nothing_but_loopback(host: str) -> None:
+    from memeval.serve.http import make_server
+
+    with pytest.raises(ValueError, match="not a loopback address"):
+        make_server({}, host, 0)
 
 
 def test_only_the_phoenix_module_opens_sockets() -> None:
