@@ -7,8 +7,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from memeval.data.entry import Entry
 from memeval.engine.redact import redact
+from memeval.entry import Entry
 from memeval.registry import Registry
 
 

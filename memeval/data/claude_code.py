@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
-from memeval.data.entry import Entry
 from memeval.data.jsonl import (
     MAX_CHARS,
     check_read_settings,
@@ -47,6 +46,7 @@ from memeval.data.jsonl import (
     nothing_usable,
     read_objects,
 )
+from memeval.entry import Entry
 from memeval.registry import bounded
 
 DEFAULT_PATH = "~/.claude/projects"

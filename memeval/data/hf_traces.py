@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
-from memeval.data.entry import Entry
 from memeval.data.jsonl import nothing_usable, read_objects, replace_surrogates
+from memeval.entry import Entry
 from memeval.registry import bounded
 
 DEFAULT_REPO = "nlile/misc-merged-claude-code-traces-v1"

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
-from memeval.data.entry import Entry, normalise_label
 from memeval.data.jsonl import (
     MAX_CHARS,
     check_read_settings,
@@ -21,6 +20,7 @@ from memeval.data.jsonl import (
     nothing_usable,
     read_objects,
 )
+from memeval.entry import Entry, normalise_label
 from memeval.registry import bounded
 
 __all__ = ["DatasetError", "LabeledJsonlConfig", "load_labeled_jsonl"]

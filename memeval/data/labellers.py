@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memeval.data.entry import Entry
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.redact import redact
+from memeval.entry import Entry
 from memeval.registry import Registry, bounded
 
 

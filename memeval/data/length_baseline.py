@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from memeval.data.entry import LABELS
 from memeval.data.labeled_jsonl import load_labeled_jsonl
+from memeval.entry import LABELS
 
 
 def length_baseline(path: str, target_recall: float = 0.97,

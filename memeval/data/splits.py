@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memeval.data.entry import Entry
+from memeval.entry import Entry
 
 
 def stratified_split(entries: Sequence[Entry], fraction: float,

@@ -57,6 +57,10 @@ class HttpEndpointConfig:
         if self.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
 
+    def retry_policy(self) -> RetryPolicy:
+        """This service's retry settings, for every call its client makes."""
+        return RetryPolicy(timeout_s=self.timeout_s, max_retries=self.max_retries)
+
 
 @runtime_checkable
 class Preflighted(Protocol):
@@ -197,119 +201,181 @@ def backoff_delay(
     return float(min(max_s, max(0.0, delay * factor)))
 
 
-def post_json(
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How patiently one call is retried: built once per client from its config, then shared.
+
+    Up to `max_retries` retries after the first attempt, each request given `timeout_s`; the
+    wait before a retry is the server's `retry-after` (capped at `retry_after_cap_s`) or else
+    `backoff_delay` from `backoff_base_s`, `backoff_max_s` and `jitter`.
+    """
+
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    jitter: float = 0.25
+    retry_after_cap_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        if min(self.backoff_base_s, self.backoff_max_s, self.retry_after_cap_s) < 0:
+            raise ValueError("backoff_base_s, backoff_max_s and retry_after_cap_s must be >= 0")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise ValueError("jitter must be between 0 and 1")
+
+    def backoff(self, retry_index: int, rand: Callable[[], float]) -> float:
+        """The wait before retry `retry_index` (0 for the first) when the server named none."""
+        return backoff_delay(retry_index, base_s=self.backoff_base_s, max_s=self.backoff_max_s,
+                             jitter=self.jitter, rand=rand)
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+class Retryable(Exception):
+    """An attempt failed in a way the next one may not (429, 5xx, timeout, dropped connection).
+
+    `last` is what the final error quotes if no attempt succeeds; `retry_after_s` the server's
+    own wait, uncapped, or None.
+    """
+
+    def __init__(self, last: str, *, cause: str, detail: str, status: int | None = None,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(last)
+        self.last = last
+        self.cause = cause
+        self.detail = detail
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+    def exhausted(self, method: str, url: str, attempts: int) -> HttpRetryError:
+        """The error once no retry is left, naming this, the last failure."""
+        return HttpRetryError(
+            f"{method} {url} failed after {attempts} attempt(s); last error: {self.last}",
+            url=url,
+            attempts=attempts,
+            status=self.status,
+            exhausted=True,
+            cause=f"{self.cause} after {attempts} attempt(s)",
+            detail=self.detail,
+        )
+
+
+def send_once(
+    http: httpx.Client,
+    method: str,
     url: str,
     payload: Mapping[str, Any] | None,
     *,
+    headers: Mapping[str, str] | None,
+    timeout_s: float,
+    attempts: int,
+) -> httpx.Response:
+    """One request; a transport failure worth retrying raises Retryable, any other
+    HttpRetryError (a bad URL or scheme will not fix itself)."""
+    try:
+        return http.request(
+            method, url, json=None if payload is None else dict(payload),
+            headers=dict(headers or {}), timeout=timeout_s,
+        )
+    except _RETRYABLE_EXCEPTIONS as err:
+        raise Retryable(_exception_text(err), cause=type(err).__name__, detail=str(err)) from err
+    except httpx.HTTPError as err:
+        raise HttpRetryError(
+            f"{method} {url} failed: {_exception_text(err)}",
+            url=url,
+            attempts=attempts,
+            cause=type(err).__name__,
+            detail=str(err),
+        ) from err
+
+
+def check_response(response: httpx.Response, *, method: str, url: str, attempts: int) -> Any:
+    """The parsed JSON of a 2xx answer; Retryable for 429 and 5xx (with any `retry-after`);
+    HttpRetryError for any other status or a body that is not JSON, which no retry fixes."""
+    status = response.status_code
+    if 200 <= status < 300:
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            empty = not response.content.strip()
+            raise HttpRetryError(
+                f"{method} {url} returned HTTP {status} with a body that is not JSON: "
+                f"{preview(response.text)!r}",
+                url=url,
+                attempts=attempts,
+                status=status,
+                cause=f"HTTP {status} with an empty body" if empty else
+                f"HTTP {status} with a body that is not JSON",
+                detail="" if empty else repr(preview(response.text, 120)),
+            ) from err
+    if status != 429 and not 500 <= status < 600:
+        raise HttpRetryError(
+            f"{method} {url} was rejected with HTTP {status} (not retried): "
+            f"{preview(response.text)!r}",
+            url=url,
+            attempts=attempts,
+            status=status,
+            cause=_status_text(status),
+            detail=preview(response.text, 120),
+        )
+    raise Retryable(
+        f"HTTP {status}: {preview(response.text)!r}",
+        cause=_status_text(status),
+        detail=preview(response.text, 120),
+        status=status,
+        retry_after_s=_retry_after_s(response),
+    )
+
+
+def post_json(
+    url: str,
+    payload: Mapping[str, Any] | None,
+    policy: RetryPolicy = DEFAULT_POLICY,
+    *,
     method: str = "POST",
     headers: Mapping[str, str] | None = None,
-    timeout_s: float = 60.0,
-    max_retries: int = 3,
     client: httpx.Client | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rand: Callable[[], float] = random.random,
-    backoff_base_s: float = 0.5,
-    backoff_max_s: float = 30.0,
-    jitter: float = 0.25,
-    retry_after_cap_s: float = 60.0,
     cooldown: Cooldown | None = None,
 ) -> PostResult:
     """POST `payload` as JSON and return (parsed JSON, latency ms, attempts); another `method`
     (GET, DELETE) gets the same retries, with no body when `payload` is None.
 
-    Retries HTTP 429, 5xx, timeouts and connection errors up to `max_retries` times after the
-    first attempt, waiting `retry-after` seconds (capped at `retry_after_cap_s`) when the server
-    sends one and exponential backoff with jitter otherwise. With a shared `cooldown`, a
-    `retry-after` pauses every caller of the service, not just this one. Raises HttpRetryError
-    naming the URL and the last status or exception.
+    Retries HTTP 429, 5xx, timeouts and connection errors as `policy` says. With a shared
+    `cooldown`, a `retry-after` pauses every caller of the service, not just this one. Raises
+    HttpRetryError naming the URL and the last status or exception.
     """
-    if max_retries < 0:
-        raise ValueError("max_retries must be >= 0")
-    if timeout_s <= 0:
-        raise ValueError("timeout_s must be positive")
     own_client = client is None
     http = client if client is not None else httpx.Client()
     started = time.perf_counter()
-    attempts = 0
     try:
         if cooldown is not None and (pause := cooldown.remaining()) > 0:
             sleep(pause)
+        attempts = 0
         while True:
             attempts += 1
-            wait: float | None = None
-            last_status: int | None = None
-            last_cause = last_detail = ""
             try:
-                response = http.request(
-                    method, url, json=None if payload is None else dict(payload),
-                    headers=dict(headers or {}), timeout=timeout_s,
-                )
-            except _RETRYABLE_EXCEPTIONS as err:
-                last = _exception_text(err)
-                last_cause, last_detail = type(err).__name__, str(err)
-            except httpx.HTTPError as err:
-                raise HttpRetryError(
-                    f"{method} {url} failed: {_exception_text(err)}",
-                    url=url,
-                    attempts=attempts,
-                    cause=type(err).__name__,
-                    detail=str(err),
-                ) from err
+                response = send_once(http, method, url, payload, headers=headers,
+                                     timeout_s=policy.timeout_s, attempts=attempts)
+                data = check_response(response, method=method, url=url, attempts=attempts)
+            except Retryable as err:
+                failure = err
             else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        data = response.json()
-                    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                        empty = not response.content.strip()
-                        raise HttpRetryError(
-                            f"{method} {url} returned HTTP {status} with a body that is not JSON: "
-                            f"{preview(response.text)!r}",
-                            url=url,
-                            attempts=attempts,
-                            status=status,
-                            cause=f"HTTP {status} with an empty body" if empty else
-                            f"HTTP {status} with a body that is not JSON",
-                            detail="" if empty else repr(preview(response.text, 120)),
-                        ) from err
-                    latency_ms = (time.perf_counter() - started) * 1000.0
-                    return PostResult(data, latency_ms, attempts)
-                if status != 429 and not 500 <= status < 600:
-                    raise HttpRetryError(
-                        f"{method} {url} was rejected with HTTP {status} (not retried): "
-                        f"{preview(response.text)!r}",
-                        url=url,
-                        attempts=attempts,
-                        status=status,
-                        cause=_status_text(status),
-                        detail=preview(response.text, 120),
-                    )
-                last = f"HTTP {status}: {preview(response.text)!r}"
-                last_status = status
-                last_cause, last_detail = _status_text(status), preview(response.text, 120)
-                hinted = _retry_after_s(response)
-                if hinted is not None:
-                    wait = min(hinted, retry_after_cap_s)
-                    if cooldown is not None:
-                        cooldown.extend(wait)
-            if attempts > max_retries:
-                raise HttpRetryError(
-                    f"{method} {url} failed after {attempts} attempt(s); last error: {last}",
-                    url=url,
-                    attempts=attempts,
-                    status=last_status,
-                    exhausted=True,
-                    cause=f"{last_cause} after {attempts} attempt(s)",
-                    detail=last_detail,
-                )
+                return PostResult(data, (time.perf_counter() - started) * 1000.0, attempts)
+            wait = None if failure.retry_after_s is None else min(failure.retry_after_s,
+                                                                  policy.retry_after_cap_s)
+            if wait is not None and cooldown is not None:
+                cooldown.extend(wait)
+            if attempts > policy.max_retries:
+                raise failure.exhausted(method, url, attempts)
             if wait is None:
-                wait = backoff_delay(
-                    attempts - 1,
-                    base_s=backoff_base_s,
-                    max_s=backoff_max_s,
-                    jitter=jitter,
-                    rand=rand,
-                )
+                wait = policy.backoff(attempts - 1, rand)
             if cooldown is not None:
                 wait = max(wait, cooldown.remaining())
             sleep(wait)

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.entry import LABELS
 from memeval.engine.embedders.base import EmbeddingError
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.engine.judges.base import NOT_SENT, JudgeError
+from memeval.entry import LABELS
 from memeval.metrics.bootstrap import bootstrap_ci
 
 PREJUDGE_STAGES = ("prefilter", "length", "content_score")

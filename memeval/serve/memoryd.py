@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Gate
 from memeval.engine.redact import redact
 from memeval.engine.store.memory_store import MemoryStore
+from memeval.entry import Entry
 from memeval.serve.http import ApiError, Request, Routes
 
 # memeval's outcome -> memoryd's stage and stored flag

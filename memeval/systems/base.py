@@ -23,9 +23,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision
 from memeval.engine.quality.record import MemoryRecord
+from memeval.entry import Entry
 from memeval.registry import ConfigError, Registry
 
 

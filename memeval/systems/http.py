@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision
 from memeval.engine.quality.record import MemoryRecord
 from memeval.engine.redact import redact
+from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError
 from memeval.systems.base import SYSTEMS, Capability, Hit, Memory, Persisted

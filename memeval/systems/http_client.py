@@ -19,6 +19,7 @@ from memeval.engine.http_retry import (
     Cooldown,
     HttpRetryError,
     PostResult,
+    RetryPolicy,
     explain_failure,
     post_json,
 )
@@ -50,6 +51,8 @@ class Daemon:
         # never follow a redirect: a turn must not reach a host the user did not configure
         self._client = client if client is not None else httpx.Client(follow_redirects=False)
         self._sleep = sleep
+        self._policy = RetryPolicy(timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
+                                   backoff_max_s=cfg.backoff_max_s)
         self._cooldown = Cooldown()
         self._lock = threading.Lock()
         self._failures_in_a_row = 0
@@ -85,10 +88,9 @@ class Daemon:
         """One request with the retry policy; a failure is a DaemonError naming the fix."""
         url = self.url(route, key, memory_id)
         try:
-            return post_json(url, payload, method=route.method, headers=self._headers(),
-                             timeout_s=self.cfg.timeout_s, max_retries=self.cfg.max_retries,
-                             backoff_max_s=self.cfg.backoff_max_s, client=self._client,
-                             sleep=self._sleep, cooldown=self._cooldown)
+            return post_json(url, payload, self._policy, method=route.method,
+                             headers=self._headers(), client=self._client, sleep=self._sleep,
+                             cooldown=self._cooldown)
         except HttpRetryError as err:
             raise DaemonError(_reason(err, route, key, self.cfg.api_key_env)) from err
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision
 from memeval.engine.quality.record import MemoryRecord
 from memeval.engine.redact import redact
+from memeval.entry import Entry
 from memeval.registry import ConfigError, bounded
 from memeval.systems.base import SYSTEMS, Capability, Hit, Memory, Persisted
 from memeval.systems.memledger_records import UNDECLARED, ledger_scores

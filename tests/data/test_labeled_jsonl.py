@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from memeval.data.base import DATASETS, fingerprint
-from memeval.data.entry import normalise_label
 from memeval.data.labeled_jsonl import DatasetError, load_labeled_jsonl
+from memeval.entry import normalise_label
 from memeval.registry import ConfigError
 
 BUNDLED = Path(__file__).resolve().parents[2] / "data" / "labeled" / "write_gate_v1.jsonl"

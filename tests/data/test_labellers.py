@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from memeval.data.entry import Entry
 from memeval.data.labellers import LABELLERS, HeuristicLabeller
+from memeval.entry import Entry
 from memeval.registry import ConfigError
 
 CONF = OmegaConf.to_container(OmegaConf.load("conf/labeller/heuristic.yaml"))

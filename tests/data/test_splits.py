@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.data.splits import stratified_split
+from memeval.entry import Entry
 
 
 def entries() -> list[Entry]:

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.engine.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import STAGES, Candidate
 from memeval.engine.gate.content_score import ContentScoreConfig, ContentScoreGate
 from memeval.engine.store.ring_store import RingStore
+from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
 from tests.engine.fakes import FailingEmbedder, FakeScorer, stage_node
 

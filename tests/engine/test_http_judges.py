@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.engine.judges.anthropic import AnthropicJudge, AnthropicJudgeConfig
 from memeval.engine.judges.base import JUDGES, NOT_SENT, JudgeError
 from memeval.engine.judges.openai_chat import OpenAIChatJudge, OpenAIChatJudgeConfig
@@ -17,6 +16,7 @@ from memeval.engine.judges.prompt import (
     build_messages,
     parse_verdict,
 )
+from memeval.entry import Entry
 from memeval.registry import ConfigError
 from tests.loopback import LoopbackServer, Received, Reply, scripted
 

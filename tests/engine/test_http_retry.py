@@ -5,7 +5,13 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memeval.engine.http_retry import HttpRetryError, backoff_delay, explain_failure, post_json
+from memeval.engine.http_retry import (
+    HttpRetryError,
+    RetryPolicy,
+    backoff_delay,
+    explain_failure,
+    post_json,
+)
 from tests.loopback import LoopbackServer, Reply, scripted
 
 OK = Reply(200, {"ok": True})
@@ -38,7 +44,7 @@ def test_429_honours_retry_after_then_succeeds() -> None:
     sleeps = Sleeps()
     responder = scripted([Reply(429, {"error": "slow down"}, headers={"retry-after": "7"})], OK)
     with LoopbackServer(responder) as srv:
-        result = post_json(f"{srv.base_url}/x", {}, max_retries=3, sleep=sleeps)
+        result = post_json(f"{srv.base_url}/x", {}, RetryPolicy(max_retries=3), sleep=sleeps)
         assert result.data == {"ok": True}
         assert result.attempts == 2
         assert srv.hits == 2
@@ -49,7 +55,7 @@ def test_retry_after_is_capped() -> None:
     sleeps = Sleeps()
     responder = scripted([Reply(429, {}, headers={"retry-after": "3600"})], OK)
     with LoopbackServer(responder) as srv:
-        post_json(f"{srv.base_url}/x", {}, sleep=sleeps, retry_after_cap_s=12.0)
+        post_json(f"{srv.base_url}/x", {}, RetryPolicy(retry_after_cap_s=12.0), sleep=sleeps)
     assert sleeps.calls == [12.0]
 
 
@@ -58,7 +64,8 @@ def test_unparseable_retry_after_falls_back_to_backoff() -> None:
     date = "Wed, 21 Oct 2015 07:28:00 GMT"
     responder = scripted([Reply(503, {}, headers={"retry-after": date})], OK)
     with LoopbackServer(responder) as srv:
-        post_json(f"{srv.base_url}/x", {}, sleep=sleeps, rand=lambda: 0.5, backoff_base_s=0.25)
+        post_json(f"{srv.base_url}/x", {}, RetryPolicy(backoff_base_s=0.25), sleep=sleeps,
+                  rand=lambda: 0.5)
     assert sleeps.calls == [0.25]
 
 
@@ -67,7 +74,8 @@ def test_5xx_exhausted_names_url_status_and_attempts() -> None:
     with LoopbackServer(lambda req: Reply(503, {"error": "overloaded"})) as srv:
         url = f"{srv.base_url}/v1/thing"
         with pytest.raises(HttpRetryError) as info:
-            post_json(url, {}, max_retries=2, sleep=sleeps, rand=lambda: 0.5, backoff_base_s=0.5)
+            post_json(url, {}, RetryPolicy(max_retries=2, backoff_base_s=0.5), sleep=sleeps,
+                      rand=lambda: 0.5)
         assert srv.hits == 3
     err = info.value
     assert err.exhausted and err.status == 503 and err.attempts == 3
@@ -80,7 +88,7 @@ def test_non_retryable_400_raises_at_once_with_truncated_body() -> None:
     body = "E" * 1000
     with LoopbackServer(lambda req: Reply(400, text=body)) as srv:
         with pytest.raises(HttpRetryError) as info:
-            post_json(f"{srv.base_url}/x", {}, max_retries=5, sleep=sleeps)
+            post_json(f"{srv.base_url}/x", {}, RetryPolicy(max_retries=5), sleep=sleeps)
         assert srv.hits == 1
     assert sleeps.calls == []
     assert not info.value.exhausted and info.value.status == 400
@@ -93,7 +101,8 @@ def test_timeout_is_retried_then_succeeds() -> None:
     sleeps = Sleeps()
     responder = scripted([Reply(200, {"late": True}, delay_s=1.0)], OK)
     with LoopbackServer(responder) as srv:
-        result = post_json(f"{srv.base_url}/x", {}, timeout_s=0.2, max_retries=1, sleep=sleeps)
+        result = post_json(f"{srv.base_url}/x", {}, RetryPolicy(timeout_s=0.2, max_retries=1),
+                           sleep=sleeps)
         assert result.data == {"ok": True}
         assert result.attempts == 2
     assert len(sleeps.calls) == 1
@@ -102,7 +111,8 @@ def test_timeout_is_retried_then_succeeds() -> None:
 def test_timeouts_exhausted_report_the_exception() -> None:
     with LoopbackServer(lambda req: Reply(200, {}, delay_s=1.0)) as srv:
         with pytest.raises(HttpRetryError) as info:
-            post_json(f"{srv.base_url}/x", {}, timeout_s=0.2, max_retries=1, sleep=Sleeps())
+            post_json(f"{srv.base_url}/x", {}, RetryPolicy(timeout_s=0.2, max_retries=1),
+                      sleep=Sleeps())
         assert srv.hits == 2
     assert info.value.exhausted
     assert "ReadTimeout" in str(info.value)
@@ -115,7 +125,7 @@ def test_connection_refused_is_retried_then_reported() -> None:
     srv.stop()
     sleeps = Sleeps()
     with pytest.raises(HttpRetryError) as info:
-        post_json(url, {}, max_retries=2, sleep=sleeps)
+        post_json(url, {}, RetryPolicy(max_retries=2), sleep=sleeps)
     assert info.value.exhausted and info.value.attempts == 3
     assert len(sleeps.calls) == 2
     assert url in str(info.value) and "ConnectError" in str(info.value)
@@ -149,7 +159,7 @@ def test_backoff_grows_is_capped_and_jittered() -> None:
 
 def test_rejects_negative_max_retries() -> None:
     with pytest.raises(ValueError):
-        post_json("http://127.0.0.1:9/x", {}, max_retries=-1)
+        post_json("http://127.0.0.1:9/x", {}, RetryPolicy(max_retries=-1))
 
 
 # -- one line per failure, with its fix -------------------------------------------------------
@@ -179,7 +189,7 @@ def test_explain_failure_names_the_url_and_the_fix(reply: Reply, fix: str) -> No
     with LoopbackServer(lambda req: reply) as srv:
         url = f"{srv.base_url}/v1/messages"
         with pytest.raises(HttpRetryError) as info:
-            post_json(url, {}, timeout_s=0.2, max_retries=0, sleep=Sleeps())
+            post_json(url, {}, RetryPolicy(timeout_s=0.2, max_retries=0), sleep=Sleeps())
     line = explain_failure(info.value, setting="judge", key_env="MY_KEY")
     assert f" from {url}: " in line and fix in line
 

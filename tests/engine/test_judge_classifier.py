@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 import pytest
 
 import memeval.engine.judges.classifier as classifier_module
-from memeval.data.entry import Entry
 from memeval.engine.judges.base import JudgeError
 from memeval.engine.judges.classifier import ClassifierJudge, ClassifierJudgeConfig
+from memeval.entry import Entry
 
 GOOD = ["index", "partition", "timeout", "replica", "migration", "cache", "schema", "latency"]
 BAD = ["happy", "help", "sure", "glad", "anything", "else", "thanks", "welcome"]

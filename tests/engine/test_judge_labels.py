@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.engine.judges.base import JUDGES, JudgeError
 from memeval.engine.judges.labels import LabelJudge, LabelJudgeConfig
+from memeval.entry import Entry
 from memeval.registry import ConfigError
 
 

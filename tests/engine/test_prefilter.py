@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.base import STAGES, Candidate
 from memeval.engine.gate.prefilter import Prefilter, PrefilterConfig
+from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
 from tests.engine.fakes import stage_node
 

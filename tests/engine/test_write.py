@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.engine.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.write import WriteConfig, WritePipeline, alnum_ratio, clean
 from memeval.engine.redact import redact
 from memeval.engine.store.memory_store import MemoryStore
+from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
 from tests.engine.fakes import FailingEmbedder, gate_node
 

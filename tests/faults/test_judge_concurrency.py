@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from memeval.data.entry import Entry
 from memeval.data.labellers import JudgeLabellerConfig, build_judge_labeller
+from memeval.entry import Entry
 from tests.engine.test_http_judges import openai_reply
 from tests.loopback import LoopbackServer, Received, Reply
 

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
-from memeval.data.entry import Entry
 from memeval.engine.judges.base import Verdict
 from memeval.engine.judges.labels import LabelJudge
+from memeval.entry import Entry
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_metrics
 from memeval.runner import run_experiment

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision
 from memeval.engine.quality.record import MemoryRecord
+from memeval.entry import Entry
 from memeval.systems.base import SYSTEMS, Capability, Hit, Ingestor, Memory
 
 

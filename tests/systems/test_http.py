@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision, GateConfig
+from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure, pass_metrics, run_failures
 from memeval.registry import ConfigError
 from memeval.reporting.table import pass_table

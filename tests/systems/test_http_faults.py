@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memeval.data.entry import Entry
 from memeval.engine.judges.base import NOT_SENT
+from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.results.run_dir import read_metrics
 from memeval.runner import run_experiment

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memeval.data.entry import Entry
 from memeval.engine.embedders.hashing import HashingEmbedder
 from memeval.engine.quality.record import MemoryRecord
+from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment

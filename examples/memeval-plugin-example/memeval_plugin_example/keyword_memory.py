@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memeval.data.entry import Entry
 from memeval.engine.gate.gate import Decision
+from memeval.entry import Entry
 from memeval.registry import bounded
 from memeval.systems.base import SYSTEMS, Capability, Hit, Memory, Persisted
 

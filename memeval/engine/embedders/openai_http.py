@@ -62,6 +62,7 @@ class OpenAIHttpEmbedder:
         self.identity = f"openai_http:{self.base_url}:{cfg.model}"
         self.dim = cfg.dim
         self._client = client if client is not None else httpx.Client()
+        self._policy = cfg.retry_policy()
         self._down_until = 0.0  # monotonic time before which the server counts as down
         self._down_because = ""
 
@@ -109,9 +110,8 @@ class OpenAIHttpEmbedder:
         result = post_json(
             self.url,
             {"model": self.cfg.model, "input": batch},
+            self._policy,
             headers=headers,
-            timeout_s=self.cfg.timeout_s,
-            max_retries=self.cfg.max_retries,
             client=self._client,
         )
         rows = self._parse(result.data, len(batch))

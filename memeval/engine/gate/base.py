@@ -7,8 +7,8 @@ from typing import Protocol
 
 import numpy as np
 
-from memeval.data.entry import Entry
 from memeval.engine.judges.base import Verdict
+from memeval.entry import Entry
 from memeval.registry import Registry
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.entry import Entry
 from memeval.engine.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
@@ -25,6 +24,7 @@ from memeval.engine.judges.base import Judge
 from memeval.engine.scorers.base import ContentScorer
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.engine.store.ring_store import RingStore
+from memeval.entry import Entry
 from memeval.registry import ConfigError, bounded
 
 log = logging.getLogger(__name__)

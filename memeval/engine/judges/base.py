@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from memeval.data.entry import Entry
+from memeval.entry import Entry
 from memeval.registry import Registry
 
 # How the reason of a verdict the circuit breaker never asked for begins.

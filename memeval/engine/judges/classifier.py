@@ -16,8 +16,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 
-from memeval.data.entry import LABELS, Entry
 from memeval.engine.judges.base import JUDGES, JudgeError, Verdict
+from memeval.entry import LABELS, Entry
 from memeval.registry import SEEDS, bounded
 
 

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import httpx
 
-from memeval.data.entry import Entry
 from memeval.engine.http_retry import (
     Cooldown,
     HttpEndpointConfig,
@@ -34,6 +33,7 @@ from memeval.engine.judges.base import NOT_SENT, JudgeError, Verdict
 from memeval.engine.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
 from memeval.engine.kvcache import SqliteKV, content_key
 from memeval.engine.redact import redact
+from memeval.entry import Entry
 from memeval.registry import ConfigError, bounded
 
 CACHE_FILE = "judge.sqlite"
@@ -92,6 +92,7 @@ class HttpJudge:
         self.base_url = cfg.base_url.rstrip("/")
         self.name = f"{self.provider}:{cfg.model}"
         self._client = client if client is not None else httpx.Client()
+        self._policy = cfg.retry_policy()
         self._sleep = sleep
         self._cooldown = Cooldown()  # callers in parallel (labeller=judge) pause together
         self._cache: SqliteKV | None = None
@@ -196,9 +197,8 @@ class HttpJudge:
             return post_json(
                 self.url,
                 body,
+                self._policy,
                 headers=headers,
-                timeout_s=self.cfg.timeout_s,
-                max_retries=self.cfg.max_retries,
                 client=self._client,
                 sleep=self._sleep,
                 cooldown=self._cooldown,

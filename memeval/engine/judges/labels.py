@@ -10,8 +10,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memeval.data.entry import LABELS, Entry
 from memeval.engine.judges.base import JUDGES, JudgeError, Verdict
+from memeval.entry import LABELS, Entry
 from memeval.registry import SEEDS, ConfigError, bounded
 
 

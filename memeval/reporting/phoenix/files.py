@@ -14,8 +14,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from memeval.data.entry import Entry
 from memeval.engine.atomic import write_atomic
+from memeval.entry import Entry
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.spans import RunInfo, run_spans, search_spans
 from memeval.results.run_dir import read_decisions, read_table
