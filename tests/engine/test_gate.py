@@ -12,7 +12,8 @@ from memeval.engine.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
 from memeval.engine.judges.labels import LabelJudge, LabelJudgeConfig
 from memeval.engine.redact import redact
-from memeval.engine.scorers.base import ScorerConfig, ThresholdConfig
+from memeval.engine.scorers.base import ScorerConfig
+from memeval.engine.scorers.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
 from tests.engine.fakes import (

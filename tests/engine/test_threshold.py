@@ -8,8 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from memeval.engine.scorers.base import ThresholdConfig
-from memeval.engine.scorers.threshold import fixed, judge_quantile, resolve_policy
+from memeval.engine.scorers.threshold import ThresholdConfig, fixed, judge_quantile, resolve_policy
 from memeval.registry import ConfigError, to_dataclass
 
 

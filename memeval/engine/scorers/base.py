@@ -8,38 +8,8 @@ from typing import Protocol
 
 import numpy as np
 
-from memeval.registry import Registry, bounded
-
-
-@dataclass
-class ThresholdConfig:
-    """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances, scored
-    `held_out` (by the scorer's refits) or `prequential` (before each was learned)."""
-
-    policy: str = "fixed"
-    value: float = bounded(0.35, -2, 2)
-    target_recall: float = bounded(0.98, high=1, above=0)
-    estimator: str = "empirical"
-    margin: float = bounded(0.0, -2, 2)
-    min_accepted: int = bounded(20, 1)
-    # False: keep the first calibrated cut for good ("tuned once", as memoryd's 0.35 was).
-    refresh: bool = True
-    scores: str = "held_out"
-
-    def validate(self) -> None:
-        from memeval.engine.scorers.threshold import SCORE_SOURCES, resolve_policy
-
-        resolve_policy(self.policy)
-        if self.scores not in SCORE_SOURCES:
-            raise ValueError(f"threshold.scores must be one of {', '.join(SCORE_SOURCES)}, "
-                             f"got '{self.scores}'")
-        if self.estimator not in ("empirical", "normal"):
-            raise ValueError(f"threshold.estimator must be 'empirical' or 'normal', "
-                             f"got '{self.estimator}'")
-        if not 0.0 < self.target_recall <= 1.0:
-            raise ValueError("threshold.target_recall must be in (0, 1]")
-        if self.min_accepted < 1:
-            raise ValueError("threshold.min_accepted must be at least 1")
+from memeval.engine.scorers.threshold import ThresholdConfig
+from memeval.registry import Registry
 
 
 @dataclass

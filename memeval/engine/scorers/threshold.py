@@ -17,18 +17,48 @@ start-up or a restart) it falls back to `held_out`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
-from memeval.engine.scorers.base import ThresholdConfig
-from memeval.registry import ConfigError, did_you_mean
+from memeval.registry import ConfigError, bounded, did_you_mean
+
+SCORE_SOURCES = ("held_out", "prequential")
+
+
+@dataclass
+class ThresholdConfig:
+    """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances, scored
+    `held_out` (by the scorer's refits) or `prequential` (before each was learned)."""
+
+    policy: str = "fixed"
+    value: float = bounded(0.35, -2, 2)
+    target_recall: float = bounded(0.98, high=1, above=0)
+    estimator: str = "empirical"
+    margin: float = bounded(0.0, -2, 2)
+    min_accepted: int = bounded(20, 1)
+    # False: keep the first calibrated cut for good ("tuned once", as memoryd's 0.35 was).
+    refresh: bool = True
+    scores: str = "held_out"
+
+    def validate(self) -> None:
+        resolve_policy(self.policy)
+        if self.scores not in SCORE_SOURCES:
+            raise ValueError(f"threshold.scores must be one of {', '.join(SCORE_SOURCES)}, "
+                             f"got '{self.scores}'")
+        if self.estimator not in ("empirical", "normal"):
+            raise ValueError(f"threshold.estimator must be 'empirical' or 'normal', "
+                             f"got '{self.estimator}'")
+        if not 0.0 < self.target_recall <= 1.0:
+            raise ValueError("threshold.target_recall must be in (0, 1]")
+        if self.min_accepted < 1:
+            raise ValueError("threshold.min_accepted must be at least 1")
+
 
 Policy = Callable[[ThresholdConfig, Callable[[], np.ndarray], int], float | None]
 """(settings, out-of-sample scores of the acceptances — computed only if needed, how many
 acceptances the scorer learned from) -> the cut, or None while it cannot be set."""
-
-SCORE_SOURCES = ("held_out", "prequential")
 
 
 def fixed(cfg: ThresholdConfig, scores: Callable[[], np.ndarray], accepted: int) -> float | None:
