@@ -34,9 +34,9 @@ and skipped, or abort the load with `on_error: raise`. Everything else that is s
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.jsonl import (
@@ -158,86 +158,132 @@ def _prompt_text(event: dict[str, Any], blocks: list[dict[str, Any]]) -> tuple[s
     return None, "empty_user_events"
 
 
+class _Event(NamedTuple):
+    """The fields of a user or assistant event that every later step relies on."""
+
+    kind: str
+    session: str
+    uuid: str
+    blocks: list[dict[str, Any]]
+    sidechain: bool
+
+
+@dataclass
+class _Load:
+    """One load's settings and what it has gathered so far, shared by the steps below."""
+
+    report: LoadReport
+    include_sidechains: bool
+    on_error: str
+    limit: int | None
+    max_chars: int
+    min_chars: int
+    stats: Counter[str] = field(default_factory=lambda: Counter({key: 0 for key in STAT_KEYS}))
+    entries: list[Entry] = field(default_factory=list)
+    seen: set[tuple[str, int]] = field(default_factory=set)
+
+    def full(self) -> bool:
+        return self.limit is not None and len(self.entries) >= self.limit
+
+
 def load_claude_code(path: str | Path = DEFAULT_PATH, *, include_sidechains: bool = False,
                      on_error: str = "skip", limit: int | None = None, max_chars: int = MAX_CHARS,
                      min_chars: int = 1) -> Dataset:
+    """Entries from the session logs at `path`, by the rules in this module's docstring."""
     root = Path(path).expanduser()
     files = session_files(root)
-    report = LoadReport(source=str(root))
-    stats: Counter[str] = Counter({key: 0 for key in STAT_KEYS})
-    entries: list[Entry] = []
-    seen: set[tuple[str, int]] = set()
-
+    load = _Load(LoadReport(source=str(root)), include_sidechains, on_error, limit, max_chars,
+                 min_chars)
     for file in files:
-        if limit is not None and len(entries) >= limit:
+        if load.full():
             break
-        stats["files"] += 1
-        prompts: dict[tuple[str, bool], str] = {}  # (sessionId, sidechain) -> last real prompt
-        for number, event in read_objects(file, report, on_error):
-            try:
-                kind = _require_str(event, "type")
-                if kind not in ("user", "assistant"):
-                    key = f"{kind}_events" if kind in ("summary", "system") else "other_events"
-                    stats[key] += 1
-                    continue
-                session = _require_str(event, "sessionId")
-                uuid = _require_str(event, "uuid")
-                blocks = _content(event)
-            except ValueError as err:
-                note_problem(report, file, number, str(err), on_error)
-                continue
-            sidechain = bool(event.get("isSidechain"))
-            if sidechain and not include_sidechains:
-                stats["sidechain_events"] += 1
-                continue
-            stream = (session, sidechain)
-            if kind == "user":
-                text, why = _prompt_text(event, blocks)
-                stats[why] += 1
-                if text is not None:
-                    prompts[stream] = text
-                continue
-            stats["assistant_events"] += 1
-            message = event["message"]
-            model = message.get("model")
-            for index, block in enumerate(blocks):
-                if block.get("type") != "text":
-                    stats["non_text_blocks"] += 1
-                    continue
-                text = block["text"].strip()
-                if len(text) < min_chars:
-                    stats["empty_text"] += 1
-                    continue
-                if (uuid, index) in seen:
-                    stats["duplicate_blocks"] += 1
-                    continue
-                seen.add((uuid, index))
-                if len(text) > max_chars:
-                    text = text[:max_chars]
-                    stats["truncated"] += 1
-                prompt = prompts.get(stream, "")
-                stats["no_prompt_yet"] += prompt == ""
-                stats["synthetic_assistant"] += model == "<synthetic>"
-                entries.append(Entry(
-                    id=f"{session}:{uuid}:{index}",
-                    user_prompt=prompt,
-                    assistant_response=text,
-                    meta={"session_id": session, "uuid": uuid, "block_index": index,
-                          "model": model, "timestamp": event.get("timestamp"),
-                          "cwd": event.get("cwd"), "is_sidechain": sidechain,
-                          "file": str(file), "line": number},
-                ))
-                if limit is not None and len(entries) >= limit:
-                    break
-            if limit is not None and len(entries) >= limit:
-                break
-    report.stats.update(stats)
-    if not entries:
-        raise nothing_usable(f"{root}: no assistant text in {len(files)} session log(s) "
-                             f"({report.rows_read} lines read, {report.skipped} bad; "
-                             f"{PATH_HELP})", report)
+        _read_file(load, file)
+    return _dataset(root, len(files), load)
+
+
+def _read_file(load: _Load, file: Path) -> None:
+    """One session log in file order, prompts tracked per file: a parent precedes its children."""
+    load.stats["files"] += 1
+    prompts: dict[tuple[str, bool], str] = {}  # (sessionId, sidechain) -> last real prompt
+    for number, raw in read_objects(file, load.report, load.on_error):
+        event = _event(load, file, number, raw)
+        if event is None:
+            continue
+        if event.sidechain and not load.include_sidechains:
+            load.stats["sidechain_events"] += 1
+            continue
+        stream = (event.session, event.sidechain)
+        if event.kind == "user":
+            text, why = _prompt_text(raw, event.blocks)
+            load.stats[why] += 1
+            if text is not None:
+                prompts[stream] = text
+            continue
+        _add_entries(load, file, number, raw, event, prompts.get(stream, ""))
+        if load.full():
+            break
+
+
+def _event(load: _Load, file: Path, number: int, raw: dict[str, Any]) -> _Event | None:
+    """A user or assistant event's fields; other types are counted, broken ones reported."""
+    try:
+        kind = _require_str(raw, "type")
+        if kind not in ("user", "assistant"):
+            key = f"{kind}_events" if kind in ("summary", "system") else "other_events"
+            load.stats[key] += 1
+            return None
+        session = _require_str(raw, "sessionId")
+        uuid = _require_str(raw, "uuid")
+        blocks = _content(raw)
+    except ValueError as err:
+        note_problem(load.report, file, number, str(err), load.on_error)
+        return None
+    return _Event(kind, session, uuid, blocks, bool(raw.get("isSidechain")))
+
+
+def _add_entries(load: _Load, file: Path, number: int, raw: dict[str, Any], event: _Event,
+                 prompt: str) -> None:
+    """One entry per new, non-empty text block of an assistant event: the unit the gate judges."""
+    load.stats["assistant_events"] += 1
+    model = raw["message"].get("model")
+    for index, block in enumerate(event.blocks):
+        if block.get("type") != "text":
+            load.stats["non_text_blocks"] += 1
+            continue
+        text = block["text"].strip()
+        if len(text) < load.min_chars:
+            load.stats["empty_text"] += 1
+            continue
+        if (event.uuid, index) in load.seen:
+            load.stats["duplicate_blocks"] += 1
+            continue
+        load.seen.add((event.uuid, index))
+        if len(text) > load.max_chars:
+            text = text[:load.max_chars]
+            load.stats["truncated"] += 1
+        load.stats["no_prompt_yet"] += prompt == ""
+        load.stats["synthetic_assistant"] += model == "<synthetic>"
+        load.entries.append(Entry(
+            id=f"{event.session}:{event.uuid}:{index}",
+            user_prompt=prompt,
+            assistant_response=text,
+            meta={"session_id": event.session, "uuid": event.uuid, "block_index": index,
+                  "model": model, "timestamp": raw.get("timestamp"), "cwd": raw.get("cwd"),
+                  "is_sidechain": event.sidechain, "file": str(file), "line": number},
+        ))
+        if load.full():
+            break
+
+
+def _dataset(root: Path, files: int, load: _Load) -> Dataset:
+    """The entries with their counts in the report, or an error naming the first problems."""
+    load.report.stats.update(load.stats)
+    if not load.entries:
+        raise nothing_usable(f"{root}: no assistant text in {files} session log(s) "
+                             f"({load.report.rows_read} lines read, {load.report.skipped} bad; "
+                             f"{PATH_HELP})", load.report)
     name = root.stem if root.is_file() else root.name
-    return Dataset(name=name or "claude_code", entries=entries, report=report)
+    return Dataset(name=name or "claude_code", entries=load.entries, report=load.report)
 
 
 @DATASETS.register("claude_code", ClaudeCodeConfig)
