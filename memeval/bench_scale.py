@@ -22,7 +22,8 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig
 
-from memeval.config import compose, data_path
+from memeval.config import compose
+from memeval.paths import data_path
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 

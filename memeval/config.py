@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,20 +15,13 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
+from memeval.paths import data_path
 from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.systems.base import SYSTEMS
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
-
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-
-
-def data_path(relative: str) -> str:
-    """`${memeval_data:labeled/x.jsonl}` → a bundled data file, wherever memeval is checked out."""
-    return str(DATA_DIR / relative)
-
 
 def compose(overrides: list[str] | None = None, with_hydra: bool = False) -> DictConfig:
     """The config `python -m memeval run` would build, without Hydra's run-directory machinery

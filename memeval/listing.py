@@ -19,9 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 
 import conf
 from memeval.components import load_components
-from memeval.config import DATA_DIR, compose, config_groups
+from memeval.config import compose, config_groups
 from memeval.data.base import DatasetError
 from memeval.experiments.base import EXPERIMENTS
+from memeval.paths import DATA_DIR
 from memeval.plugins import conf_dirs
 from memeval.registry import LOADER, ConfigError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memeval.config import data_path
+from memeval.paths import data_path
 
 pytestmark = [pytest.mark.bad_input, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
-from memeval.config import data_path
+from memeval.paths import data_path
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig
 
-from memeval.config import data_path
 from memeval.metrics.paired import mcnemar
+from memeval.paths import data_path
 from memeval.reporting.compare import IncomparableRuns, compare_runs
 from memeval.reporting.report import main, write_report
 from memeval.results.run import Run

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
-from memeval.config import data_path
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.data.labellers import LABELLERS
 from memeval.data.splits import stratified_split
+from memeval.paths import data_path
 from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean
 
 # corpus name → (loader, default path or None for the loader's own default)

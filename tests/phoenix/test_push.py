@@ -16,7 +16,8 @@ import httpx
 import pandas as pd
 import pytest
 
-from memeval.config import compose, data_path
+from memeval.config import compose
+from memeval.paths import data_path
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR, SPANS, read_jsonl
 from memeval.reporting.phoenix.push import push_run, report_run

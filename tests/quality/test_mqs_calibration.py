@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig
 
-from memeval.config import data_path, validate
+from memeval.config import validate
 from memeval.metrics.calibration import calibration_report, grade_agreement
+from memeval.paths import data_path
 from memeval.registry import ConfigError
 from memeval.reporting.report import write_report
 from memeval.results.run_dir import read_table

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from memeval.config import data_path
 from memeval.data.base import DatasetError
 from memeval.data.quality_sets import (
     load_conflict_pairs,
@@ -17,6 +16,7 @@ from memeval.data.quality_sets import (
     load_scenarios,
 )
 from memeval.engine.quality.mqs import compute_mqs
+from memeval.paths import data_path
 
 RECORD = {"id": "r1", "content": "CI pins Node 18", "confidence": 0.8, "derived_from": [],
           "success_count": 1, "failure_count": 0, "access_count": 3, "conflicts": [],

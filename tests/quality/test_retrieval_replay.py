@@ -32,8 +32,8 @@ def test_recall_and_rank_agreement() -> None:
 
 
 def test_the_query_set_points_at_substantive_entries() -> None:
-    from memeval.config import data_path
     from memeval.data.labeled_jsonl import load_labeled_jsonl
+    from memeval.paths import data_path
 
     queries, report = load_queries(data_path("retrieval/queries_v1.jsonl"))
     labels = {e.id: e.label for e in load_labeled_jsonl(data_path("labeled/write_gate_v1.jsonl"))

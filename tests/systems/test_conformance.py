@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memeval.config import data_path
+from memeval.paths import data_path
 from memeval.systems.conformance import RECORDS, SCENARIOS, conformance, main
 
 pytest.importorskip("memledger")
