@@ -85,6 +85,23 @@ class Arm:
     exposures: list[float] = field(default_factory=list)
 
 
+@dataclass
+class Replays:
+    """The store's ids and vectors and the queries replayed against it, fixed for a whole run.
+
+    `usage_vectors` holds the usage queries' vectors, then the traces' `prompts` prompts' ones.
+    """
+
+    ids: list[str]
+    entry_of: dict[str, str]  # memory id -> the entry it was stored from
+    vectors: np.ndarray
+    usage: list[LabelledQuery]
+    prompts: int
+    evaluation: list[LabelledQuery]
+    usage_vectors: np.ndarray
+    eval_vectors: np.ndarray
+
+
 class RetrievalReplay:
     resumable = False  # its passes share in-memory graphs that checkpoints do not hold
 
@@ -122,37 +139,14 @@ class RetrievalReplay:
     def run(self, ctx: RunContext) -> ExperimentResult:
         queries, report = load_queries(self.cfg.queries, self.cfg.on_error)
         memories, vectors, base_records = self._store(ctx)
-        ids = [m.id for m in memories]
-        entry_of = {m.id: m.source_id for m in memories}
+        replays = self._replays(ctx, queries, memories, vectors)
+        usage, evaluation, entry_of = replays.usage, replays.evaluation, replays.entry_of
         stored_entries = set(entry_of.values())
-        rng = random.Random(ctx.seed)
-        shuffled = sorted(queries, key=lambda q: q.id)
-        rng.shuffle(shuffled)
-        cut = round(len(shuffled) * self.cfg.usage_fraction)
-        usage, evaluation = shuffled[:cut], shuffled[cut:]
-        prompts = [e.user_prompt for e in ctx.dataset.entries] if self.cfg.trace_prompts else []
-        texts = [q.query for q in usage] + prompts + [q.query for q in evaluation]
-        query_vectors = ctx.embedder.embed(texts) if texts else np.zeros((0, vectors.shape[1]))
-        usage_vectors = query_vectors[: len(usage) + len(prompts)]
-        eval_vectors = query_vectors[len(usage) + len(prompts):]
         arms = {name: self._arm(name, memories, vectors, base_records) for name in ARMS}
         passes, rows = [], []
         previous: dict[str, dict[str, float]] = {name: {} for name in ARMS}
         for pass_no in range(1, self.cfg.passes + 1):
-            now = START + timedelta(days=pass_no)
-            order = list(range(len(usage_vectors)))
-            random.Random(ctx.seed + pass_no).shuffle(order)
-            scores_by_arm: dict[str, list[dict[str, Any]]] = {}
-            for name, arm in arms.items():
-                for step, i in enumerate(order):
-                    query = usage[i] if i < len(usage) else None
-                    self._use(arm, usage_vectors[i] @ vectors.T, ids, entry_of, query,
-                              now + timedelta(minutes=step))
-                if arm.graph is not None:
-                    arm.graph.decay(now + timedelta(hours=23))
-                scores_by_arm[name] = [
-                    self._evaluate(arm, eval_vectors[j] @ vectors.T, ids, entry_of, q)
-                    for j, q in enumerate(evaluation)]
+            scores_by_arm = self._pass(pass_no, arms, replays, ctx.seed)
             passes.append(self._measure(pass_no, arms, scores_by_arm, previous, ctx))
             rows += [{"pass": pass_no, "arm": name, **row}
                      for name, scored in scores_by_arm.items() for row in scored]
@@ -161,7 +155,7 @@ class RetrievalReplay:
             "queries": {"source": report.source, "fingerprint": file_fingerprint(self.cfg.queries),
                         "labelled": len(queries), "usage": len(usage),
                         "evaluation": len(evaluation), "evaluation_reachable": len(reachable),
-                        "trace_prompts": len(prompts), "skipped": report.skipped,
+                        "trace_prompts": replays.prompts, "skipped": report.skipped,
                         "problems": report.problems[:100]},
             "memories": len(memories),
             "relevant_entries_stored": len({e for q in queries for e in q.relevant}
@@ -171,6 +165,45 @@ class RetrievalReplay:
                          "graph_weight": self.cfg.graph_weight}}}
         return ExperimentResult(passes, [], extra, summary=summarise(passes),
                                 tables={"retrieval_queries": rows})
+
+    def _replays(self, ctx: RunContext, queries: list[LabelledQuery], memories: Sequence[Any],
+                 vectors: np.ndarray) -> Replays:
+        """The seeded usage / evaluation split of the queries, embedded in one batch."""
+        rng = random.Random(ctx.seed)
+        shuffled = sorted(queries, key=lambda q: q.id)
+        rng.shuffle(shuffled)
+        cut = round(len(shuffled) * self.cfg.usage_fraction)
+        usage, evaluation = shuffled[:cut], shuffled[cut:]
+        prompts = [e.user_prompt for e in ctx.dataset.entries] if self.cfg.trace_prompts else []
+        texts = [q.query for q in usage] + prompts + [q.query for q in evaluation]
+        query_vectors = ctx.embedder.embed(texts) if texts else np.zeros((0, vectors.shape[1]))
+        return Replays(ids=[m.id for m in memories], entry_of={m.id: m.source_id for m in memories},
+                       vectors=vectors, usage=usage, prompts=len(prompts), evaluation=evaluation,
+                       usage_vectors=query_vectors[: len(usage) + len(prompts)],
+                       eval_vectors=query_vectors[len(usage) + len(prompts):])
+
+    def _pass(self, pass_no: int, arms: dict[str, Arm], replays: Replays,
+              seed: int) -> dict[str, list[dict[str, Any]]]:
+        """One day of use: every arm replays the usage in the same shuffled order, then is scored
+        on the evaluation queries."""
+        now = START + timedelta(days=pass_no)
+        order = list(range(len(replays.usage_vectors)))
+        random.Random(seed + pass_no).shuffle(order)
+        return {name: self._arm_pass(arm, order, now, replays) for name, arm in arms.items()}
+
+    def _arm_pass(self, arm: Arm, order: list[int], now: datetime,
+                  replays: Replays) -> list[dict[str, Any]]:
+        """One arm's day: usage a minute apart (feedback from labelled queries only), the night's
+        decay, then one score per evaluation query, which never feeds back."""
+        ids, entry_of, vectors = replays.ids, replays.entry_of, replays.vectors
+        for step, i in enumerate(order):
+            query = replays.usage[i] if i < len(replays.usage) else None
+            self._use(arm, replays.usage_vectors[i] @ vectors.T, ids, entry_of, query,
+                      now + timedelta(minutes=step))
+        if arm.graph is not None:
+            arm.graph.decay(now + timedelta(hours=23))
+        return [self._evaluate(arm, replays.eval_vectors[j] @ vectors.T, ids, entry_of, q)
+                for j, q in enumerate(replays.evaluation)]
 
     def _arm(self, name: str, memories: Sequence[Any], vectors: np.ndarray,
              base: Sequence[MemoryRecord]) -> Arm:
