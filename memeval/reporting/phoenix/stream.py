@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
+from omegaconf import DictConfig
 
+from memeval.data.base import Dataset
+from memeval.engine.embedders.base import Embedder
 from memeval.engine.gate.gate import Decision
 from memeval.engine.redact import redact
-from memeval.experiments.base import RunContext
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import examples, run_info
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
@@ -65,7 +67,23 @@ def reachable(settings: PhoenixConfig) -> bool:
         rest.close()
 
 
-def streamer_for(ctx: RunContext, settings: PhoenixConfig, run_id: str) -> PassStreamer | None:
+class StreamedRun(Protocol):
+    """What streaming reads from a run (an experiment's RunContext), so reporting needs no
+    import of the experiments above it."""
+
+    pass_listeners: list[Callable[[list[Decision]], None]]
+
+    @property
+    def cfg(self) -> DictConfig: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def dataset(self) -> Dataset: ...
+
+
+def streamer_for(ctx: StreamedRun, settings: PhoenixConfig, run_id: str) -> PassStreamer | None:
     """A streamer listening to the run's passes, or None when no Phoenix answers now."""
     if not settings.enabled or not reachable(settings):
         return None
