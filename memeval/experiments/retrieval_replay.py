@@ -41,10 +41,10 @@ from memeval.engine.quality.mqs import compute_mqs
 from memeval.engine.quality.record import MemoryRecord
 from memeval.engine.quality.stored import StoredMQSConfig, records_from_store
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
-from memeval.experiments.stored_quality import gate_confidences
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.ranking import ndcg_at_k, rank_agreement, recall_at_k
 from memeval.registry import bounded, input_file
+from memeval.systems.stored_quality import gate_confidences
 
 ARMS = ("off", "on")
 MQS_TERMS = ("confidence", "usage", "access", "conflict_penalty", "hedged_penalty")

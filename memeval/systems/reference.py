@@ -25,6 +25,7 @@ from memeval.engine.quality.stored import StoredMQSConfig
 from memeval.engine.redact import redact
 from memeval.engine.scorers.base import SCORERS
 from memeval.systems.base import SYSTEMS, Capability, Hit, Memory
+from memeval.systems.stored_quality import stored_memory_quality
 
 
 class ReferenceIngestor(Gate):
@@ -42,9 +43,7 @@ class ReferenceIngestor(Gate):
 
     def stored_quality(self, decisions: Sequence[Decision], cfg: StoredMQSConfig, *,
                        resamples: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """MQS of the memories this pass stored (see experiments/stored_quality.py)."""
-        from memeval.experiments.stored_quality import stored_memory_quality
-
+        """MQS of the memories this pass stored (see systems/stored_quality.py)."""
         return stored_memory_quality(self, decisions, cfg, resamples=resamples, seed=seed)
 
 
