@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from memeval.user_errors import report_user_error, user_error_types
+
 USAGE = """usage: python -m memeval COMMAND [options]
 
 commands:
@@ -23,27 +25,6 @@ options:
   -h, --help     this message
   -V, --version  memeval's version
 """
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    """Mistakes in a user's settings, data or environment: a one-line message, never a
-    traceback (a traceback is for memeval's own faults)."""
-    from memeval.data.base import DatasetError
-    from memeval.engine.embedders.base import EmbeddingError
-    from memeval.engine.judges.base import JudgeError
-    from memeval.metrics.gate_metrics import SystemFailure
-    from memeval.registry import ConfigError
-
-    return ConfigError, DatasetError, EmbeddingError, JudgeError, SystemFailure
-
-
-def _report_user_error(err: Exception) -> None:
-    """One line, no traceback, redacted: a message may quote a configured URL or a data line."""
-    from memeval.engine.redact import redact
-    from memeval.registry import ConfigError
-
-    kind = "configuration error: " if isinstance(err, ConfigError) else ""
-    print(f"memeval: {kind}{redact(str(err))}", file=sys.stderr)
 
 
 HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
@@ -82,13 +63,13 @@ def _run(args: list[str]) -> int:
     from memeval.runner import run_experiment
 
     register_resolvers()
-    user_errors = _user_errors()
+    user_errors = user_error_types()
     args = quote_values(args)
     try:
         load_components()  # before Hydra: a plugin's YAML options join its search path
         check_overrides(args)
     except user_errors as err:
-        _report_user_error(err)
+        report_user_error(err)
         return 2
     status = {"code": 0}
 
@@ -106,7 +87,7 @@ def _run(args: list[str]) -> int:
         try:
             run_experiment(cfg, run_dir)
         except user_errors as err:
-            _report_user_error(err)
+            report_user_error(err)
             _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
             status["code"] = 2
             if hydra_cfg.mode == RunMode.MULTIRUN:

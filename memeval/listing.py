@@ -25,6 +25,7 @@ from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import DATA_DIR
 from memeval.plugins import conf_dirs
 from memeval.registry import LOADER, ConfigError
+from memeval.user_errors import report_user_error
 
 CONF_DIR = Path(conf.__file__).resolve().parent
 ROOT = DATA_DIR.parent
@@ -231,9 +232,7 @@ def main(args: list[str]) -> int:
     try:
         found = catalogue(options.what)
     except ConfigError as err:  # e.g. an installed plugin that cannot load
-        from memeval.__main__ import _report_user_error
-
-        _report_user_error(err)
+        report_user_error(err)
         return 2
     print(json.dumps(found, indent=2) if options.json else render(found))
     return 0

@@ -157,10 +157,10 @@ def test_version() -> None:
 
 
 def test_a_user_error_is_printed_redacted(capsys: pytest.CaptureFixture[str]) -> None:
-    from memeval.__main__ import _report_user_error
     from memeval.data.base import DatasetError
+    from memeval.user_errors import report_user_error
 
     token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
-    _report_user_error(DatasetError(f"rows.jsonl:3: unknown label '{token}'"))
+    report_user_error(DatasetError(f"rows.jsonl:3: unknown label '{token}'"))
     err = capsys.readouterr().err
     assert token not in err and err.startswith("memeval: rows.jsonl:3: unknown label")

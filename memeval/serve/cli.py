@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memeval.serve.http import check_host, make_server, serve_until_stopped, url_of
+from memeval.user_errors import report_user_error, user_error_types
 
 if TYPE_CHECKING:
     from memeval.experiments.base import RunContext
@@ -44,7 +45,6 @@ def main(args: list[str]) -> int:
     options = _parser().parse_args(own)
     from hydra.errors import HydraException, MissingConfigException
 
-    from memeval.__main__ import _report_user_error, _user_errors
     from memeval.components import load_builtin_components
     from memeval.config import compose, quote_values
 
@@ -66,8 +66,8 @@ def main(args: list[str]) -> int:
         if options.command == "memoryd":
             return _memoryd(ctx, state_dir, options.host, port)
         return _embeddings(ctx, options.host, port)
-    except _user_errors() as err:
-        _report_user_error(err)
+    except user_error_types() as err:
+        report_user_error(err)
         return 2
     except (ValueError, OSError) as err:  # a refused host, a port in use
         print(f"memeval serve: {err}", file=sys.stderr)
