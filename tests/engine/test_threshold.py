@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
+from memeval.config import compose
 from memeval.engine.scorers.threshold import ThresholdConfig, fixed, judge_quantile, resolve_policy
 from memeval.registry import ConfigError, to_dataclass
 
@@ -36,7 +39,8 @@ def test_empirical_quantile() -> None:
 
 def test_empirical_quantile_passes_target_share() -> None:
     scores = np.random.default_rng(0).normal(size=500)
-    cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.9, min_accepted=20)
+    cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.9, estimator="empirical",
+                          min_accepted=20)
     cut = judge_quantile(cfg, known(scores), 500)
     assert cut is not None
     assert (scores >= cut).mean() == pytest.approx(0.9, abs=0.005)
@@ -83,3 +87,9 @@ def test_unknown_policy_names_the_fix() -> None:
 def test_invalid_threshold_config(params: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         to_dataclass(ThresholdConfig, params, "scorer.threshold")
+
+
+def test_defaults_are_the_default_scorers_yaml() -> None:
+    """One set of defaults: a ThresholdConfig built in code cuts where a default run does."""
+    composed = OmegaConf.to_container(compose([]).scorer.threshold)
+    assert composed == dataclasses.asdict(ThresholdConfig())

@@ -30,12 +30,13 @@ SCORE_SOURCES = ("held_out", "prequential")
 @dataclass
 class ThresholdConfig:
     """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances, scored
-    `held_out` (by the scorer's refits) or `prequential` (before each was learned)."""
+    `held_out` (by the scorer's refits) or `prequential` (before each was learned). The defaults
+    are the default scorer's (conf/scorer/logistic.yaml); ranges are checked by `bounded`."""
 
-    policy: str = "fixed"
-    value: float = bounded(0.35, -2, 2)
-    target_recall: float = bounded(0.98, high=1, above=0)
-    estimator: str = "empirical"
+    policy: str = "judge_quantile"
+    value: float = bounded(0.0, -2, 2)
+    target_recall: float = bounded(0.99, high=1, above=0)
+    estimator: str = "normal"
     margin: float = bounded(0.0, -2, 2)
     min_accepted: int = bounded(20, 1)
     # False: keep the first calibrated cut for good ("tuned once", as memoryd's 0.35 was).
@@ -50,10 +51,6 @@ class ThresholdConfig:
         if self.estimator not in ("empirical", "normal"):
             raise ValueError(f"threshold.estimator must be 'empirical' or 'normal', "
                              f"got '{self.estimator}'")
-        if not 0.0 < self.target_recall <= 1.0:
-            raise ValueError("threshold.target_recall must be in (0, 1]")
-        if self.min_accepted < 1:
-            raise ValueError("threshold.min_accepted must be at least 1")
 
 
 Policy = Callable[[ThresholdConfig, Callable[[], np.ndarray], int], float | None]
