@@ -1,5 +1,5 @@
 """`python -m memeval gate`: recompute the gated metrics, compare them with the thresholds in
-conf/gates/regression.yaml, print metric / value / threshold / verdict, write it as JSON, and
+conf/regression/regression.yaml, print metric / value / threshold / verdict, write it as JSON, and
 exit 1 naming every metric that regressed.
 
 Thresholds are derived, not chosen: `--derive` runs every gated run under each seed in
@@ -28,7 +28,7 @@ from memeval.config import compose
 from memeval.reporting.table import aligned
 from memeval.runner import run_experiment
 
-THRESHOLDS = Path(conf.__file__).parent / "gates" / "regression.yaml"
+THRESHOLDS = Path(conf.__file__).parent / "regression" / "regression.yaml"
 DIRECTIONS = ("at_least", "at_most")
 
 
@@ -177,6 +177,10 @@ def main(argv: list[str]) -> int:
                         help="re-derive every threshold from seed-to-seed variability and "
                              "rewrite the thresholds file")
     args = parser.parse_args(argv)
+    if not args.thresholds.is_file():
+        moved = f" (conf/gates/ is now conf/regression/: use {THRESHOLDS})" \
+            if args.thresholds.parent.name == "gates" else ""
+        parser.error(f"--thresholds {args.thresholds}: no such file{moved}")
     spec = load(args.thresholds)
     extra: dict[str, list[str]] = {}
     for item in args.override:

@@ -79,6 +79,23 @@ def test_shipped_thresholds_are_derived_and_complete() -> None:
         assert all(run["fingerprints"].values())
 
 
+def test_the_thresholds_live_under_conf_regression() -> None:
+    assert regression_gate.THRESHOLDS.parent.name == "regression"
+    assert regression_gate.THRESHOLDS.is_file()
+
+
+@pytest.mark.bad_input
+def test_an_old_conf_gates_path_is_refused_naming_the_new_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    old = regression_gate.THRESHOLDS.parent.parent / "gates" / "regression.yaml"
+    with pytest.raises(SystemExit) as stopped:
+        regression_gate.main(["--thresholds", str(old)])
+    assert stopped.value.code == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no such file (conf/gates/ is now conf/regression/" in message
+    assert str(regression_gate.THRESHOLDS) in message and "Traceback" not in message
+
+
 def gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "MEMEVAL_CACHE_DIR": str(cwd / "cache")}
