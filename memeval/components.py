@@ -1,48 +1,40 @@
-"""Imports every built-in component module so each registers itself with its registry, then
-every installed plugin's (memeval/plugins.py).
+"""Finds and imports every built-in component module, so each registers itself with its
+registry by decorator, then every installed plugin's (memeval/plugins.py).
 
-A new component is one module plus one line here (and one YAML file under conf/).
+A new component is one module in one of COMPONENT_PACKAGES (plus its YAML under conf/): no list
+to keep. Only the packages are named here; every module in them is imported.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from functools import cache
 
-BUILTIN_MODULES = (
-    "memeval.data.labeled_jsonl",
-    "memeval.data.claude_code",
-    "memeval.data.hf_traces",
-    "memeval.data.mixed",
-    "memeval.data.labellers",
-    "memeval.engine.embedders.hashing",
-    "memeval.engine.embedders.sentence_transformer",
-    "memeval.engine.embedders.openai_http",
-    "memeval.engine.judges.labels",
-    "memeval.engine.judges.classifier",
-    "memeval.engine.judges.anthropic",
-    "memeval.engine.judges.openai_chat",
-    "memeval.engine.scorers.memoryd",
-    "memeval.engine.scorers.knn_margin",
-    "memeval.engine.scorers.logistic",
-    "memeval.engine.gate.prefilter",
-    "memeval.engine.gate.length",
-    "memeval.engine.gate.content_score",
-    "memeval.engine.gate.judge_stage",
-    "memeval.experiments.three_pass",
-    "memeval.experiments.holdout",
-    "memeval.experiments.feedback_loop",
-    "memeval.experiments.mqs_calibration",
-    "memeval.experiments.conflict_detection",
-    "memeval.experiments.retrieval_replay",
-    "memeval.experiments.compare_systems",
-    "memeval.systems.reference",
-    "memeval.systems.http",
-    "memeval.systems.memledger",
+COMPONENT_PACKAGES = (
+    "memeval.data",
+    "memeval.engine.embedders",
+    "memeval.engine.judges",
+    "memeval.engine.scorers",
+    "memeval.engine.gate",
+    "memeval.experiments",
+    "memeval.systems",
 )
 
 
+@cache
+def builtin_modules() -> tuple[str, ...]:
+    """Every module of the component packages, sorted (so registration order never varies)."""
+    found = []
+    for name in COMPONENT_PACKAGES:
+        package = importlib.import_module(name)
+        found += [f"{name}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+                  if not info.ispkg]
+    return tuple(sorted(found))
+
+
 def load_builtin_components() -> None:
-    for module in BUILTIN_MODULES:
+    for module in builtin_modules():
         importlib.import_module(module)
 
 

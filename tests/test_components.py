@@ -1,0 +1,70 @@
+"""Components are found, not listed: every module of the component packages is imported and
+registers itself, and every registered component has a YAML option under conf/ that composes
+and validates, so `group=option` works for each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+
+from memeval.components import COMPONENT_PACKAGES, builtin_modules, load_builtin_components
+from memeval.config import compose, validate
+from memeval.data.base import DATASETS
+from memeval.data.labellers import LABELLERS
+from memeval.engine.embedders.base import EMBEDDERS
+from memeval.engine.judges.base import JUDGES
+from memeval.engine.scorers.base import SCORERS
+from memeval.experiments.base import EXPERIMENTS
+from memeval.registry import Registry
+from memeval.systems.base import SYSTEMS
+from tests.engine.fakes import CONF
+
+load_builtin_components()
+
+GROUPS: dict[str, Registry[Any]] = {
+    "dataset": DATASETS, "labeller": LABELLERS, "embedder": EMBEDDERS, "judge": JUDGES,
+    "scorer": SCORERS, "system": SYSTEMS,
+}
+
+
+# options that need a user's input to validate, and a bundled one to give them
+REQUIRED = {("dataset", "labeled_jsonl"): [
+    f"dataset.path={CONF.parent / 'data' / 'labeled' / 'write_gate_v1.jsonl'}"]}
+
+
+def options(group: str) -> dict[str, str]:
+    """conf/<group>/<option>.yaml -> the component it names."""
+    return {path.stem: str(OmegaConf.load(path).name)
+            for path in sorted((CONF / group).glob("*.yaml"))}
+
+
+def test_every_module_of_the_component_packages_is_found() -> None:
+    for package in COMPONENT_PACKAGES:
+        directory = Path(__file__).resolve().parents[1].joinpath(*package.split("."))
+        on_disk = {f"{package}.{p.stem}" for p in directory.glob("*.py") if p.stem != "__init__"}
+        assert on_disk and on_disk <= set(builtin_modules()), package
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_every_registered_component_has_a_yaml_option(group: str) -> None:
+    named = set(options(group).values())
+    assert set(GROUPS[group].names()) <= named, f"conf/{group}/ lacks an option for some"
+    assert named <= set(GROUPS[group].names()), f"conf/{group}/ names an unregistered one"
+
+
+def test_every_registered_experiment_has_its_yaml() -> None:
+    named = {str(OmegaConf.load(p).experiment.name) for p in (CONF / "experiment").glob("*.yaml")}
+    assert named == set(EXPERIMENTS.names())
+
+
+@pytest.mark.parametrize(("group", "option"),
+                         [(g, o) for g in GROUPS for o in options(g)],
+                         ids=lambda value: str(value))
+def test_every_option_composes_and_validates(group: str, option: str) -> None:
+    cfg = compose(["+experiment=three_pass", f"{group}={option}",
+                   *REQUIRED.get((group, option), [])])
+    assert cfg[group].name == options(group)[option]
+    validate(cfg)
