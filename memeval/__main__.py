@@ -104,13 +104,13 @@ def _run(args: list[str]) -> int:
 
 
 def _bench(args: list[str]) -> int:
-    from memeval.bench import main as bench_main
+    from memeval.cli.bench import main as bench_main
 
     return bench_main(args)
 
 
 def _gate(args: list[str]) -> int:
-    from memeval.regression_gate import main as gate_main
+    from memeval.cli.regression_gate import main as gate_main
 
     return gate_main(args)
 
@@ -122,7 +122,7 @@ def _report(args: list[str]) -> int:
 
 
 def _sweep(args: list[str]) -> int:
-    from memeval.sweep import main as sweep_main
+    from memeval.cli.sweep import main as sweep_main
 
     return sweep_main(args)
 
@@ -140,7 +140,7 @@ def _serve(args: list[str]) -> int:
 
 
 def _list(args: list[str]) -> int:
-    from memeval.listing import main as list_main
+    from memeval.cli.listing import main as list_main
 
     return list_main(args)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memeval.bench import main, parse_sizes
+from memeval.cli.bench import main, parse_sizes
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

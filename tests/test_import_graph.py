@@ -23,9 +23,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("results", {"results"}),
     ("reporting", {"reporting"}),
     ("experiments", {"experiments"}),
-    ("commands", {"__main__", "bench", "bench_phoenix", "bench_scale", "components", "config",
-                  "listing", "log_redaction", "plugins", "redaction_scan", "regression_gate",
-                  "runner", "serve", "sweep", "user_errors"}),
+    ("commands", {"__main__", "cli", "components", "config", "log_redaction", "plugins",
+                  "runner", "serve", "user_errors"}),
 ]
 
 # (importer, imported) -> why it may point upwards. Keep this as short as possible.

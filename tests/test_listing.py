@@ -11,6 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from memeval.__main__ import main
+from memeval.cli.listing import CONF_DIR, catalogue, description
 from memeval.config import compose, config_groups
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
@@ -18,7 +19,6 @@ from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
-from memeval.listing import CONF_DIR, catalogue, description
 from memeval.registry import Registry
 from memeval.systems.base import SYSTEMS
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from memeval import plugins
+from memeval.cli.listing import option_file
 from memeval.components import load_builtin_components
 from memeval.config import compose
-from memeval.listing import option_file
 from memeval.plugins import GROUP, PluginError, load_plugin, load_plugins
 
 ROOT = Path(__file__).resolve().parents[1]

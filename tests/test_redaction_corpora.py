@@ -2,13 +2,13 @@
 database password in the labelled set, the trace sample's planted credentials (its data card
 lists them), the e-mail addresses in the real Claude Code sessions. None is a false positive. A new
 hit fails here until it has been read and listed: as a true positive, or as a false positive
-counted against the rate the README quotes (`python -m memeval.redaction_scan --show`)."""
+counted against the rate the README quotes (`python -m memeval.cli.redaction_scan --show`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memeval.redaction_scan import CORPORA, main, scan
+from memeval.cli.redaction_scan import CORPORA, main, scan
 
 TRUE_POSITIVES: dict[str, dict[tuple[str, str], set[str]]] = {
     "labelled": {

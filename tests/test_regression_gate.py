@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from memeval import regression_gate
-from memeval.regression_gate import Check, Runs, evaluate, load, lookup
+from memeval.cli import regression_gate
+from memeval.cli.regression_gate import Check, Runs, evaluate, load, lookup
 
 METRICS = {"passes": [{"recall": 0.99, "noise": 0}, {"recall": 0.97, "noise": 2}],
            "mqs": {"configured": {"ece": 0.08}, "fingerprint": "abc"}}

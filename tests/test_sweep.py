@@ -18,7 +18,7 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_module
 from omegaconf import OmegaConf
 
-from memeval.sweep import SweepError, main, pareto_mask, summarise
+from memeval.cli.sweep import SweepError, main, pareto_mask, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"

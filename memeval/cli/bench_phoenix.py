@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memeval.bench_scale import labelled_three_pass
+from memeval.cli.bench_scale import labelled_three_pass
 from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.engine.redact import redact

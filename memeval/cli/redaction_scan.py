@@ -1,6 +1,6 @@
 """Where redaction fires on the bundled corpora, so that every hit can be checked by hand.
 
-`python -m memeval.redaction_scan` prints, per corpus, the distinct texts scanned (prompts and
+`python -m memeval.cli.redaction_scan` prints, per corpus, the distinct texts scanned (prompts and
 responses as the loaders give them to the gate), how many of them redaction changed, and the
 classes that fired; `--show` adds each hit in context. The false-positive rates in the README come
 from reading every hit this lists.
@@ -71,7 +71,7 @@ def scan(datasets: Sequence[Dataset]) -> tuple[int, list[Hit]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memeval.redaction_scan",
+    parser = argparse.ArgumentParser(prog="python -m memeval.cli.redaction_scan",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="print every hit in context")
     args = parser.parse_args(argv)

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import pandas as pd
 from omegaconf import DictConfig
 
-from memeval.bench_scale import (
+from memeval.cli.bench_scale import (
     in_fresh_process,
     labelled_three_pass,
     peak_rss_mb,
@@ -204,7 +204,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _phoenix(sizes: list[int], embedder: str, out: Path | None) -> None:
-    from memeval.bench_phoenix import bench_phoenix
+    from memeval.cli.bench_phoenix import bench_phoenix
 
     result = bench_phoenix(sizes[0], embedder, out)
     width = max(len(k) for k in result)
