@@ -382,3 +382,28 @@ def post_json(
     finally:
         if own_client:
             http.close()
+
+
+class Breaker:
+    """A circuit breaker shared by a client's threads: it opens after `after` failures in a
+    row (0: never) and stays open for the run, remembering the failure that opened it, so a
+    dead service costs a few requests rather than one per item."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+        self.open_because: str | None = None
+        self._lock = threading.Lock()
+        self._in_a_row = 0
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._in_a_row = 0
+
+    def failed(self, reason: str) -> bool:
+        """Count one failure; True when it is the one that opened the breaker."""
+        with self._lock:
+            self._in_a_row += 1
+            opens = self.open_because is None and 0 < self.after <= self._in_a_row
+            if opens:
+                self.open_because = reason
+        return opens

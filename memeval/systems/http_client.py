@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,6 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from memeval.engine.http_retry import (
+    Breaker,
     Cooldown,
     HttpRetryError,
     PostResult,
@@ -54,9 +54,7 @@ class Daemon:
         self._policy = RetryPolicy(timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
                                    backoff_max_s=cfg.backoff_max_s)
         self._cooldown = Cooldown()
-        self._lock = threading.Lock()
-        self._failures_in_a_row = 0
-        self._open_because: str | None = None
+        self._breaker = Breaker(cfg.breaker_after)
 
     def url(self, route: Route, key: str, memory_id: str = "") -> str:
         """The route's address under base_url; an id that could climb out of it is refused."""
@@ -97,26 +95,19 @@ class Daemon:
     def send_turn(self, payload: Mapping[str, Any]) -> PostResult:
         """An ingest behind the circuit breaker: once `breaker_after` turns in a row failed,
         nothing more is sent and each turn fails at once with the reason that opened it."""
-        if self._open_because is not None:
-            raise DaemonError(NOT_SENT + self._open_because)
+        if self._breaker.open_because is not None:
+            raise DaemonError(NOT_SENT + self._breaker.open_because)
         try:
             result = self.call(self.cfg.ingest, "system.ingest", payload)
         except DaemonError as err:
             self.failed(err.reason)
             raise
-        with self._lock:
-            self._failures_in_a_row = 0
+        self._breaker.succeeded()
         return result
 
     def failed(self, reason: str) -> None:
         """A turn got no verdict (no answer, or one that does not map): counts to the breaker."""
-        with self._lock:
-            self._failures_in_a_row += 1
-            opens = (self._open_because is None and self.cfg.breaker_after > 0
-                     and self._failures_in_a_row >= self.cfg.breaker_after)
-            if opens:
-                self._open_because = reason
-        if opens:
+        if self._breaker.failed(reason):
             log.warning("the daemon at %s failed %d turns in a row: no more are sent this run "
                         "(system.breaker_after); the rest count as errors. Last error: %s",
                         self.shown, self.cfg.breaker_after, reason)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any, TypeVar
 import httpx
 
 from memeval.engine.http_retry import (
+    Breaker,
     Cooldown,
     HttpEndpointConfig,
     HttpRetryError,
@@ -98,9 +98,7 @@ class HttpJudge:
         self._cache: SqliteKV | None = None
         if cache_dir is not None and cfg.cache:
             self._cache = SqliteKV(Path(cache_dir) / CACHE_FILE, CACHE_TABLE)
-        self._lock = threading.Lock()  # the breaker's state: labelling asks from several threads
-        self._failures_in_a_row = 0
-        self._open_because: str | None = None  # the failure that opened the breaker
+        self._breaker = Breaker(cfg.breaker_after)  # labelling asks from several threads
 
     # -- wire-format hooks ------------------------------------------------------------------
 
@@ -233,13 +231,7 @@ class HttpJudge:
             ) from None
 
     def _failed(self, reason: str) -> None:
-        with self._lock:
-            self._failures_in_a_row += 1
-            opens = (self._open_because is None and self.cfg.breaker_after > 0
-                     and self._failures_in_a_row >= self.cfg.breaker_after)
-            if opens:
-                self._open_because = reason
-        if opens:
+        if self._breaker.failed(reason):
             log.warning("%s failed %d times in a row: no more requests this run (judge."
                         "breaker_after); entries not in the judge cache count as judge errors. "
                         "Last error: %s", self.name, self.cfg.breaker_after, reason)
@@ -250,8 +242,8 @@ class HttpJudge:
         hit = self._from_cache(key)
         if hit is not None:
             return hit
-        if self._open_because is not None:
-            reason = NOT_SENT + self._open_because
+        if self._breaker.open_because is not None:
+            reason = NOT_SENT + self._breaker.open_because
             raise JudgeError(f"{self.name} on entry '{entry.id}': {reason}", reason=reason)
         try:
             result = self._post(self.body(system, user, self.cfg.max_tokens))
@@ -265,8 +257,7 @@ class HttpJudge:
             self._failed(err.reason)
             raise JudgeError(f"{self.name} on entry '{entry.id}': {err.reason}",
                              reason=err.reason) from err
-        with self._lock:
-            self._failures_in_a_row = 0
+        self._breaker.succeeded()
         if self._cache is not None:
             record = {"text": raw, "input_tokens": tin, "output_tokens": tout}
             self._cache.put(key, json.dumps(record).encode("utf-8"))
