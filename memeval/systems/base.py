@@ -80,6 +80,35 @@ class Ingestor(Protocol):
         ...
 
 
+class KeepsItsOwnState:
+    """For an ingestor whose system keeps what it learns itself and cannot freeze it (a daemon,
+    a library): memeval has nothing to checkpoint or restore, and `learning = False` is refused
+    naming the missing capability."""
+
+    system_name: str
+
+    @property
+    def learning(self) -> bool:
+        return True
+
+    @learning.setter
+    def learning(self, value: bool) -> None:
+        if not value:
+            raise ConfigError(f"system={self.system_name} cannot replay without learning (no "
+                              f"freeze_learning capability): choose an experiment that does "
+                              f"not need it")
+
+    @property
+    def stores(self) -> Sequence[Persisted]:
+        return ()
+
+    def learning_state(self) -> dict[str, Any]:
+        return {}
+
+    def restore_learning_state(self, state: dict[str, Any]) -> None:
+        """Nothing to restore: the system kept it."""
+
+
 @runtime_checkable
 class StoredQuality(Protocol):
     """Optional for an ingestor: MQS of the memories a pass stored (the reference engine)."""

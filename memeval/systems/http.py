@@ -27,7 +27,7 @@ from memeval.engine.redact import redact
 from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError
-from memeval.systems.base import SYSTEMS, Capability, Hit, Memory, Persisted
+from memeval.systems.base import SYSTEMS, Capability, Hit, KeepsItsOwnState, Memory
 from memeval.systems.http_client import Daemon, DaemonError
 from memeval.systems.http_mapping import HttpSystemConfig, IngestRoute, pluck
 
@@ -74,30 +74,16 @@ def read_verdict(route: IngestRoute, data: Any) -> tuple[str, bool, bool, str]:
     return outcome, outcome in KEPT, stage in route.judge_stages, stage
 
 
-class HttpIngestor:
-    """Replays turns through the daemon, pass by pass."""
+class HttpIngestor(KeepsItsOwnState):
+    """Replays turns through the daemon, pass by pass; the daemon keeps its own stores."""
+
+    system_name = "http"
 
     def __init__(self, cfg: HttpSystemConfig, daemon: Daemon, state_dir: Path) -> None:
         self.cfg = cfg
         self.daemon = daemon
         self.state_dir = state_dir
         self.stage_counts: Counter[str] = Counter()  # the daemon's own stage names, this pass
-
-    @property
-    def learning(self) -> bool:
-        return True
-
-    @learning.setter
-    def learning(self, value: bool) -> None:
-        if not value:
-            raise ConfigError("system=http cannot stop a daemon from learning (no "
-                              "freeze_learning capability): choose an experiment that does not "
-                              "need it")
-
-    @property
-    def stores(self) -> Sequence[Persisted]:
-        """Nothing on memeval's side: the daemon keeps its stores."""
-        return ()
 
     def prepare(self, entries: Sequence[Entry]) -> list[Turn]:
         return [Turn(e, redact(e.user_prompt), redact(e.assistant_response)) for e in entries]
@@ -163,12 +149,6 @@ class HttpIngestor:
             if stage:
                 self.stage_counts[stage] += 1
             yield decision
-
-    def learning_state(self) -> dict[str, Any]:
-        return {}
-
-    def restore_learning_state(self, state: dict[str, Any]) -> None:
-        """Nothing to restore: the daemon keeps what it learned."""
 
     def pass_state(self, labels: Mapping[str, str | None]) -> dict[str, Any]:
         """The daemon's own stage names this pass, and its rejection store's size when a

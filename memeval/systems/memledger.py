@@ -26,7 +26,7 @@ from memeval.engine.quality.record import MemoryRecord
 from memeval.engine.redact import redact
 from memeval.entry import Entry
 from memeval.registry import ConfigError, bounded
-from memeval.systems.base import SYSTEMS, Capability, Hit, Memory, Persisted
+from memeval.systems.base import SYSTEMS, Capability, Hit, KeepsItsOwnState, Memory
 from memeval.systems.memledger_records import UNDECLARED, ledger_scores
 from memeval.systems.memledger_runtime import (
     SEARCH_PATHS,
@@ -79,30 +79,17 @@ class Turn:
     text: str  # the assistant response, redacted once for every pass
 
 
-class MemledgerIngestor:
-    """Every turn goes to `add()`; a restart deletes what the passes stored."""
+class MemledgerIngestor(KeepsItsOwnState):
+    """Every turn goes to `add()`; a restart deletes what the passes stored. memledger learns
+    nothing from what it stores, so there is no state to checkpoint."""
+
+    system_name = "memledger"
 
     def __init__(self, system: MemledgerSystem, state_dir: Path) -> None:
         self.system = system
         self.state_dir = state_dir
         self.namespace = f"{system.cfg.namespace}/turns"
         self.conflicts = 0  # flagged by memledger this pass
-
-    @property
-    def learning(self) -> bool:
-        return True
-
-    @learning.setter
-    def learning(self, value: bool) -> None:
-        if not value:
-            raise ConfigError("system=memledger cannot replay without learning (no "
-                              "freeze_learning capability): choose an experiment that does "
-                              "not need it")
-
-    @property
-    def stores(self) -> Sequence[Persisted]:
-        """Nothing to checkpoint: memledger keeps only the memories a restart deletes."""
-        return ()
 
     def prepare(self, entries: Sequence[Entry]) -> list[Turn]:
         return [Turn(e, redact(e.assistant_response)) for e in entries]
@@ -130,12 +117,6 @@ class MemledgerIngestor:
                 decision.system_error = redact(f"{type(err).__name__}: {err}")[:300]
             decision.latency_ms["system"] = (time.perf_counter() - start) * 1000
             yield decision
-
-    def learning_state(self) -> dict[str, Any]:
-        return {}
-
-    def restore_learning_state(self, state: dict[str, Any]) -> None:
-        """Nothing to restore: memledger learns nothing from what it stores."""
 
     def pass_state(self, labels: Mapping[str, str | None]) -> dict[str, Any]:
         return {"memledger_conflicts_flagged": self.conflicts}
