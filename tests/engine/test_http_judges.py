@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -459,6 +460,11 @@ def test_a_hanging_server_trips_the_breaker_and_sees_no_more_requests() -> None:
             with pytest.raises(JudgeError) as info:
                 judge.judge(ENTRY, USER, turn(i))
             reasons.append(info.value.reason)
+        # the client gives up after 0.2 s, maybe before the server's thread has read the last
+        # request: wait for the handlers (each sleeps 2 s) rather than race them
+        deadline = time.monotonic() + 5
+        while srv.hits < 3 * 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert srv.hits == 3 * 2
     assert all("ReadTimeout after 2 attempt(s)" in r and "judge.timeout_s" in r for r in reasons)
     assert not any(r.startswith(NOT_SENT) for r in reasons[:3])
