@@ -13,8 +13,8 @@ from functools import cache
 
 COMPONENT_PACKAGES = (
     "memeval.data",
-    "memeval.engine.embedders",
-    "memeval.engine.judges",
+    "memeval.backends.embedders",
+    "memeval.backends.judges",
     "memeval.engine.scorers",
     "memeval.engine.gate",
     "memeval.experiments",

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.judges.base import JUDGES
 from memeval.components import load_components
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
-from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.gate.gate import GateConfig
-from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import data_path

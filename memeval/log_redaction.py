@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from memeval.engine.redact import redact
+from memeval.utils.redact import redact
 
 QUIET = ("httpx", "httpcore")
 

@@ -17,7 +17,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
-from memeval.engine.redact import redact
 from memeval.engine.scorers.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
@@ -27,6 +26,7 @@ from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table, threshold_footer
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import METRICS, write_run
+from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ import sys
 def user_error_types() -> tuple[type[Exception], ...]:
     """Mistakes in a user's settings, data or environment: a one-line message, never a
     traceback (a traceback is for memeval's own faults)."""
+    from memeval.backends.embedders.base import EmbeddingError
+    from memeval.backends.judges.base import JudgeError
     from memeval.data.base import DatasetError
-    from memeval.engine.embedders.base import EmbeddingError
-    from memeval.engine.judges.base import JudgeError
     from memeval.metrics.gate_metrics import SystemFailure
     from memeval.registry import ConfigError
 
@@ -19,8 +19,8 @@ def user_error_types() -> tuple[type[Exception], ...]:
 
 def report_user_error(err: Exception) -> None:
     """One line, no traceback, redacted: a message may quote a configured URL or a data line."""
-    from memeval.engine.redact import redact
     from memeval.registry import ConfigError
+    from memeval.utils.redact import redact
 
     kind = "configuration error: " if isinstance(err, ConfigError) else ""
     print(f"memeval: {kind}{redact(str(err))}", file=sys.stderr)

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.judges.base import JUDGES
 from memeval.components import COMPONENT_PACKAGES, builtin_modules, load_builtin_components
 from memeval.config import compose, validate
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
-from memeval.engine.embedders.base import EMBEDDERS
-from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import Registry

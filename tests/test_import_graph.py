@@ -16,7 +16,10 @@ PACKAGE = Path(memeval.__file__).parent
 # Lowest first: a module may import its own layer and those before it, never one after it.
 LAYERS: list[tuple[str, set[str]]] = [
     ("ground floor", {"", "entry", "paths", "registry"}),
-    ("engine", {"engine"}),
+    ("utilities", {"utils"}),
+    ("backends", {"backends"}),  # embedders and judges: the I/O to models
+    ("memory quality", {"quality"}),  # a sibling of the write-gate engine: no imports between
+    ("write-gate engine", {"engine"}),
     ("data", {"data"}),  # loaders build engine types (records, redaction, judge labels)
     ("metrics", {"metrics"}),
     ("systems", {"systems"}),
@@ -59,7 +62,7 @@ def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
         base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
     if base.split(".")[0] != "memeval":
         return set()
-    # `from memeval.engine import redact` loads the submodule memeval.engine.redact
+    # `from memeval.utils import redact` loads the submodule memeval.utils.redact
     return {f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
             else _resolve(base, modules) for alias in node.names}
 
@@ -145,3 +148,11 @@ def test_imports_point_down_the_layers() -> None:
         for a, b in unexplained)
     stale = sorted(EXCEPTIONS.keys() - upward)
     assert not stale, f"listed in EXCEPTIONS but no longer imported upwards: {stale}"
+
+
+def test_the_write_gate_and_memory_quality_engines_are_siblings() -> None:
+    """Layers let the engine import quality/; siblings must not, so either can be read alone."""
+    graph = import_graph()
+    crossing = sorted((a, b) for a, targets in graph.items() for b in targets
+                      if {a.split(".")[1], b.split(".")[1]} == {"engine", "quality"})
+    assert not crossing, f"the write-gate and memory-quality engines import each other: {crossing}"

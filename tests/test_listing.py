@@ -11,12 +11,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from memeval.__main__ import main
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.judges.base import JUDGES
 from memeval.cli.listing import CONF_DIR, catalogue, description
 from memeval.config import compose, config_groups
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
-from memeval.engine.embedders.base import EMBEDDERS
-from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import Registry

@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from memeval.data.base import DatasetError
 from memeval.data.labeled_jsonl import load_labeled_jsonl
-from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules
-from memeval.engine.quality.graph import GraphConfig, MemoryGraph
-from memeval.engine.quality.mqs import compute_mqs
-from memeval.engine.quality.record import MemoryRecord
-from memeval.engine.redact import redact
+from memeval.quality.conflicts import ConflictDetector, ConflictRules
+from memeval.quality.graph import GraphConfig, MemoryGraph
+from memeval.quality.mqs import compute_mqs
+from memeval.quality.record import MemoryRecord
+from memeval.utils.redact import redact
 
 FAST = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -13,8 +13,8 @@ from omegaconf import OmegaConf
 
 import conf
 from memeval.config import compose
-from memeval.engine.quality.mqs import MQSConstants
-from memeval.engine.quality.policy import ConfidencePolicy
+from memeval.quality.mqs import MQSConstants
+from memeval.quality.policy import ConfidencePolicy
 
 CONF = Path(conf.__file__).parent
 GROUPS = {"mqs": MQSConstants, "confidence_policy": ConfidencePolicy}

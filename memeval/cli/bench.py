@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 import pandas as pd
 from omegaconf import DictConfig
 
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.cli.bench_scale import (
     in_fresh_process,
     labelled_three_pass,
@@ -39,11 +41,9 @@ from memeval.cli.bench_scale import (
 )
 from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
-from memeval.engine.embedders.base import EMBEDDERS
-from memeval.engine.embedders.cache import CachedEmbedder
-from memeval.engine.redact import redact
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
+from memeval.utils.redact import redact
 
 EMBEDDERS_BENCHED = ("hashing", "minilm")
 WARM_UP_BATCH = 32  # sentence-transformers' default batch size

@@ -17,11 +17,11 @@ from typing import Any
 from memeval.cli.bench_scale import labelled_three_pass
 from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
-from memeval.engine.redact import redact
 from memeval.reporting.phoenix.files import write_phoenix_files
 from memeval.reporting.phoenix.push import push_run
 from memeval.reporting.phoenix.server import PhoenixServer, PhoenixSettings, free_port
 from memeval.runner import run_experiment
+from memeval.utils.redact import redact
 
 
 def bench_phoenix(entries: int, embedder: str, out: Path | None) -> dict[str, Any]:

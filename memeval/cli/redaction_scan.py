@@ -18,8 +18,8 @@ from memeval.data.base import Dataset
 from memeval.data.claude_code import load_claude_code
 from memeval.data.hf_traces import HfTracesConfig, load_hf_traces
 from memeval.data.labeled_jsonl import load_labeled_jsonl
-from memeval.engine.redact import DEFAULT_REDACTOR
 from memeval.paths import data_path
+from memeval.utils.redact import DEFAULT_REDACTOR
 
 CORPORA: dict[str, Callable[[], list[Dataset]]] = {
     "labelled": lambda: [load_labeled_jsonl(data_path(f"labeled/{name}.jsonl"))

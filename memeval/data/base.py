@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from memeval.engine.redact import redact
 from memeval.entry import Entry
 from memeval.registry import Registry
+from memeval.utils.redact import redact
 
 
 class DatasetError(ValueError):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from memeval.data.base import DatasetError, LoadReport
-from memeval.engine.redact import redact
+from memeval.utils.redact import redact
 
 ON_ERROR = ("skip", "raise")
 MAX_CHARS = 32768  # the reference benchmark's cut for a response

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memeval.engine.judges.base import JUDGES
-from memeval.engine.redact import redact
+from memeval.backends.judges.base import JUDGES
 from memeval.entry import Entry
 from memeval.registry import Registry, bounded
+from memeval.utils.redact import redact
 
 
 class Labeller(Protocol):

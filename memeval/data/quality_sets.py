@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 from memeval.data.base import DatasetError, LoadReport
 from memeval.data.jsonl import check_read_settings, note_problem, nothing_usable, read_objects
-from memeval.engine.quality.mai import MAI_LABELS, AttributedMemory
-from memeval.engine.quality.record import Citation, MemoryRecord
+from memeval.quality.mai import MAI_LABELS, AttributedMemory
+from memeval.quality.record import Citation, MemoryRecord
 
 TRUST_LABELS = ("untrusted", "questionable", "trusted")  # ordinal, worst first
 TRUST_GRADE = "a number in [0, 1]: 0 never act on it, 1 act on it without re-checking"

@@ -1,1 +1,2 @@
-"""The reference scoring and filtering engine: no I/O besides its own state files."""
+"""The write-gate engine: its stages, content scorers and memory stores. It computes over what
+the backends return (embeddings, judge verdicts) and does no I/O besides its own state files."""

@@ -13,18 +13,18 @@ from typing import Any, Protocol, TypeVar
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.embedders.cache import CachedEmbedder
+from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, redacted_names
-from memeval.engine.embedders.base import EMBEDDERS
-from memeval.engine.embedders.cache import CachedEmbedder
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.http_retry import preflight
-from memeval.engine.judges.base import JUDGES, Judge
-from memeval.engine.kvcache import check_writable_directory
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import ConfigError, Registry, to_dataclass
 from memeval.systems.base import SYSTEMS, Capability, Ingestor, System, require
 from memeval.systems.reference import ReferenceIngestor, ReferenceSystem
+from memeval.utils.http_retry import preflight
+from memeval.utils.kvcache import check_writable_directory
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from memeval.engine.atomic import remove_stale_temps, write_atomic, write_text_atomic
 from memeval.engine.gate.gate import Decision
-from memeval.engine.redact import redact
 from memeval.registry import ConfigError
 from memeval.systems.base import Ingestor
+from memeval.utils.atomic import remove_stale_temps, write_atomic, write_text_atomic
+from memeval.utils.redact import redact
 
 CHECKPOINTS = "checkpoints"
 SETTINGS_FILE = "settings.yaml"

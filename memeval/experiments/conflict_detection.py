@@ -17,10 +17,10 @@ from memeval.data.quality_sets import (
     file_fingerprint,
     load_conflict_pairs,
 )
-from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
+from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.registry import input_file
 from memeval.reporting.table import aligned
 from memeval.systems.base import Capability, require

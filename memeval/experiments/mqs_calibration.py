@@ -27,14 +27,14 @@ from memeval.data.quality_sets import (
     load_memory_records,
     load_scenarios,
 )
-from memeval.engine.quality.mai import MAI_LABELS, MAIRubric, evaluate_mai
-from memeval.engine.quality.mqs import MQSConstants, compute_mqs
-from memeval.engine.quality.policy import ConfidencePolicy
-from memeval.engine.quality.record import MemoryRecord
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
+from memeval.quality.mai import MAI_LABELS, MAIRubric, evaluate_mai
+from memeval.quality.mqs import MQSConstants, compute_mqs
+from memeval.quality.policy import ConfidencePolicy
+from memeval.quality.record import MemoryRecord
 from memeval.registry import bounded, input_file
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem

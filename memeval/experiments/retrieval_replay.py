@@ -1,7 +1,7 @@
 """`+experiment=retrieval_replay`: does usage-based reinforcement (SIP-0001) rank memories better?
 
 1. A three-pass run of the write gate; its last pass's stored memories are the store, each a
-   memory record (gate confidence, hedging, conflicts: engine/quality/stored.py) and a graph node
+   memory record (gate confidence, hedging, conflicts: quality/stored.py) and a graph node
    whose importance is that record's MQS / 100.
 2. Labelled queries are split (seeded) into a *usage* half and an *evaluation* half. Usage
    queries, plus the traces' own user prompts, are replayed for several passes in a shuffled
@@ -36,13 +36,13 @@ from memeval.data.quality_sets import (
     file_fingerprint,
     load_queries,
 )
-from memeval.engine.quality.graph import GraphConfig, MemoryGraph, gini, top_share
-from memeval.engine.quality.mqs import compute_mqs
-from memeval.engine.quality.record import MemoryRecord
-from memeval.engine.quality.stored import StoredMQSConfig, records_from_store
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.ranking import ndcg_at_k, rank_agreement, recall_at_k
+from memeval.quality.graph import GraphConfig, MemoryGraph, gini, top_share
+from memeval.quality.mqs import compute_mqs
+from memeval.quality.record import MemoryRecord
+from memeval.quality.stored import StoredMQSConfig, records_from_store
 from memeval.registry import bounded, input_file
 from memeval.systems.stored_quality import gate_confidences
 

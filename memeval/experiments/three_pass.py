@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from memeval.engine.quality.stored import StoredMQSConfig
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
 from memeval.experiments.checkpoint import PassRecord
+from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded
 from memeval.systems.base import Capability, Ingestor, StoredQuality
 

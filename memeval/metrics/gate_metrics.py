@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from memeval.engine.embedders.base import EmbeddingError
+from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.judges.base import NOT_SENT, JudgeError
 from memeval.entry import LABELS
 from memeval.metrics.bootstrap import bootstrap_ci
 

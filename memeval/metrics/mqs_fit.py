@@ -17,8 +17,8 @@ import numpy as np
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import StratifiedKFold
 
-from memeval.engine.quality.mqs import MQSConstants, compute_mqs
-from memeval.engine.quality.record import MemoryRecord
+from memeval.quality.mqs import MQSConstants, compute_mqs
+from memeval.quality.record import MemoryRecord
 
 FITTED = ("confidence_points", "usage_points", "access_points_each", "conflict_penalty",
           "hedged_penalty")

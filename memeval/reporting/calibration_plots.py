@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from memeval.engine.quality.mai import MAI_LABELS
+from memeval.quality.mai import MAI_LABELS
 from memeval.reporting.figures import confusion_matrix, save
 from memeval.results.run_dir import read_metrics, read_table
 

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memeval.engine.redact import redact
+from memeval.utils.redact import redact
 
 PACKAGES = ("memeval", "numpy", "pandas", "scikit-learn", "torch", "sentence-transformers",
             "hydra-core", "omegaconf", "datasets", "httpx", "matplotlib")

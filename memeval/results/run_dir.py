@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from memeval.engine.atomic import write_text_atomic
 from memeval.engine.gate.gate import Decision
-from memeval.engine.redact import redact
+from memeval.utils.atomic import write_text_atomic
+from memeval.utils.redact import redact
 
 SCHEMA_VERSION = 1
 METRICS = "metrics.json"

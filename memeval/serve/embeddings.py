@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.backends.embedders.base import Embedder, EmbeddingError
 from memeval.serve.http import ApiError, Request, Routes
 
 ENCODINGS = ("float", "base64")

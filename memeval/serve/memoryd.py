@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.gate.gate import Gate
-from memeval.engine.redact import redact
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.entry import Entry
 from memeval.serve.http import ApiError, Request, Routes
+from memeval.utils.redact import redact
 
 # memeval's outcome -> memoryd's stage and stored flag
 STAGES = {"prefilter": ("pre_filter", 0), "length": ("length_filter", 0),

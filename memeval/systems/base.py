@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memeval.engine.gate.gate import Decision
-from memeval.engine.quality.record import MemoryRecord
 from memeval.entry import Entry
+from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError, Registry
 
 

@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.data.quality_sets import load_memory_records, load_scenarios
-from memeval.engine.embedders.hashing import HashingEmbedder
-from memeval.engine.quality.mai import AttributedMemory, MAIRubric, evaluate_mai
-from memeval.engine.quality.mqs import MQSConstants, compute_mqs, effective_confidence
-from memeval.engine.quality.record import MemoryRecord
 from memeval.paths import data_path
+from memeval.quality.mai import AttributedMemory, MAIRubric, evaluate_mai
+from memeval.quality.mqs import MQSConstants, compute_mqs, effective_confidence
+from memeval.quality.record import MemoryRecord
 from memeval.systems.memledger_records import UNDECLARED, ledger_effective, ledger_scores
 from memeval.systems.memledger_runtime import EmbedderBridge, Loop, open_memledger, vec_enabled
 

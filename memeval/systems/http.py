@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from memeval.engine.gate.gate import Decision
-from memeval.engine.quality.record import MemoryRecord
-from memeval.engine.redact import redact
 from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
+from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError
 from memeval.systems.base import SYSTEMS, Capability, Hit, KeepsItsOwnState, Memory
 from memeval.systems.http_client import Daemon, DaemonError
 from memeval.systems.http_mapping import HttpSystemConfig, IngestRoute, pluck
+from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
 KEPT = ("stored", "dedup")  # outcomes that leave the turn's knowledge in the store

@@ -1,5 +1,5 @@
 """The one way `system=http` talks to a daemon: requests only to the configured base URL, no
-redirects followed, retries with capped backoff (engine/http_retry.py), a circuit breaker over
+redirects followed, retries with capped backoff (utils/http_retry.py), a circuit breaker over
 turns, a preflight before any work, and failures as one line naming the setting to change.
 """
 
@@ -14,7 +14,11 @@ from urllib.parse import quote
 
 import httpx
 
-from memeval.engine.http_retry import (
+from memeval.backends.judges.base import NOT_SENT
+from memeval.registry import ConfigError
+from memeval.systems.base import Capability
+from memeval.systems.http_mapping import ID_PLACEHOLDER, HttpSystemConfig, Route, pluck
+from memeval.utils.http_retry import (
     Breaker,
     Cooldown,
     HttpRetryError,
@@ -23,11 +27,7 @@ from memeval.engine.http_retry import (
     explain_failure,
     post_json,
 )
-from memeval.engine.judges.base import NOT_SENT
-from memeval.engine.redact import redact
-from memeval.registry import ConfigError
-from memeval.systems.base import Capability
-from memeval.systems.http_mapping import ID_PLACEHOLDER, HttpSystemConfig, Route, pluck
+from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from memeval.engine.gate.gate import Decision
-from memeval.engine.quality.record import MemoryRecord
-from memeval.engine.redact import redact
 from memeval.entry import Entry
+from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError, bounded
 from memeval.systems.base import SYSTEMS, Capability, Hit, KeepsItsOwnState, Memory
 from memeval.systems.memledger_records import UNDECLARED, ledger_scores
@@ -36,6 +35,7 @@ from memeval.systems.memledger_runtime import (
     quiet_litellm,
     vec_enabled,
 )
+from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
 EMBEDDINGS = ("memeval", "litellm")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memeval.engine.quality.record import MemoryRecord
+from memeval.quality.record import MemoryRecord
 
 UNDECLARED = 0.5  # memledger's default confidence: a record always has one
 

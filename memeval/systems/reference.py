@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.gate.gate import Decision, Gate
-from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules
-from memeval.engine.quality.mqs import compute_mqs
-from memeval.engine.quality.record import MemoryRecord
-from memeval.engine.quality.stored import StoredMQSConfig
-from memeval.engine.redact import redact
 from memeval.engine.scorers.base import SCORERS
+from memeval.quality.conflicts import ConflictDetector, ConflictRules
+from memeval.quality.mqs import compute_mqs
+from memeval.quality.record import MemoryRecord
+from memeval.quality.stored import StoredMQSConfig
 from memeval.systems.base import SYSTEMS, Capability, Hit, Memory
 from memeval.systems.stored_quality import stored_memory_quality
+from memeval.utils.redact import redact
 
 
 class ReferenceIngestor(Gate):

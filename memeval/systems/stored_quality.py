@@ -1,5 +1,5 @@
 """MQS on the memories a replay pass stored: does the score put substantive memories above the
-low-value ones the gate let through? (See engine/quality/stored.py for how records are built.)"""
+low-value ones the gate let through? (See quality/stored.py for how records are built.)"""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.gate.gate import Decision, Gate
-from memeval.engine.quality.mqs import compute_mqs
-from memeval.engine.quality.stored import StoredMQSConfig, records_from_store
 from memeval.metrics.separation import separation
+from memeval.quality.mqs import compute_mqs
+from memeval.quality.stored import StoredMQSConfig, records_from_store
 
 
 def gate_confidences(gate: Gate, scores: Sequence[float | None]) -> list[float | None]:

@@ -14,8 +14,8 @@ import memeval.engine.gate.content_score
 import memeval.engine.gate.judge_stage
 import memeval.engine.gate.length
 import memeval.engine.gate.prefilter  # noqa: F401  (each stage module registers itself in STAGES)
-from memeval.engine.embedders.base import EmbeddingError
-from memeval.engine.judges.base import JudgeError, Verdict
+from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.judges.base import JudgeError, Verdict
 from memeval.engine.scorers.base import Prototypes, ScorerConfig
 from memeval.engine.scorers.threshold import ThresholdConfig
 from memeval.entry import Entry

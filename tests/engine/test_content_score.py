@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from memeval.engine.embedders.hashing import HashingEmbedder
+from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import STAGES, Candidate
 from memeval.engine.gate.content_score import ContentScoreConfig, ContentScoreGate
 from memeval.engine.store.ring_store import RingStore

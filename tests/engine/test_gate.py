@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from memeval.engine.embedders.hashing import HashingEmbedder
+from memeval.backends.embedders.hashing import HashingEmbedder
+from memeval.backends.judges.labels import LabelJudge, LabelJudgeConfig
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
-from memeval.engine.judges.labels import LabelJudge, LabelJudgeConfig
-from memeval.engine.redact import redact
 from memeval.engine.scorers.base import ScorerConfig
 from memeval.engine.scorers.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
+from memeval.utils.redact import redact
 from tests.engine.fakes import (
     CountingEmbedder,
     FailingEmbedder,

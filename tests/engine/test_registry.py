@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.judges.base import JUDGES
 from memeval.components import load_builtin_components
 from memeval.config import compose, validate
 from memeval.data.base import DATASETS
-from memeval.engine.embedders.base import EMBEDDERS
 from memeval.engine.gate.base import STAGES
 from memeval.engine.gate.gate import GateConfig
-from memeval.engine.judges.base import JUDGES
 from memeval.engine.scorers.base import SCORERS
 from memeval.registry import RANGE, ConfigError, Registry, bounded, did_you_mean, to_dataclass
 from memeval.systems.base import SYSTEMS

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memeval.engine.embedders.hashing import HashingEmbedder
+from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.write import WriteConfig, WritePipeline, alnum_ratio, clean
-from memeval.engine.redact import redact
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
+from memeval.utils.redact import redact
 from tests.engine.fakes import FailingEmbedder, gate_node
 
 FACT = "The orders table needs a composite index on (customer_id, created_at) for the report."

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
-from memeval.engine.embedders.base import EmbeddingError
-from memeval.engine.judges.base import NOT_SENT, JudgeError
+from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.registry import ConfigError
 from memeval.results.run_dir import METRICS, read_decisions, read_metrics
 from memeval.runner import run_experiment

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memeval.engine.embedders.base import EmbeddingError
-from memeval.engine.embedders.hashing import HashingEmbedder
-from memeval.engine.judges.base import NOT_SENT, JudgeError
+from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.embedders.hashing import HashingEmbedder
+from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
 from tests.faults.common import chat_verdict, without_clock
@@ -78,7 +78,7 @@ def test_embedding_server_down_mid_run_degrades_to_the_judge_and_loses_nothing(
     # the server fell before the last 32; every warning about it names it
     assert "embedding 32 of 32 entries failed" in caplog.text
     warned = [r.getMessage() for r in caplog.records if "embed" in r.getMessage()
-              and r.name.startswith(("memeval.engine.gate.gate", "memeval.engine.embedders"))]
+              and r.name.startswith(("memeval.engine.gate.gate", "memeval.backends.embedders"))]
     assert warned and all(url in message for message in warned)
     assert all(p["embedding_errors"] == 32 for p in metrics["passes"])
     unscored = [p["degraded"]["content_score_skipped"].get("no embedding", 0)

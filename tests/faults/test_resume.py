@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
-from memeval.engine.judges.base import Verdict
-from memeval.engine.judges.labels import LabelJudge
+from memeval.backends.judges.base import Verdict
+from memeval.backends.judges.labels import LabelJudge
 from memeval.entry import Entry
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_metrics

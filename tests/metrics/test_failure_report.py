@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from memeval.engine.embedders.base import EmbeddingError
+from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.judges.base import NOT_SENT, JudgeError
 from memeval.metrics.gate_metrics import pass_metrics, run_failures
 from memeval.registry import to_dataclass
 from memeval.reporting.table import pass_table, threshold_footer

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memeval.engine.quality.cited_store import CitedMemoryStore, semantic_hash, version_hash
-from memeval.engine.quality.confidence import ConfidenceWeights, confidence
-from memeval.engine.quality.conflicts import (
+from memeval.quality.cited_store import CitedMemoryStore, semantic_hash, version_hash
+from memeval.quality.confidence import ConfidenceWeights, confidence
+from memeval.quality.conflicts import (
     ConflictDetector,
     ConflictPenalties,
     ConflictRules,

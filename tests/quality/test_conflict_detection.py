@@ -11,9 +11,9 @@ import pytest
 from omegaconf import DictConfig
 
 from memeval.data.quality_sets import load_conflict_pairs
-from memeval.engine.quality.conflicts import ConflictDetector, ConflictRules, ConflictType
-from memeval.engine.quality.words import Lexicon, stem
 from memeval.metrics.classification import per_class_report, precision, recall
+from memeval.quality.conflicts import ConflictDetector, ConflictRules, ConflictType
+from memeval.quality.words import Lexicon, stem
 from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memeval.engine.quality.graph import GraphConfig, MemoryGraph, gini, top_share
+from memeval.quality.graph import GraphConfig, MemoryGraph, gini, top_share
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memeval.engine.quality.hedging import HedgeDetector, HedgingConfig
+from memeval.quality.hedging import HedgeDetector, HedgingConfig
 
 
 def detector(**overrides: object) -> HedgeDetector:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memeval.engine.quality.mai import AttributedMemory, MAIRubric, evaluate_mai, label_of
+from memeval.quality.mai import AttributedMemory, MAIRubric, evaluate_mai, label_of
 
 
 def mem(mid: str, confidence: float | None = 0.9, creator: str | None = "agent-a",

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memeval.engine.quality.mqs import MQSConstants, compute_mqs
-from memeval.engine.quality.policy import ConfidencePolicy, GateAction
-from memeval.engine.quality.record import MemoryRecord
+from memeval.quality.mqs import MQSConstants, compute_mqs
+from memeval.quality.policy import ConfidencePolicy, GateAction
+from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError, to_dataclass
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memeval.engine.quality.mqs import MQSConstants
-from memeval.engine.quality.record import MemoryRecord
 from memeval.metrics.mqs_fit import features, fit_constants, out_of_fold_scores
+from memeval.quality.mqs import MQSConstants
+from memeval.quality.record import MemoryRecord
 
 
 def synthetic(n: int, seed: int) -> tuple[list[MemoryRecord], np.ndarray]:

@@ -15,8 +15,8 @@ from memeval.data.quality_sets import (
     load_queries,
     load_scenarios,
 )
-from memeval.engine.quality.mqs import compute_mqs
 from memeval.paths import data_path
+from memeval.quality.mqs import compute_mqs
 
 RECORD = {"id": "r1", "content": "CI pins Node 18", "confidence": 0.8, "derived_from": [],
           "success_count": 1, "failure_count": 0, "access_count": 3, "conflicts": [],

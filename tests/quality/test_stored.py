@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memeval.engine.quality.stored import StoredMQSConfig, earlier_conflicts, records_from_store
 from memeval.engine.store.memory_store import Memory
+from memeval.quality.stored import StoredMQSConfig, earlier_conflicts, records_from_store
 
 
 def unit(*rows: list[float]) -> np.ndarray:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from memeval.engine.gate.gate import Decision
-from memeval.engine.quality.record import MemoryRecord
 from memeval.entry import Entry
+from memeval.quality.record import MemoryRecord
 from memeval.systems.base import SYSTEMS, Capability, Hit, Ingestor, Memory
 
 

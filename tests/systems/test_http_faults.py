@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memeval.engine.judges.base import NOT_SENT
+from memeval.backends.judges.base import NOT_SENT
 from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.results.run_dir import read_metrics

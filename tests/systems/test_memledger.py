@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig
 
-from memeval.engine.embedders.hashing import HashingEmbedder
-from memeval.engine.quality.record import MemoryRecord
+from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
+from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer
@@ -208,7 +208,7 @@ def audit(event, args):
     if event == "socket.getaddrinfo" and args[0] not in ("127.0.0.1", "::1", "localhost"):
         attempts.append(args[0])
 sys.addaudithook(audit)
-from memeval.engine.embedders.hashing import HashingEmbedder
+from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import make_server, url_of
 from memeval.systems.base import SYSTEMS

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig
 
-from memeval.engine.embedders.hashing import HashingEmbedder
-from memeval.engine.embedders.openai_http import OpenAIHttpConfig, OpenAIHttpEmbedder
+from memeval.backends.embedders.hashing import HashingEmbedder
+from memeval.backends.embedders.openai_http import OpenAIHttpConfig, OpenAIHttpEmbedder
 from memeval.experiments.base import RunContext
 from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memeval.engine.judges.base import Verdict
+from memeval.backends.judges.base import Verdict
 from memeval.entry import Entry
 from memeval.registry import Registry
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from memeval.engine.embedders.base import Embedder, EmbeddingError, embed_available
+from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
 from memeval.engine.scorers.base import ContentScorer, Prototypes
 from memeval.engine.scorers.threshold import resolve_policy

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from memeval.engine.embedders.base import Embedder, EmbeddingError, embed_available
+from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_available
+from memeval.backends.judges.base import Judge
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
 from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
-from memeval.engine.judges.base import Judge
 from memeval.engine.scorers.base import ContentScorer
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.engine.store.ring_store import RingStore

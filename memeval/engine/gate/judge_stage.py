@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from memeval.backends.judges.base import Judge, JudgeError
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
-from memeval.engine.judges.base import Judge, JudgeError
-from memeval.engine.redact import redact
 from memeval.registry import bounded
+from memeval.utils.redact import redact
 
 ON_ERROR = ("store", "skip")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memeval.engine.embedders.base import Embedder, EmbeddingError
+from memeval.backends.embedders.base import Embedder, EmbeddingError
 from memeval.engine.gate.base import Candidate, StageResult
 from memeval.engine.store.memory_store import SCALES, Memory, MemoryStore, to_cosine
 from memeval.registry import bounded

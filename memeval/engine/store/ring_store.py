@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from memeval.engine.atomic import remove_stale_temps, write_text_atomic
+from memeval.utils.atomic import remove_stale_temps, write_text_atomic
 
 log = logging.getLogger(__name__)
 

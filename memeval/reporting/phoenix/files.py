@@ -14,11 +14,11 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from memeval.engine.atomic import write_atomic
 from memeval.entry import Entry
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.spans import RunInfo, run_spans, search_spans
 from memeval.results.run_dir import read_decisions, read_table
+from memeval.utils.atomic import write_atomic
 
 PHOENIX_DIR = "phoenix"
 SPANS = "spans.jsonl"

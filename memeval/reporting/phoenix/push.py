@@ -21,13 +21,13 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from memeval.engine.atomic import write_text_atomic
-from memeval.engine.redact import redact
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.results.run_dir import read_metrics
+from memeval.utils.atomic import write_text_atomic
+from memeval.utils.redact import redact
 
 PUSH_RECORD = "push.json"
 ANNOTATOR = "memeval"  # the identifier that makes re-annotation an update

@@ -15,10 +15,9 @@ from typing import Any, Protocol
 import httpx
 from omegaconf import DictConfig
 
+from memeval.backends.embedders.base import Embedder
 from memeval.data.base import Dataset
-from memeval.engine.embedders.base import Embedder
 from memeval.engine.gate.gate import Decision
-from memeval.engine.redact import redact
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import examples, run_info
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
@@ -26,6 +25,7 @@ from memeval.reporting.phoenix.push import redacted
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.spans import RunInfo, decision_spans
 from memeval.results.run_dir import decisions_frame
+from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,92 @@
+"""Content-addressed embedding cache: passes 2–3 and re-runs never re-embed the same text.
+
+Only unit vectors are stored, and a stored vector is used only if it still is one, of the right
+width and finite (see `unit_rows`): SQLite keeps no checksums, so bytes scribbled inside a value
+that still parses come back without error, as NaN or huge values that would end the run. Such a
+value is a miss: it is recomputed and overwritten, counted (`invalid`) and warned about once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memeval.backends.embedders.base import Embedder, unit_rows
+from memeval.utils.kvcache import SqliteKV, content_key
+
+CHUNK = 64  # texts per call to the wrapped embedder
+log = logging.getLogger(__name__)
+
+
+class CachedEmbedder:
+    """Wraps an embedder; keys are sha256(embedder identity, text), values raw float32 bytes."""
+
+    def __init__(self, inner: Embedder, path: str | Path) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self.store = SqliteKV(path, "embeddings")
+        self.hits = 0
+        self.misses = 0
+        self.invalid = 0  # stored values that were not usable vectors (counted in misses too)
+        self.seconds = 0.0  # all time inside embed(), cache lookups included
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return self._embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [content_key(self.identity, text) for text in texts]
+        found = self._usable(self.store.get_many(sorted(set(keys))))
+        # shortest first, so each chunk pads to similar lengths; cached chunk by chunk, so what
+        # was embedded before a failure is not embedded again
+        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items(),
+                         key=lambda item: (len(item[1]), item[0]))
+        for start in range(0, len(missing), CHUNK):
+            chunk = missing[start : start + CHUNK]
+            vectors = np.asarray(self.inner.embed([text for _, text in chunk]), dtype=np.float32)
+            fresh = {key: vectors[i].tobytes() for i, (key, _) in enumerate(chunk)}
+            # a zero row (a text with nothing to embed) is returned but not stored: what is
+            # stored must read back as a unit vector
+            self.store.put_many((key, fresh[key]) for (key, _), unit
+                                in zip(chunk, unit_rows(vectors), strict=True) if unit)
+            found.update(fresh)
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys])
+
+    def _usable(self, stored: dict[str, bytes]) -> dict[str, bytes]:
+        """The stored values that are vectors the embedder could have returned."""
+        if not stored:
+            return stored
+        # The model's width, or (an HTTP embedder before its first reply) the usual stored one.
+        width = 4 * self.inner.dim or Counter(map(len, stored.values())).most_common(1)[0][0]
+        sized = [(key, value) for key, value in stored.items() if len(value) == width and width]
+        usable = dict(sized)
+        if sized:
+            rows = np.frombuffer(b"".join(value for _, value in sized), dtype=np.float32)
+            unit = unit_rows(rows.reshape(len(sized), -1))
+            usable = {key: value for (key, value), ok in zip(sized, unit, strict=True) if ok}
+        bad = len(stored) - len(usable)
+        if bad:
+            if not self.invalid:
+                log.warning(
+                    "embedding cache %s returned %d stored vector(s) of the wrong size, not "
+                    "finite or not of unit length (bytes damaged inside the file): they are "
+                    "recomputed and overwritten; the run's count is in metrics.json "
+                    "(embedder.cache_invalid)", self.store.path, bad)
+            self.invalid += bad
+        return usable

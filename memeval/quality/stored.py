@@ -1,0 +1,75 @@
+"""Memory records for what a write gate stored, so MQS can score replayed memories.
+
+A replay gives each stored memory: a confidence from the gate (the content scorer's write-time
+score on its own confidence scale; None while the scorer was not active yet, which MQS counts as
+missing), a hedging flag read from the text, and memledger's conflict rule: on add, the top-1
+memory stored before it in the same namespace, at cosine above `conflict_similarity`, becomes one
+conflict reference. A replay has no lineage, so no `derived_from`; access and outcome counts are
+zero until a retrieval replay supplies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from memeval.quality.hedging import HedgeDetector, HedgingConfig
+from memeval.quality.mqs import MQSConstants
+from memeval.quality.policy import ConfidencePolicy
+from memeval.quality.record import MemoryRecord
+from memeval.registry import bounded
+
+
+class StoredText(Protocol):
+    """What a stored memory offers here (the write gate's `Memory` has it), so the quality engine
+    needs nothing from the engine that stored it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass
+class StoredMQSConfig:
+    conflict_similarity: float = bounded(0.65, -1, 1)
+    hedging: HedgingConfig = field(default_factory=HedgingConfig)
+    mqs: MQSConstants = field(default_factory=MQSConstants)
+    policy: ConfidencePolicy = field(default_factory=ConfidencePolicy)
+
+    def validate(self) -> None:
+        if not -1.0 <= self.conflict_similarity <= 1.0:
+            raise ValueError("conflict_similarity is a cosine: it must be in [-1, 1]")
+        self.hedging.validate()
+        self.mqs.validate()
+        self.policy.validate()
+
+
+def earlier_conflicts(vectors: np.ndarray, similarity: float,
+                      chunk: int = 1024) -> list[int | None]:
+    """For each row, the most similar EARLIER row when its cosine exceeds `similarity` (memledger
+    checks on add, against what is already stored); in row chunks, so memory stays O(n·chunk)."""
+    found: list[int | None] = []
+    for start in range(0, len(vectors), chunk):
+        stop = min(start + chunk, len(vectors))
+        sims = vectors[start:stop] @ vectors[:stop].T
+        rows = np.arange(stop - start)
+        sims[np.arange(stop)[None, :] >= (start + rows)[:, None]] = -np.inf  # earlier rows only
+        for row, column in zip(rows, sims.argmax(axis=1), strict=True):
+            found.append(int(column) if sims[row, column] > similarity else None)
+    return found
+
+
+def records_from_store(memories: Sequence[StoredText], vectors: np.ndarray,
+                       confidences: Sequence[float | None],
+                       cfg: StoredMQSConfig) -> list[MemoryRecord]:
+    hedged = HedgeDetector(cfg.hedging)
+    conflicts = earlier_conflicts(vectors, cfg.conflict_similarity)
+    return [MemoryRecord(id=memory.id, content=memory.text, confidence=confidence,
+                         conflicts=[] if other is None else [memories[other].id],
+                         hedged=hedged(memory.text), created_by="write-gate")
+            for memory, confidence, other in zip(memories, confidences, conflicts, strict=True)]
