@@ -1,9 +1,10 @@
-"""Every `python -m memeval …` command in the README's code blocks, taken verbatim, works as
-written: `run` commands pass the CLI's own checks and compose and validate under Hydra (each point
-of a sweep), the other commands parse. Running them all would take minutes and most need the
-MiniLM model, a server (`phoenix`, `embedder=openai_http`), a key (`judge=anthropic`) or a user's
-file (`my_labels.jsonl`, `~/.claude/projects/…`, run directories), so those are checked for
-composition or parsing only; the ones that are quick and offline also run for real (`slow`)."""
+"""Every `python -m memeval …` command in the code blocks of the README and of every docs page,
+taken verbatim, works as written: `run` commands pass the CLI's own checks and compose and
+validate under Hydra (each point of a sweep), the other commands parse. Running them all would
+take minutes and most need the MiniLM model, a server (`phoenix`, `embedder=openai_http`), a key
+(`judge=anthropic`) or a user's file (`my_labels.jsonl`, `~/.claude/projects/…`, run
+directories), so those are checked for composition or parsing only; the ones that are quick and
+offline also run for real (`slow`)."""
 
 from __future__ import annotations
 
@@ -20,32 +21,55 @@ from memeval.__main__ import COMMANDS, main
 from memeval.config import check_overrides, compose, quote_values, validate
 from tests.test_plugins import EXAMPLE_OPTIONS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = "…"  # "the same command as before", in the resume example: dropped
 RUN_FOR_REAL = ["list", "list experiments --json", "--version",
                 "run +experiment=mqs_calibration"]
+FENCE = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.S | re.M)
+# a command quoted in prose: with arguments (a bare `python -m memeval run` names the command)
+# and without alternatives (`serve memoryd|embeddings` is a synopsis)
+INLINE = re.compile(r"`(python -m memeval [^`| ]+ [^`|]+)`")
 
 
-def readme_commands() -> list[str]:
-    """Each command's words after `python -m memeval`, from every shell code block."""
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            _, found, rest = line.partition("python -m memeval ")
-            if found:
-                words = shlex.split(rest, comments=True)
-                commands.append(shlex.join(itertools.takewhile(lambda w: w not in ("&&", "&"),
-                                                                   words)))
-    return list(dict.fromkeys(commands))
+def command(line: str) -> str | None:
+    """The words after `python -m memeval` in one shell line, up to `&&` or `&`."""
+    _, found, rest = line.partition("python -m memeval ")
+    if not found:
+        return None
+    words = shlex.split(rest, comments=True)
+    return shlex.join(itertools.takewhile(lambda w: w not in ("&&", "&"), words))
 
 
-COMMAND_LINES = readme_commands()
+def commands_in(text: str) -> list[str]:
+    """Each command in the shell code blocks, then each one quoted inline in the prose."""
+    lines = [line for language, block in FENCE.findall(text) if language == "bash"
+             for line in block.replace("\\\n", " ").splitlines()]
+    lines += INLINE.findall(FENCE.sub("", text))
+    return [found for line in lines if (found := command(line)) is not None]
 
 
-def test_the_readme_commands_are_found() -> None:
+COMMANDS_BY_FILE = {path.relative_to(ROOT).as_posix(): commands_in(path.read_text())
+                    for path in DOCS}
+COMMAND_LINES = list(dict.fromkeys(itertools.chain.from_iterable(COMMANDS_BY_FILE.values())))
+
+
+def test_the_doc_commands_are_found() -> None:
+    for name in ("README.md", "docs/index.md", "docs/results.md", "docs/datasets.md",
+                 "docs/systems.md", "docs/phoenix.md"):
+        assert COMMANDS_BY_FILE[name], name
     assert len(COMMAND_LINES) > 20
     assert {line.split()[0] for line in COMMAND_LINES} <= {*COMMANDS, "--version"}
     assert any("~/" in line for line in COMMAND_LINES)  # a home-relative path, quoted for Hydra
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: path.name)
+def test_every_memeval_command_block_is_a_checked_bash_block(path: Path) -> None:
+    """A command in a block of another language would escape the checks below."""
+    for language, block in FENCE.findall(path.read_text()):
+        shell = [line for line in block.splitlines()
+                 if line.lstrip("$ ").startswith("python -m memeval ")]
+        assert language == "bash" or not shell, (path.name, shell)
 
 
 def sweep_points(overrides: list[str]) -> list[list[str]]:
@@ -89,7 +113,7 @@ def check_parses(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("line", COMMAND_LINES)
-def test_readme_command_parses_and_composes(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_command_parses_and_composes(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
     command, *args = shlex.split(line)
     if command == "run":
         # an option of the example plugin exists once it is installed: tests/test_plugins.py
@@ -104,7 +128,7 @@ def test_readme_command_parses_and_composes(line: str, monkeypatch: pytest.Monke
 
 @pytest.mark.slow
 @pytest.mark.parametrize("line", RUN_FOR_REAL)
-def test_quick_offline_readme_commands_run(line: str, tmp_path: Path,
+def test_quick_offline_doc_commands_run(line: str, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert line in COMMAND_LINES
