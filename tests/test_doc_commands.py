@@ -19,6 +19,7 @@ import pytest
 
 from memeval.__main__ import COMMANDS, main
 from memeval.config import check_overrides, compose, quote_values, validate
+from tests.test_contributing import GUIDE_OPTION
 from tests.test_plugins import EXAMPLE_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = "…"  # "the same command as before", in the resume example: dropped
 RUN_FOR_REAL = ["list", "list experiments --json", "--version",
                 "run +experiment=mqs_calibration"]
-FENCE = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.S | re.M)
+# a fenced block: its language, then its text (after any attributes such as a title)
+FENCE = re.compile(r"^[ \t]*```(\w*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
 # a command quoted in prose: with arguments (a bare `python -m memeval run` names the command)
 # and without alternatives (`serve memoryd|embeddings` is a synopsis)
 INLINE = re.compile(r"`(python -m memeval [^`| ]+ [^`|]+)`")
@@ -56,7 +58,8 @@ COMMAND_LINES = list(dict.fromkeys(itertools.chain.from_iterable(COMMANDS_BY_FIL
 
 def test_the_doc_commands_are_found() -> None:
     for name in ("README.md", "docs/index.md", "docs/results.md", "docs/datasets.md",
-                 "docs/systems.md", "docs/phoenix.md"):
+                 "docs/quality.md", "docs/retrieval.md", "docs/systems.md", "docs/phoenix.md",
+                 "docs/operations.md", "docs/contributing.md"):
         assert COMMANDS_BY_FILE[name], name
     assert len(COMMAND_LINES) > 20
     assert {line.split()[0] for line in COMMAND_LINES} <= {*COMMANDS, "--version"}
@@ -116,9 +119,10 @@ def check_parses(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
 def test_doc_command_parses_and_composes(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
     command, *args = shlex.split(line)
     if command == "run":
-        # an option of the example plugin exists once it is installed: tests/test_plugins.py
-        # installs it and runs each; the rest of the command composes here
-        example = {override for override, _, _ in EXAMPLE_OPTIONS}
+        # an option of the example plugin exists once it is installed, the contributing guide's
+        # once its files are written: tests/test_plugins.py and tests/test_contributing.py do
+        # that and run them; the rest of the command composes here
+        example = {override for override, _, _ in EXAMPLE_OPTIONS} | {GUIDE_OPTION}
         check_run([a for a in args if a not in example])
     elif command.startswith("-"):  # --version, --help
         assert main([command, *args]) == 0
