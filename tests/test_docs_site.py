@@ -36,6 +36,17 @@ def test_the_site_builds_strict_with_every_page(site: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_readme_links_land_on_a_page_and_anchor(site: Path) -> None:
+    """GitHub shows the README outside the site, so the strict build does not check its links."""
+    links = re.findall(r"\]\(docs/(\w+)\.md(?:#([\w-]+))?\)", (ROOT / "README.md").read_text())
+    assert len(links) > 10
+    for page, anchor in links:
+        html = site / ("" if page == "index" else page) / "index.html"
+        assert html.is_file(), page
+        assert not anchor or f'id="{anchor}"' in html.read_text(), f"{page}.md#{anchor}"
+
+
+@pytest.mark.slow
 def test_the_site_loads_nothing_from_outside(site: Path) -> None:
     pages = sorted(site.rglob("*.html"))
     assert pages
