@@ -2,7 +2,7 @@
 
 These are the write gate's published targets (substantive recall ≥ 0.97 in every pass, zero noise
 stored, pre-judge filter rate ≥ 50% by pass 3), checked on both protocols. They guard against
-regressions; the figures in the README come from the same runs.
+regressions; the figures in docs/results.md come from the same runs.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ def test_usage(args: tuple[str, ...], code: int, tmp_path: Path) -> None:
     assert "usage: python -m memeval" in done.stdout + done.stderr
 
 
-def test_a_home_relative_path_works_as_the_readme_writes_it(tmp_path: Path) -> None:
-    """Hydra's grammar refuses an unquoted `~`; the README's command passes it unquoted."""
+def test_a_home_relative_path_works_as_the_docs_write_it(tmp_path: Path) -> None:
+    """Hydra's grammar refuses an unquoted `~`; docs/datasets.md's command passes it unquoted."""
     project = tmp_path / "home" / ".claude" / "projects" / "my-project"
     project.mkdir(parents=True)
     session = ROOT / "data" / "claude_code" / "vsla" / "069508a5-1193-487c-a9b5-a6f5f3ae4f98.jsonl"

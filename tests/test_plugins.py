@@ -170,8 +170,8 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-# each example option, the metrics.json section naming it, and its name (the README's commands
-# that name these are run here, with the example installed)
+# each example option, the metrics.json section naming it, and its name (the commands in
+# docs/systems.md that name these are run here, with the example installed)
 EXAMPLE_OPTIONS = [("system=keyword_memory", "system", "keyword_memory"),
                    ("scorer=centroid_margin", "scorer", "centroid_margin")]
 

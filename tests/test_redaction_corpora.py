@@ -2,7 +2,8 @@
 database password in the labelled set, the trace sample's planted credentials (its data card
 lists them), the e-mail addresses in the real Claude Code sessions. None is a false positive. A new
 hit fails here until it has been read and listed: as a true positive, or as a false positive
-counted against the rate the README quotes (`python -m memeval.cli.redaction_scan --show`)."""
+counted against the rate docs/operations.md quotes
+(`python -m memeval.cli.redaction_scan --show`)."""
 
 from __future__ import annotations
 

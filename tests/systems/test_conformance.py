@@ -1,5 +1,5 @@
 """memeval's MQS and MAI against memledger's own code, on the bundled sets and memledger's golden
-set: the agreement figures the README quotes, and the cause of every disagreement."""
+set: the agreement figures docs/systems.md quotes, and the cause of every disagreement."""
 
 from __future__ import annotations
 
