@@ -2,8 +2,8 @@
 
 `python -m memeval.cli.redaction_scan` prints, per corpus, the distinct texts scanned (prompts and
 responses as the loaders give them to the gate), how many of them redaction changed, and the
-classes that fired; `--show` adds each hit in context. The false-positive rates in the README come
-from reading every hit this lists.
+classes that fired; `--show` adds each hit in context. The false-positive rates in
+docs/operations.md come from reading every hit this lists.
 """
 
 from __future__ import annotations

@@ -194,8 +194,8 @@ def main(argv: list[str]) -> int:
         if args.derive:
             derived = derive(spec, runs)
             header = ("# CI regression thresholds, derived by `python -m memeval gate --derive`"
-                      " (see the\n# README, 'Regression gate'); edit `why`, runs and derive "
-                      "settings, not the numbers.\n")
+                      " (see\n# docs/operations.md, 'Regression gate'); edit `why`, runs and derive"
+                      " settings, not the numbers.\n")
             args.thresholds.write_text(header + yaml.safe_dump(
                 derived, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None))
             print(f"thresholds re-derived into {args.thresholds}")

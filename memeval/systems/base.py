@@ -178,4 +178,4 @@ def require(system: System, needed: Sequence[Capability], experiment: str) -> No
         raise ConfigError(
             f"system '{system.name}' cannot run experiment {experiment}: it needs "
             f"{', '.join(missing)} (this system has: {have}); choose another system or "
-            f"experiment (the README's Systems under test lists what each needs)")
+            f"experiment (docs/systems.md lists what each needs)")

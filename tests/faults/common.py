@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from memeval.results.run_dir import read_decisions
-from tests.engine.test_http_judges import openai_reply
+from tests.backends.test_http_judges import openai_reply
 from tests.loopback import Received, Reply
 
 # Wall-clock fields: the only ones allowed to differ between two runs of the same settings.

@@ -22,7 +22,7 @@ from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.registry import ConfigError
 from memeval.results.run_dir import METRICS, read_decisions, read_metrics
 from memeval.runner import run_experiment
-from tests.engine.test_http_judges import BLANK, FAILURES, anthropic_reply
+from tests.backends.test_http_judges import BLANK, FAILURES, anthropic_reply
 from tests.faults.common import chat_verdict
 from tests.loopback import LoopbackServer, Received, Reply
 

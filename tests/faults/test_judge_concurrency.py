@@ -10,7 +10,7 @@ import pytest
 
 from memeval.data.labellers import JudgeLabellerConfig, build_judge_labeller
 from memeval.entry import Entry
-from tests.engine.test_http_judges import openai_reply
+from tests.backends.test_http_judges import openai_reply
 from tests.loopback import LoopbackServer, Received, Reply
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]

@@ -4,7 +4,7 @@ Spans are plain dicts (the `spans.jsonl` a run directory keeps), built from `dec
 alone, so any run directory can be pushed later. Ids are derived from the run id and the entry,
 never random: pushing the same run twice sends the same spans, which Phoenix stores once.
 
-Attribute names (all documented in the README's Phoenix section):
+Attribute names (all documented in docs/phoenix.md):
     openinference.span.kind      CHAIN (entry, pass summary), GUARDRAIL (filters), LLM (judge)
     input.value / output.value   the gated text (redacted, truncated) / the outcome
     memeval.run_id, .experiment, .arm, .pass, .phase, .entry_id, .label, .label_source,
