@@ -1,0 +1,155 @@
+"""The typed run result: written as schema 2, read back the same; committed schema-1 runs still
+read by the table, figures, report, sweep summary and regression gate, with unchanged output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memeval.cli import regression_gate
+from memeval.cli.sweep import main as sweep_main
+from memeval.cli.sweep import summarise
+from memeval.reporting.plots import make_figures
+from memeval.reporting.report import main as report_main
+from memeval.reporting.report import write_report
+from memeval.reporting.table import pass_table, threshold_footer
+from memeval.results.result import (
+    SCHEMA_VERSION,
+    ContentThreshold,
+    RunResult,
+    UnsupportedSchema,
+    load_result,
+)
+from memeval.results.run import Run
+from memeval.results.run_dir import read_metrics, write_run
+
+RUNS = Path(__file__).parent / "data" / "runs"
+THREE_PASS = RUNS / "schema1_three_pass"  # written before the typed result, by three_pass
+CALIBRATION = RUNS / "schema1_mqs_calibration"  # and by mqs_calibration
+
+
+def test_schema_1_runs_load_typed() -> None:
+    gate = load_result(THREE_PASS)
+    assert gate.schema_version == 1 and gate.experiment == "three_pass"
+    assert gate.fingerprint == "1d2bf5b8a9482398" and gate.embedder == "hashing-v1-256"
+    assert gate.scorer is not None and gate.scorer.name == "logistic"
+    assert gate.system is not None and gate.system.name == "reference"
+    assert [p.pass_no for p in gate.passes] == [1, 2, 3] and gate.arms == {}
+    first = gate.passes[0]
+    assert first.substantive_recall == pytest.approx(111 / 112)
+    assert first.substantive_recall_ci95 == (pytest.approx(109 / 112), 1.0)
+    assert first.judge_calls == 163 and first.stage_counts["stored"] == 111
+    assert isinstance(first.content_score_threshold, ContentThreshold) and first.gated
+    assert first.failures["judge"].errors == 0 and first.stored_mqs is not None
+    assert first.stored_mqs.memories == 111 and first.stored_mqs.mqs.auroc is None
+
+    calibration = load_result(CALIBRATION)
+    assert calibration.passes == () and calibration.dataset is None
+    assert calibration.mqs is not None and calibration.mqs.configured is not None
+    assert calibration.mqs.configured.spearman == pytest.approx(0.7801, abs=1e-4)
+    assert calibration.mqs.fingerprint == "ea1926a69444c7f3"
+    assert calibration.mai is not None and calibration.mai.accuracy == pytest.approx(20 / 41)
+
+
+def test_write_then_load_gives_the_same_typed_values(tmp_path: Path) -> None:
+    for fixture in (THREE_PASS, CALIBRATION):
+        metrics = read_metrics(fixture)
+        metrics.pop("schema_version")
+        run_dir = tmp_path / fixture.name
+        written = write_run(run_dir, metrics, [], "seed: 0\n", {"git_commit": None})
+        loaded = load_result(run_dir)
+        assert json.loads((run_dir / "metrics.json").read_text())["schema_version"] == 2
+        assert loaded == written and loaded.schema_version == SCHEMA_VERSION == 2
+        old = load_result(fixture)
+        assert loaded.passes == old.passes and loaded.mqs == old.mqs and loaded.mai == old.mai
+        assert loaded.dataset == old.dataset and loaded.scorer == old.scorer
+
+
+def test_a_file_without_schema_version_predates_it_and_is_schema_1() -> None:
+    metrics = read_metrics(THREE_PASS)
+    metrics.pop("schema_version")
+    assert RunResult.from_dict(metrics).schema_version == 1
+
+
+def newer_run(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "newer"
+    shutil.copytree(THREE_PASS, run_dir)
+    metrics = read_metrics(run_dir)
+    (run_dir / "metrics.json").write_text(json.dumps({**metrics, "schema_version": 3}))
+    return run_dir
+
+
+@pytest.mark.bad_input
+def test_a_newer_schema_is_refused_naming_the_file_and_the_versions_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = newer_run(tmp_path)
+    with pytest.raises(UnsupportedSchema) as refused:
+        Run.load(run_dir)
+    message = str(refused.value)
+    assert str(run_dir / "metrics.json") in message and "schema_version 3" in message
+    assert "reads 1, 2" in message and "\n" not in message
+    with pytest.raises(UnsupportedSchema):
+        read_metrics(run_dir)
+    assert report_main([str(run_dir)]) == 2
+    assert sweep_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count(message) == 2 and "Traceback" not in err
+
+
+def test_the_table_of_a_schema_1_run_is_what_its_run_printed() -> None:
+    result = load_result(THREE_PASS)
+    assert result.scorer is not None
+    printed = (pass_table(result.passes) + "\n"
+               + threshold_footer(result.passes, result.scorer.threshold_rule) + "\n")
+    assert printed == (RUNS / "schema1_three_pass_printed.txt").read_text()
+
+
+@pytest.mark.parametrize("fixture", [THREE_PASS, CALIBRATION], ids=lambda p: p.name)
+def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path) -> None:
+    _, markdown = write_report([fixture], tmp_path)
+    assert markdown.read_text() == (RUNS / f"{fixture.name}_report.md").read_text()
+
+
+def test_the_figures_of_a_schema_1_run_are_drawn(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(THREE_PASS, run_dir)
+    written = {path.name for path in make_figures(run_dir)}
+    assert written == {"funnel.png", "learning_curve.png", "score_distributions.png",
+                       "rejection_store.png", "stored_mqs.png"}
+
+
+def test_the_sweep_summary_reads_schema_1_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = summarise(RUNS)
+    expected = pd.read_csv(RUNS / "sweep_summary.csv")
+    pd.testing.assert_frame_equal(sweep.table.reset_index(drop=True), expected,
+                                  check_dtype=False)
+    assert "schema1_mqs_calibration has no per-pass metrics" in capsys.readouterr().err
+
+
+def test_the_regression_gate_reads_schema_1_runs(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """The shipped checks, on the committed runs (seed 0): the calibration metrics are the values
+    the thresholds were derived from, and the data fingerprints match."""
+    fixtures = {"+experiment=mqs_calibration": CALIBRATION, "+experiment=three_pass": THREE_PASS}
+    monkeypatch.setattr(regression_gate, "run_metrics",
+                        lambda overrides, seed, work: load_result(fixtures[overrides[0]]))
+    spec = regression_gate.load()
+    rows, failures = regression_gate.evaluate(spec, {}, None, regression_gate.Runs(tmp_path))
+    assert failures == [] and {r["verdict"] for r in rows} == {"ok"}
+    assert len(rows) == len(spec["checks"])
+    measured = {raw["metric"]: raw["measured"]["values"][0] for raw in spec["checks"]
+                if raw["run"] == "calibration"}
+    assert {r["metric"]: round(r["value"], 4) for r in rows if r["run"] == "calibration"} \
+        == measured
+
+
+def test_gate_paths_reach_typed_attributes() -> None:
+    result = load_result(THREE_PASS)
+    check = regression_gate.Check(metric="", run="r", direction="at_least", why="")
+    assert regression_gate.lookup(result, "passes.*.judge_calls", check) == 123
+    assert regression_gate.lookup(result, "passes.-1.judge_calls", check) == 123
+    assert regression_gate.lookup(result, "passes.0.stage_counts.stored", check) == 111
