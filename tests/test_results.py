@@ -114,12 +114,16 @@ def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path
     assert markdown.read_text() == (RUNS / f"{fixture.name}_report.md").read_text()
 
 
-def test_the_figures_of_a_schema_1_run_are_drawn(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("fixture", "figures"), [
+    (THREE_PASS, {"funnel", "learning_curve", "score_distributions", "rejection_store",
+                  "stored_mqs"}),
+    (CALIBRATION, {"mqs_reliability", "mqs_breakdown", "mai_confusion"})],
+    ids=lambda v: v.name if isinstance(v, Path) else "")
+def test_the_figures_of_a_schema_1_run_are_drawn(fixture: Path, figures: set[str],
+                                                 tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    shutil.copytree(THREE_PASS, run_dir)
-    written = {path.name for path in make_figures(run_dir)}
-    assert written == {"funnel.png", "learning_curve.png", "score_distributions.png",
-                       "rejection_store.png", "stored_mqs.png"}
+    shutil.copytree(fixture, run_dir)
+    assert {path.stem for path in make_figures(run_dir)} == figures
 
 
 def test_the_sweep_summary_reads_schema_1_runs(capsys: pytest.CaptureFixture[str]) -> None:
