@@ -7,7 +7,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from memeval.cli import regression_gate
@@ -16,6 +15,7 @@ from memeval.cli.sweep import summarise
 from memeval.reporting.plots import make_figures
 from memeval.reporting.report import main as report_main
 from memeval.reporting.report import write_report
+from memeval.reporting.systems_table import systems_summary
 from memeval.reporting.table import pass_table, threshold_footer
 from memeval.results.result import (
     SCHEMA_VERSION,
@@ -30,6 +30,7 @@ from memeval.results.run_dir import read_metrics, write_run
 RUNS = Path(__file__).parent / "data" / "runs"
 THREE_PASS = RUNS / "schema1_three_pass"  # written before the typed result, by three_pass
 CALIBRATION = RUNS / "schema1_mqs_calibration"  # and by mqs_calibration
+SYSTEMS = RUNS / "schema1_compare_systems"  # and by compare_systems (reference vs memledger)
 
 
 def test_schema_1_runs_load_typed() -> None:
@@ -108,7 +109,28 @@ def test_the_table_of_a_schema_1_run_is_what_its_run_printed() -> None:
     assert printed == (RUNS / "schema1_three_pass_printed.txt").read_text()
 
 
-@pytest.mark.parametrize("fixture", [THREE_PASS, CALIBRATION], ids=lambda p: p.name)
+def test_a_schema_1_comparison_loads_typed() -> None:
+    result = load_result(SYSTEMS)
+    assert result.compare is not None and set(result.arms) == {"reference", "memledger"}
+    compared = result.compare
+    assert [what for what, _ in compared.tables()] == ["write_gate", "trust", "conflicts",
+                                                       "search"]
+    assert compared.write_gate is not None and compared.write_gate.pass_no == 3
+    assert compared.write_gate.systems["memledger"].noise_stored == 110
+    assert compared.write_gate.paired["memledger"].mcnemar_p is not None
+    assert compared.trust is not None and compared.trust.records == 80
+    assert compared.conflicts is not None and not compared.conflicts.systems["memledger"].typed
+    assert compared.search is not None and compared.search.k == 5
+    assert compared.search.ndcg_vs_first["reference"].delta is None
+
+
+def test_the_systems_summary_of_a_schema_1_run_is_what_its_run_printed() -> None:
+    sections = load_result(SYSTEMS).sections
+    printed = systems_summary(sections["compare"], sections["skipped"], sections["notes"])
+    assert printed + "\n" == (RUNS / "schema1_compare_systems_printed.txt").read_text()
+
+
+@pytest.mark.parametrize("fixture", [THREE_PASS, CALIBRATION, SYSTEMS], ids=lambda p: p.name)
 def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path) -> None:
     _, markdown = write_report([fixture], tmp_path)
     assert markdown.read_text() == (RUNS / f"{fixture.name}_report.md").read_text()
@@ -117,7 +139,9 @@ def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path
 @pytest.mark.parametrize(("fixture", "figures"), [
     (THREE_PASS, {"funnel", "learning_curve", "score_distributions", "rejection_store",
                   "stored_mqs"}),
-    (CALIBRATION, {"mqs_reliability", "mqs_breakdown", "mai_confusion"})],
+    (CALIBRATION, {"mqs_reliability", "mqs_breakdown", "mai_confusion"}),
+    (SYSTEMS, {"systems_write_gate", "systems_trust", "systems_conflicts", "systems_search",
+               "funnel", "learning_curve", "score_distributions", "rejection_store"})],
     ids=lambda v: v.name if isinstance(v, Path) else "")
 def test_the_figures_of_a_schema_1_run_are_drawn(fixture: Path, figures: set[str],
                                                  tmp_path: Path) -> None:
@@ -128,9 +152,7 @@ def test_the_figures_of_a_schema_1_run_are_drawn(fixture: Path, figures: set[str
 
 def test_the_sweep_summary_reads_schema_1_runs(capsys: pytest.CaptureFixture[str]) -> None:
     sweep = summarise(RUNS)
-    expected = pd.read_csv(RUNS / "sweep_summary.csv")
-    pd.testing.assert_frame_equal(sweep.table.reset_index(drop=True), expected,
-                                  check_dtype=False)
+    assert sweep.table.to_csv(index=False) == (RUNS / "sweep_summary.csv").read_text()
     assert "schema1_mqs_calibration has no per-pass metrics" in capsys.readouterr().err
 
 

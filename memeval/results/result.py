@@ -9,7 +9,7 @@ without `schema_version` predates the field and is schema 1. Sections no reader 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ def schema_version(data: Mapping[str, Any], source: str) -> int:
     return int(version)
 
 
-def _ci(value: Any) -> CI:
+def as_ci(value: Any) -> CI:
     return NO_CI if not value else (value[0], value[1])
 
 
@@ -97,7 +97,7 @@ class Separation:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Separation:
-        return cls(data.get("auroc"), _ci(data.get("auroc_ci95")))
+        return cls(data.get("auroc"), as_ci(data.get("auroc_ci95")))
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class PassMetrics:
             pass_no=int(data["pass"]), arm=data.get("arm"),
             gated="content_score_threshold" in data, entries=data.get("entries"),
             substantive_recall=data.get("substantive_recall"),
-            substantive_recall_ci95=_ci(data.get("substantive_recall_ci95")),
+            substantive_recall_ci95=as_ci(data.get("substantive_recall_ci95")),
             noise_stored=data.get("noise_stored"),
             low_value_filtered_rate=data.get("low_value_filtered_rate"),
             prejudge_filter_rate=data.get("prejudge_filter_rate"),
@@ -198,20 +198,20 @@ CALIBRATION_METRICS = ("spearman", "kendall", "brier", "ece")
 class Calibration:
     """How well MQS ranks and predicts the trust labels, with bootstrap CIs."""
 
-    spearman: float
-    kendall: float
-    brier: float
-    ece: float
+    spearman: float | None
+    kendall: float | None
+    brier: float | None
+    ece: float | None
     ci95: Mapping[str, CI]  # by metric
     reliability: tuple[Mapping[str, Any], ...]  # bins: predicted, observed, n, low, high
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
         return cls(data["spearman"], data["kendall"], data["brier"], data["ece"],
-                   {m: _ci(data.get(f"{m}_ci95")) for m in CALIBRATION_METRICS},
+                   {m: as_ci(data.get(f"{m}_ci95")) for m in CALIBRATION_METRICS},
                    tuple(data.get("reliability") or ()))
 
-    def scores(self) -> dict[str, float]:
+    def scores(self) -> dict[str, float | None]:
         """Metric → value, in CALIBRATION_METRICS order."""
         return {"spearman": self.spearman, "kendall": self.kendall, "brier": self.brier,
                 "ece": self.ece}
@@ -249,8 +249,8 @@ class Mqs:
                    Calibration.from_dict(configured) if configured else None,
                    Calibration.from_dict(fitted) if fitted else None,
                    data.get("gain_out_of_fold"), data.get("constants"),
-                   TrustGrade(grade["n"], grade["spearman"], _ci(grade["spearman_ci95"]),
-                              grade["kendall"], _ci(grade["kendall_ci95"])) if grade else None)
+                   TrustGrade(grade["n"], grade["spearman"], as_ci(grade["spearman_ci95"]),
+                              grade["kendall"], as_ci(grade["kendall_ci95"])) if grade else None)
 
 
 @dataclass(frozen=True)
@@ -265,8 +265,135 @@ class Mai:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Mai:
         return cls(data.get("fingerprint"), data.get("scenarios", 0), data.get("accuracy"),
-                   _ci(data.get("accuracy_ci95")), _map(data.get("confusion")),
+                   as_ci(data.get("accuracy_ci95")), _map(data.get("confusion")),
                    data.get("pass_mark"))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A system's mean per-item measure and, for every system after the first, second − first
+    with a paired bootstrap 95% CI."""
+
+    mean: float | None = None
+    delta: float | None = None
+    delta_ci95: CI = NO_CI
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Paired:
+        data = data or {}
+        return cls(data.get("mean"), data.get("delta"), as_ci(data.get("delta_ci95")))
+
+
+def _paired(data: Mapping[str, Any]) -> dict[str, Paired]:
+    return {name: Paired.from_dict(entry) for name, entry in data.items()}
+
+
+@dataclass(frozen=True)
+class GatePaired:
+    """A later system's write gate against the first's, entry by entry."""
+
+    recall: Paired
+    mcnemar_p: float | None
+
+
+@dataclass(frozen=True)
+class WriteGateTable:
+    pass_no: int  # the last pass, which every system's row is
+    systems: Mapping[str, PassMetrics]
+    paired: Mapping[str, GatePaired]  # systems after the first
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WriteGateTable:
+        return cls(int(data["pass"]),
+                   {name: PassMetrics.from_dict({"pass": data["pass"], **p})
+                    for name, p in data["systems"].items()},
+                   {name: GatePaired(Paired.from_dict(p.get("recall")),
+                                     (p.get("mcnemar") or {}).get("p_value"))
+                    for name, p in data["paired"].items()})
+
+
+@dataclass(frozen=True)
+class TrustTable:
+    records: int
+    systems: Mapping[str, Calibration]
+    brier_vs_first: Mapping[str, Paired]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrustTable:
+        return cls(data["records"], {name: Calibration.from_dict(report)
+                                     for name, report in data["systems"].items()},
+                   _paired(data["brier_vs_first"]))
+
+
+@dataclass(frozen=True)
+class ConflictScores:
+    precision: float | None  # of "any conflict"
+    recall: float | None
+    recall_by_type: Mapping[str, float | None]
+    typed: bool  # False: the system flags conflicts without a type
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConflictScores:
+        found = data["any_conflict"]
+        return cls(found["precision"], found["recall"],
+                   {kind: scores["recall"] for kind, scores in data["per_type"].items()},
+                   bool(data["typed"]))
+
+
+@dataclass(frozen=True)
+class ConflictTable:
+    pairs: int
+    systems: Mapping[str, ConflictScores]
+    correct_vs_first: Mapping[str, Paired]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConflictTable:
+        return cls(data["pairs"], {name: ConflictScores.from_dict(scores)
+                                   for name, scores in data["systems"].items()},
+                   _paired(data["correct_vs_first"]))
+
+
+@dataclass(frozen=True)
+class SearchTable:
+    queries: int
+    memories: int
+    k: int
+    ndcg_vs_first: Mapping[str, Paired]
+    recall_vs_first: Mapping[str, Paired]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchTable:
+        return cls(data["queries"], data["memories"], data["k"], _paired(data["ndcg_vs_first"]),
+                   _paired(data["recall_vs_first"]))
+
+
+Table = WriteGateTable | TrustTable | ConflictTable | SearchTable
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The `compare` section of a `compare_systems` run: the tables it measured; a capability no
+    two systems shared (or without data) is None."""
+
+    write_gate: WriteGateTable | None = None
+    trust: TrustTable | None = None
+    conflicts: ConflictTable | None = None
+    search: SearchTable | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        def table(what: str, kind: Any) -> Any:
+            return kind.from_dict(data[what]) if what in data else None
+
+        return cls(table("write_gate", WriteGateTable), table("trust", TrustTable),
+                   table("conflicts", ConflictTable), table("search", SearchTable))
+
+    def tables(self) -> Iterator[tuple[str, Table]]:
+        """(capability, table) for each table measured, in the order the run measures them."""
+        for what, table in (("write_gate", self.write_gate), ("trust", self.trust),
+                            ("conflicts", self.conflicts), ("search", self.search)):
+            if table is not None:
+                yield what, table
 
 
 @dataclass(frozen=True)
@@ -287,6 +414,7 @@ class RunResult:
     arms: Mapping[str, tuple[PassMetrics, ...]] = field(default_factory=dict)
     mqs: Mqs | None = None
     mai: Mai | None = None
+    compare: Comparison | None = None
     wall_seconds: float | None = None
     failures: tuple[str, ...] = ()
     sections: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the file as written
@@ -307,6 +435,7 @@ class RunResult:
             arms={arm: tuple(PassMetrics.from_dict(p) for p in passes)
                   for arm, passes in (data.get("arms") or {}).items()},
             mqs=Mqs.from_dict(mqs) if mqs else None, mai=Mai.from_dict(mai) if mai else None,
+            compare=Comparison.from_dict(data["compare"]) if "compare" in data else None,
             wall_seconds=data.get("wall_seconds"), failures=tuple(data.get("failures") or ()),
             sections=dict(data))
 
