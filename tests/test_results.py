@@ -31,6 +31,9 @@ RUNS = Path(__file__).parent / "data" / "runs"
 THREE_PASS = RUNS / "schema1_three_pass"  # written before the typed result, by three_pass
 CALIBRATION = RUNS / "schema1_mqs_calibration"  # and by mqs_calibration
 SYSTEMS = RUNS / "schema1_compare_systems"  # and by compare_systems (reference vs memledger)
+RETRIEVAL = RUNS / "schema1_retrieval_replay"
+CONFLICTS = RUNS / "schema1_conflict_detection"
+ALL = [THREE_PASS, CALIBRATION, SYSTEMS, RETRIEVAL, CONFLICTS]
 
 
 def test_schema_1_runs_load_typed() -> None:
@@ -130,7 +133,21 @@ def test_the_systems_summary_of_a_schema_1_run_is_what_its_run_printed() -> None
     assert printed + "\n" == (RUNS / "schema1_compare_systems_printed.txt").read_text()
 
 
-@pytest.mark.parametrize("fixture", [THREE_PASS, CALIBRATION, SYSTEMS], ids=lambda p: p.name)
+def test_schema_1_retrieval_and_conflict_runs_load_typed() -> None:
+    retrieval = load_result(RETRIEVAL)
+    assert [p.pass_no for p in retrieval.passes] == [1, 2, 3]
+    assert all(set(p.ranking) == {"off", "on"} and not p.gated for p in retrieval.passes)
+    assert all(p.substantive_recall is None for p in retrieval.passes)
+    on = retrieval.passes[-1].ranking["on"]
+    assert on.ndcg_ci95[0] <= on.ndcg <= on.ndcg_ci95[1] and on.gini_recall is not None
+    conflicts = load_result(CONFLICTS).conflicts
+    assert conflicts is not None and set(conflicts.by_detector) == set(conflicts.detectors)
+    for scores in conflicts.by_detector.values():
+        assert scores.accuracy is not None and 0 <= scores.accuracy <= 1
+        assert sum(n for row in scores.confusion.values() for n in row.values()) == 84
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda p: p.name)
 def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path) -> None:
     _, markdown = write_report([fixture], tmp_path)
     assert markdown.read_text() == (RUNS / f"{fixture.name}_report.md").read_text()
@@ -141,7 +158,8 @@ def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path
                   "stored_mqs"}),
     (CALIBRATION, {"mqs_reliability", "mqs_breakdown", "mai_confusion"}),
     (SYSTEMS, {"systems_write_gate", "systems_trust", "systems_conflicts", "systems_search",
-               "funnel", "learning_curve", "score_distributions", "rejection_store"})],
+               "funnel", "learning_curve", "score_distributions", "rejection_store"}),
+    (RETRIEVAL, {"retrieval"}), (CONFLICTS, {"conflict_confusion"})],
     ids=lambda v: v.name if isinstance(v, Path) else "")
 def test_the_figures_of_a_schema_1_run_are_drawn(fixture: Path, figures: set[str],
                                                  tmp_path: Path) -> None:

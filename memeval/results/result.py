@@ -128,6 +128,27 @@ class StoredQuality:
 
 
 @dataclass(frozen=True)
+class RankingScores:
+    """One arm of a retrieval replay pass: ranking quality on held-out queries, and how
+    concentrated recall became."""
+
+    ndcg: float
+    ndcg_ci95: tuple[float, float]
+    recall: float
+    gini_recall: float | None = None  # the reinforced arm only
+    pagerank_top1pct_share: float | None = None  # the reinforced arm, when a graph was built
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankingScores:
+        low, high = data["ndcg_ci95"]
+        return cls(data["ndcg"], (low, high), data["recall"], data.get("gini_recall"),
+                   data.get("pagerank_top1pct_share"))
+
+
+RANKING_ARMS = ("off", "on")  # a retrieval replay's reinforcement arms
+
+
+@dataclass(frozen=True)
 class PassMetrics:
     """One measured pass. Gate metrics are None for passes that measure something else (e.g.
     retrieval); `gated` says whether the pass went through a write gate at all."""
@@ -151,6 +172,7 @@ class PassMetrics:
     rejection_store_size: int | None = None
     rejection_store_by_label: Mapping[str, int] = field(default_factory=dict)
     stored_mqs: StoredQuality | None = None
+    ranking: Mapping[str, RankingScores] = field(default_factory=dict)  # by RANKING_ARMS arm
     sections: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the pass as written
 
     @classmethod
@@ -179,6 +201,8 @@ class PassMetrics:
             rejection_store_size=data.get("rejection_store_size"),
             rejection_store_by_label=_map(data.get("rejection_store_by_label")),
             stored_mqs=StoredQuality.from_dict(stored) if stored else None,
+            ranking={arm: RankingScores.from_dict(data[arm]) for arm in RANKING_ARMS
+                     if arm in data},
             sections=dict(data))
 
     @property
@@ -267,6 +291,27 @@ class Mai:
         return cls(data.get("fingerprint"), data.get("scenarios", 0), data.get("accuracy"),
                    as_ci(data.get("accuracy_ci95")), _map(data.get("confusion")),
                    data.get("pass_mark"))
+
+
+@dataclass(frozen=True)
+class DetectorScores:
+    accuracy: float | None
+    confusion: Mapping[str, Mapping[str, int]]  # hand label → detected → count
+
+
+@dataclass(frozen=True)
+class Conflicts:
+    """The `conflicts` section of a `conflict_detection` run: each detector's scores."""
+
+    detectors: tuple[str, ...]
+    by_detector: Mapping[str, DetectorScores]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Conflicts:
+        detectors = tuple(data.get("detectors", ("memeval", "compat")))  # before the key existed
+        return cls(detectors, {mode: DetectorScores(data[mode]["accuracy"],
+                                                     _map(data[mode]["confusion"]))
+                               for mode in detectors})
 
 
 @dataclass(frozen=True)
@@ -415,6 +460,7 @@ class RunResult:
     mqs: Mqs | None = None
     mai: Mai | None = None
     compare: Comparison | None = None
+    conflicts: Conflicts | None = None
     wall_seconds: float | None = None
     failures: tuple[str, ...] = ()
     sections: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the file as written
@@ -436,6 +482,7 @@ class RunResult:
                   for arm, passes in (data.get("arms") or {}).items()},
             mqs=Mqs.from_dict(mqs) if mqs else None, mai=Mai.from_dict(mai) if mai else None,
             compare=Comparison.from_dict(data["compare"]) if "compare" in data else None,
+            conflicts=Conflicts.from_dict(data["conflicts"]) if "conflicts" in data else None,
             wall_seconds=data.get("wall_seconds"), failures=tuple(data.get("failures") or ()),
             sections=dict(data))
 
