@@ -21,6 +21,7 @@ from memeval.results.result import (
     SCHEMA_VERSION,
     ContentThreshold,
     RunResult,
+    UnreadableResult,
     UnsupportedSchema,
     load_result,
 )
@@ -102,6 +103,22 @@ def test_a_newer_schema_is_refused_naming_the_file_and_the_versions_read(
     assert sweep_main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count(message) == 2 and "Traceback" not in err
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("text", ['{"schema_version": 2, "passes": []}', '{"schema_version": 2,'],
+                         ids=["no experiment", "truncated"])
+def test_a_malformed_metrics_file_is_refused_in_one_line(
+        text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = tmp_path / "broken"
+    run_dir.mkdir()
+    (run_dir / "metrics.json").write_text(text)
+    with pytest.raises(UnreadableResult, match="not a memeval run's metrics"):
+        load_result(run_dir)
+    assert report_main([str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"memeval report: {run_dir / 'metrics.json'}: not a memeval run's")
+    assert "\n" not in err and "Traceback" not in err
 
 
 def test_the_table_of_a_schema_1_run_is_what_its_run_printed() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from memeval.reporting.compare import IncomparableRuns, check_comparable, compare_runs
-from memeval.results.result import UnsupportedSchema
+from memeval.results.result import UnreadableResult
 from memeval.results.run import Run
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
@@ -192,7 +192,7 @@ def main(args: list[str]) -> int:
             return 2
     try:
         html_path, md_path = write_report(options.run_dirs, options.out, options.force)
-    except (IncomparableRuns, UnsupportedSchema) as err:
+    except (IncomparableRuns, UnreadableResult) as err:
         print(f"memeval report: {err}", file=sys.stderr)
         return 2
     print(f"wrote {html_path} and {md_path}")

@@ -25,7 +25,11 @@ CI = tuple[float | None, float | None]
 NO_CI: CI = (None, None)
 
 
-class UnsupportedSchema(ValueError):
+class UnreadableResult(ValueError):
+    """A metrics.json this memeval cannot read; the message names the file and why."""
+
+
+class UnsupportedSchema(UnreadableResult):
     """metrics.json written by a memeval newer (or other) than this one."""
 
 
@@ -427,11 +431,12 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
-        def table(what: str, kind: Any) -> Any:
-            return kind.from_dict(data[what]) if what in data else None
-
-        return cls(table("write_gate", WriteGateTable), table("trust", TrustTable),
-                   table("conflicts", ConflictTable), table("search", SearchTable))
+        gate, trust = data.get("write_gate"), data.get("trust")
+        conflicts, search = data.get("conflicts"), data.get("search")
+        return cls(WriteGateTable.from_dict(gate) if gate else None,
+                   TrustTable.from_dict(trust) if trust else None,
+                   ConflictTable.from_dict(conflicts) if conflicts else None,
+                   SearchTable.from_dict(search) if search else None)
 
     def tables(self) -> Iterator[tuple[str, Table]]:
         """(capability, table) for each table measured, in the order the run measures them."""
@@ -501,4 +506,10 @@ def load_result(run_dir: str | Path) -> RunResult:
     path = Path(run_dir) / METRICS
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: is {run_dir} a memeval run directory?")
-    return RunResult.from_dict(json.loads(path.read_text()), str(path))
+    try:
+        return RunResult.from_dict(json.loads(path.read_text()), str(path))
+    except UnreadableResult:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
+        raise UnreadableResult(f"{path}: not a memeval run's metrics ({type(err).__name__}: "
+                               f"{err}); rerun the experiment to rewrite it") from err
