@@ -177,16 +177,16 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "timing": timing,
         "failures": [str(failure) for failure in failures],
     }
-    write_run(run_dir, metrics, result.decisions, OmegaConf.to_yaml(cfg, resolve=True),
-              provenance(), result.tables)
+    written = write_run(run_dir, metrics, result.decisions,
+                        OmegaConf.to_yaml(cfg, resolve=True), provenance(), result.tables)
     if experiment.resumable:
         ctx.checkpoints.discard()
-    print(result.summary or pass_table(result.passes))
+    print(result.summary or pass_table(written.passes))
     system = metrics.get("system", {})
     for key, value in system.get("notes", {}).items():  # e.g. a fallback the figures rest on
         print(f"{system['name']}, {key}: {value}")
-    if "scorer" in metrics:
-        print(threshold_footer(result.passes, metrics["scorer"]["threshold_rule"]))
+    if written.scorer is not None:
+        print(threshold_footer(written.passes, written.scorer.threshold_rule))
     if checked.phoenix.enabled and ctx.built("dataset"):
         _report_to_phoenix(ctx, checked.phoenix, metrics)
     if cfg.plots:

@@ -40,7 +40,7 @@ def test_every_experiment_writes_a_self_describing_run(
                       "plots=true")
     metrics = run_experiment(cfg, tmp_path / "run")
     on_disk = read_metrics(tmp_path / "run")
-    assert on_disk["schema_version"] == 1 and on_disk["experiment"] == experiment
+    assert on_disk["schema_version"] == 2 and on_disk["experiment"] == experiment
     assert on_disk["timing"] == metrics["timing"]
     provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
     assert provenance["packages"]["numpy"]

@@ -19,7 +19,7 @@ REPO = Path(memeval.__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 # Reading a run's files by hand instead of through memeval.results.run.Run / find_runs.
 FORBIDDEN = ("metrics.json", ".parquet", "read_parquet", "json.load", "results.run_dir",
-             "read_metrics", "read_decisions", "read_table")
+             "read_metrics", "read_decisions", "read_table", ".metrics[", ".metrics.get")
 BASE = ["embedder=hashing", "progress=false", "plots=false", "bootstrap=50",
         "reporting.phoenix.enabled=false"]
 SWEEP = (0.9, 0.95, 0.98)

@@ -16,6 +16,7 @@ import json
 import statistics
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ import yaml
 import conf
 from memeval.config import compose
 from memeval.reporting.table import aligned
+from memeval.results.result import RunResult, load_result
 from memeval.runner import run_experiment
 
 THRESHOLDS = Path(conf.__file__).parent / "regression" / "regression.yaml"
@@ -34,7 +36,7 @@ DIRECTIONS = ("at_least", "at_most")
 
 @dataclass
 class Check:
-    metric: str  # dotted path into metrics.json; `*` over a list takes its worst element
+    metric: str  # dotted path into the run's result (as in metrics.json); `*`: a list's worst
     run: str
     direction: str
     why: str
@@ -51,19 +53,25 @@ class Check:
         return value <= self.threshold
 
 
-def lookup(metrics: Any, path: str, check: Check) -> float:
+def lookup(result: Any, path: str, check: Check) -> float:
     """`passes.*.substantive_recall` → the worst pass; `passes.-1.x` → the last pass."""
     prefix, star, rest = path.partition("*")
     if not star:
-        return float(_at(metrics, path))
+        return float(_at(result, path))
     return check.worst([lookup(item, rest.lstrip("."), check)
-                        for item in _at(metrics, prefix.rstrip("."))])
+                        for item in _at(result, prefix.rstrip("."))])
 
 
 def _at(node: Any, path: str) -> Any:
-    """The value at a dotted path; list steps are indices (negative from the end)."""
+    """The value at a dotted path: list steps are indices (negative from the end), mapping steps
+    keys, and every other step an attribute of the typed result."""
     for part in filter(None, path.split(".")):
-        node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, Sequence):
+            node = node[int(part)]
+        elif isinstance(node, Mapping):
+            node = node[part]
+        else:
+            node = getattr(node, part)
     return node
 
 
@@ -77,10 +85,12 @@ def load(path: Path = THRESHOLDS) -> dict[str, Any]:
     return spec
 
 
-def run_metrics(overrides: list[str], seed: int, work: Path) -> dict[str, Any]:
+def run_metrics(overrides: list[str], seed: int, work: Path) -> RunResult:
     cfg = compose([*overrides, f"seed={seed}", "plots=false", "progress=false",
                    "reporting.phoenix.enabled=false"])
-    return run_experiment(cfg, work / f"seed{seed}-{len(list(work.iterdir()))}")
+    run_dir = work / f"seed{seed}-{len(list(work.iterdir()))}"
+    run_experiment(cfg, run_dir)
+    return load_result(run_dir)
 
 
 class Runs:
@@ -89,17 +99,17 @@ class Runs:
 
     def __init__(self, work: Path) -> None:
         self.work = work
-        self._done: dict[tuple[tuple[str, ...], int], dict[str, Any]] = {}
+        self._done: dict[tuple[tuple[str, ...], int], RunResult] = {}
 
-    def __call__(self, overrides: list[str], seed: int) -> dict[str, Any]:
+    def __call__(self, overrides: list[str], seed: int) -> RunResult:
         key = (tuple(overrides), seed)
         if key not in self._done:
             self._done[key] = run_metrics(overrides, seed, self.work)
         return self._done[key]
 
 
-def _fingerprints(metrics: dict[str, Any], paths: list[str]) -> dict[str, str]:
-    return {path: str(_at(metrics, path)) for path in paths}
+def _fingerprints(result: RunResult, paths: list[str]) -> dict[str, str]:
+    return {path: str(_at(result, path)) for path in paths}
 
 
 def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] | None,
@@ -109,9 +119,9 @@ def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] |
     for name, run in spec["runs"].items():
         if only and name not in only:
             continue
-        metrics = runs([*run["overrides"], *extra.get(name, [])], spec["seed"])
+        result = runs([*run["overrides"], *extra.get(name, [])], spec["seed"])
         expected = run.get("fingerprints", {})
-        actual = _fingerprints(metrics, list(expected))
+        actual = _fingerprints(result, list(expected))
         for path, found in actual.items():
             if found != expected[path]:
                 failures.append(f"{name}: {path} is {found}, but the thresholds were derived on "
@@ -121,7 +131,7 @@ def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] |
             check = Check(**raw)
             if check.run != name:
                 continue
-            value = lookup(metrics, check.metric, check)
+            value = lookup(result, check.metric, check)
             ok = check.passes(value)
             rows.append({"metric": check.metric, "run": name, "value": value,
                          "direction": check.direction, "threshold": check.threshold,

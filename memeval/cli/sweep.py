@@ -22,7 +22,8 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from memeval.reporting.table import aligned
-from memeval.results.run import PASS_COLUMNS, Run, find_runs
+from memeval.results.result import PASS_COLUMNS, UnreadableResult
+from memeval.results.run import Run, find_runs
 
 OVERRIDES = Path(".hydra") / "overrides.yaml"
 OUTPUTS = ("sweep_summary.csv", "sweep_summary.md", "pareto.png")
@@ -314,7 +315,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         sweep = summarise(args.sweep_dir, args.x, args.y)
-    except SweepError as err:
+    except (SweepError, UnreadableResult) as err:
         print(f"memeval sweep: {err}", file=sys.stderr)
         return 2
     written = write(sweep, args.sweep_dir, args.out or args.sweep_dir)

@@ -4,7 +4,6 @@ confusion matrix. They read the run directory only (metrics.json and its tables)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -15,24 +14,24 @@ import pandas as pd
 
 from memeval.quality.mai import MAI_LABELS
 from memeval.reporting.figures import confusion_matrix, save
-from memeval.results.run_dir import read_metrics, read_table
+from memeval.results.result import Mai, Mqs, load_result
+from memeval.results.run_dir import read_table
 
 COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
 PENALTIES = {"conflict_penalty": "tab:red", "hedged_penalty": "tab:orange"}
 LABEL_MARKS = {"trusted": "tab:green", "questionable": "gold", "untrusted": "tab:red"}
 
 
-def reliability(metrics: dict[str, Any], path: Path) -> None:
+def reliability(mqs: Mqs, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
-    for key, name, style in (("configured", "configured constants", "o-"),
-                             ("fitted_out_of_fold", "fitted, out of fold", "s--")):
-        report = metrics["mqs"][key]
+    for report, name, style in ((mqs.configured, "configured constants", "o-"),
+                                (mqs.fitted_out_of_fold, "fitted, out of fold", "s--")):
         if report is None:  # too few labelled records to fit
             continue
-        curve = report["reliability"]
+        curve = report.reliability
         ax.plot([b["predicted"] for b in curve], [b["observed"] for b in curve], style,
-                label=f"{name} (ECE {report['ece']:.3f})")
+                label=f"{name} (ECE {report.ece:.3f})")
     ax.set_xlabel("MQS / 100 (mean per equal-count bin)")
     ax.set_ylabel("share labelled trusted")
     ax.set_xlim(0, 1)
@@ -69,10 +68,9 @@ def breakdown(records: pd.DataFrame, path: Path) -> None:
     save(fig, path)
 
 
-def confusion(metrics: dict[str, Any], path: Path) -> None:
+def confusion(mai: Mai, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    confusion_matrix(ax, metrics["mai"]["confusion"], MAI_LABELS,
-                     f"MAI confusion (accuracy {metrics['mai']['accuracy']:.3f})",
+    confusion_matrix(ax, mai.confusion, MAI_LABELS, f"MAI confusion (accuracy {mai.accuracy:.3f})",
                      "MAI rubric label", [label.replace("_attributed", "") for label in MAI_LABELS])
     save(fig, path)
 
@@ -80,18 +78,18 @@ def confusion(metrics: dict[str, Any], path: Path) -> None:
 def make_calibration_figures(run_dir: str | Path) -> list[Path]:
     """The figures of the halves the run computed (either set may have been left out, and the
     reliability diagram needs trust labels)."""
-    metrics = read_metrics(run_dir)
+    result = load_result(run_dir)
     out = Path(run_dir) / "figures"
     out.mkdir(exist_ok=True)
     paths = []
-    mqs, mai = metrics.get("mqs"), metrics.get("mai")
-    if mqs is not None and mqs["configured"] is not None:
+    mqs, mai = result.mqs, result.mai
+    if mqs is not None and mqs.configured is not None:
         paths.append(out / "mqs_reliability.png")
-        reliability(metrics, paths[-1])
+        reliability(mqs, paths[-1])
     if mqs is not None:
         paths.append(out / "mqs_breakdown.png")
         breakdown(read_table(run_dir, "mqs_records"), paths[-1])
     if mai is not None:
         paths.append(out / "mai_confusion.png")
-        confusion(metrics, paths[-1])
+        confusion(mai, paths[-1])
     return paths

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -19,18 +18,19 @@ from memeval.reporting.conflict_plots import make_conflict_figures
 from memeval.reporting.figures import save
 from memeval.reporting.retrieval_plots import make_retrieval_figures
 from memeval.reporting.systems_plots import make_systems_figures
-from memeval.results.run_dir import read_decisions, read_metrics, read_table
+from memeval.results.result import RunResult, load_result
+from memeval.results.run_dir import read_decisions, read_table
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
 
 
-def funnel(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
-    passes = metrics["passes"]
+def funnel(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
+    passes = result.passes
     width = 0.8 / max(len(passes), 1)
     for i, p in enumerate(passes):
-        counts = [p["stage_counts"][s] for s in OUTCOMES]
+        counts = [p.stage_counts[s] for s in OUTCOMES]
         xs = [x + i * width for x in range(len(OUTCOMES))]
-        ax.bar(xs, counts, width=width, label=f"pass {p['pass']}")
+        ax.bar(xs, counts, width=width, label=f"pass {p.pass_no}")
     ax.set_xticks([x + width * (len(passes) - 1) / 2 for x in range(len(OUTCOMES))])
     ax.set_xticklabels(OUTCOMES, rotation=30, ha="right")
     ax.set_ylabel("entries ending at stage")
@@ -38,22 +38,21 @@ def funnel(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
     ax.legend()
 
 
-def learning_curve(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
-    arms = metrics.get("arms") or {"main": metrics["passes"]}
-    for arm, passes in arms.items():
-        xs = [p["pass"] for p in passes]
+def learning_curve(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
+    for arm, passes in result.by_arm().items():
+        xs = [p.pass_no for p in passes]
         suffix = "" if arm == "main" else f" ({arm})"
-        ax.plot(xs, [p["substantive_recall"] for p in passes], "o-", label="substantive recall"
-                + suffix)
-        ax.plot(xs, [p["prejudge_filter_rate"] for p in passes], "s--",
-                label="pre-judge filter rate" + suffix)
+        recall = np.array([p.substantive_recall for p in passes], dtype=float)  # None: NaN
+        prejudge = np.array([p.prejudge_filter_rate for p in passes], dtype=float)
+        ax.plot(xs, recall, "o-", label="substantive recall" + suffix)
+        ax.plot(xs, prejudge, "s--", label="pre-judge filter rate" + suffix)
     ax.set_xlabel("pass")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Learning over passes")
     ax.legend(fontsize=8)
 
 
-def score_distributions(metrics: dict[str, Any], decisions: pd.DataFrame, ax: plt.Axes) -> None:
+def score_distributions(_: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> None:
     scored = decisions[decisions["score"].notna() & (decisions["phase"] == "eval")]
     if scored.empty:
         ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
@@ -71,20 +70,19 @@ def score_distributions(metrics: dict[str, Any], decisions: pd.DataFrame, ax: pl
     ax.legend(fontsize=8)
 
 
-def rejection_store(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> None:
+def rejection_store(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
     """What the noise prototypes learn from: the store's make-up by source label, per pass."""
-    arms = metrics.get("arms") or {"main": metrics["passes"]}
     labels = [*LABEL_COLOURS, "None"]
     positions, ticks = 0, []
-    for arm, passes in arms.items():
+    for arm, passes in result.by_arm().items():
         for p in passes:
             bottom = 0
             for label in labels:
-                count = p.get("rejection_store_by_label", {}).get(label, 0)
+                count = p.rejection_store_by_label.get(label, 0)
                 ax.bar(positions, count, bottom=bottom, color=LABEL_COLOURS.get(label, "grey"),
                        label=label if positions == 0 else None)
                 bottom += count
-            ticks.append((positions, f"{'' if arm == 'main' else arm + ' '}p{p['pass']}"))
+            ticks.append((positions, f"{'' if arm == 'main' else arm + ' '}p{p.pass_no}"))
             positions += 1
         positions += 1
     ax.set_xticks([t[0] for t in ticks])
@@ -94,7 +92,7 @@ def rejection_store(metrics: dict[str, Any], _: pd.DataFrame, ax: plt.Axes) -> N
     ax.legend(fontsize=8)
 
 
-def stored_mqs(metrics: dict[str, Any], stored: pd.DataFrame, ax: plt.Axes) -> None:
+def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
     """MQS of each pass's stored memories by label, one jittered dot per memory, with the
     AUROC the pass reports: does the score put what is worth keeping on top?"""
     jitter = np.random.default_rng(0)
@@ -107,7 +105,8 @@ def stored_mqs(metrics: dict[str, Any], stored: pd.DataFrame, ax: plt.Axes) -> N
     if not unlabelled.empty:
         ax.scatter(unlabelled["pass"] + jitter.uniform(-0.08, 0.08, len(unlabelled)),
                    unlabelled["score"], s=9, alpha=0.3, color="grey", label="unlabelled")
-    aurocs = {p["pass"]: p["stored_mqs"]["mqs"]["auroc"] for p in metrics["passes"]}
+    aurocs = {p.pass_no: p.stored_mqs.mqs.auroc if p.stored_mqs else None
+              for p in result.passes}
     ticks = sorted(stored["pass"].unique())
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"pass {t}\nAUROC " + ("—" if aurocs.get(t) is None else
@@ -126,7 +125,7 @@ FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
 }
 """Experiments with figures of their own; every other experiment gets the write-gate set."""
 
-FIGURES: dict[str, Callable[[dict[str, Any], pd.DataFrame, plt.Axes], None]] = {
+FIGURES: dict[str, Callable[[RunResult, pd.DataFrame, plt.Axes], None]] = {
     "funnel": funnel, "learning_curve": learning_curve,
     "score_distributions": score_distributions, "rejection_store": rejection_store,
 }
@@ -134,31 +133,31 @@ FIGURES: dict[str, Callable[[dict[str, Any], pd.DataFrame, plt.Axes], None]] = {
 
 def make_figures(run_dir: str | Path) -> list[Path]:
     """Render the run's figures into RUN_DIR/figures/; returns the files written."""
-    metrics = read_metrics(run_dir)
-    if metrics["experiment"] in FIGURE_SETS:
-        return FIGURE_SETS[metrics["experiment"]](run_dir)
+    experiment = load_result(run_dir).experiment
+    if experiment in FIGURE_SETS:
+        return FIGURE_SETS[experiment](run_dir)
     return make_gate_figures(run_dir)
 
 
 def make_compare_figures(run_dir: str | Path) -> list[Path]:
     """A figure per capability compared, and the write gate's own set when one was compared."""
-    gate = make_gate_figures(run_dir) if read_metrics(run_dir)["arms"] else []
+    gate = make_gate_figures(run_dir) if load_result(run_dir).arms else []
     return [*make_systems_figures(run_dir), *gate]
 
 
 def make_gate_figures(run_dir: str | Path) -> list[Path]:
     """The write-gate replays' figures (funnel, learning curve, scores, rejection store)."""
-    metrics, decisions = read_metrics(run_dir), read_decisions(run_dir)
+    result, decisions = load_result(run_dir), read_decisions(run_dir)
     out = Path(run_dir) / "figures"
     out.mkdir(exist_ok=True)
     written = []
     for name, draw in FIGURES.items():
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        draw(metrics, decisions, ax)
+        draw(result, decisions, ax)
         written.append(save(fig, out / f"{name}.png"))
     stored = Path(run_dir) / "stored_memories.parquet"
     if stored.is_file() and not (table := read_table(run_dir, "stored_memories")).empty:
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        stored_mqs(metrics, table, ax)
+        stored_mqs(result, table, ax)
         written.append(save(fig, out / "stored_mqs.png"))
     return written

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from memeval.reporting.compare import IncomparableRuns, check_comparable, compare_runs
+from memeval.results.result import UnreadableResult
 from memeval.results.run import Run
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
@@ -35,17 +36,17 @@ class Section:
 
 
 def overview(run: Run) -> Section:
-    metrics, origin = run.metrics, run.provenance
-    dataset = metrics.get("dataset") or {}
-    facts = {"experiment": run.experiment, "seed": metrics.get("seed"),
-             "dataset": f"{dataset.get('name')} ({dataset.get('entries')} entries, fingerprint "
-                        f"{dataset.get('fingerprint')})" if dataset else "none (no replay)",
-             "embedder": (metrics.get("embedder") or {}).get("identity", "none"),
-             "judge": metrics.get("judge", "none"),
-             "scorer": (metrics.get("scorer") or {}).get("threshold_rule", "none"),
+    result, origin = run.result, run.provenance
+    dataset = result.dataset
+    facts = {"experiment": run.experiment, "seed": result.seed,
+             "dataset": f"{dataset.name} ({dataset.entries} entries, fingerprint "
+                        f"{dataset.fingerprint})" if dataset else "none (no replay)",
+             "embedder": result.embedder or "none",
+             "judge": result.judge or "none",
+             "scorer": result.scorer.threshold_rule if result.scorer else "none",
              "commit": f"{origin.get('git_commit', '?')}"
                        f"{' (dirty)' if origin.get('git_dirty') else ''}",
-             "wall time": f"{metrics.get('wall_seconds')} s"}
+             "wall time": f"{result.wall_seconds} s"}
     return Section(f"Run {run.name}", table=pd.DataFrame(
         [{"": key, "value": str(value)} for key, value in facts.items()]))
 
@@ -56,19 +57,19 @@ def run_sections(run: Run) -> list[Section]:
     if not passes.empty and passes["substantive_recall"].notna().any():
         sections.append(Section("Passes", "Recall counts human-labelled substantive entries "
                                 "kept (stored or deduplicated).", passes.drop(columns="run")))
-    mqs = run.metrics.get("mqs")
-    if mqs and mqs.get("configured"):
-        fitted = mqs.get("fitted_out_of_fold") or {}
-        rows = [{"metric": m, "configured": mqs["configured"][m],
-                 "fitted out of fold": fitted.get(m, "—")}
-                for m in ("spearman", "kendall", "brier", "ece")]
+    mqs = run.result.mqs
+    if mqs and mqs.configured:
+        fitted = mqs.fitted_out_of_fold.scores() if mqs.fitted_out_of_fold else {}
+        rows = [{"metric": m, "configured": value, "fitted out of fold": fitted.get(m, "—")}
+                for m, value in mqs.configured.scores().items()]
         sections.append(Section("MQS calibration", table=pd.DataFrame(rows)))
-    if mqs and mqs.get("trust_grade"):
-        grade = mqs["trust_grade"]
+    if mqs and mqs.trust_grade:
+        grade = mqs.trust_grade
         sections.append(Section(
-            "MQS against the numeric trust grade", f"{grade['n']} graded records.",
-            pd.DataFrame([{"metric": m, "value": grade[m], "95% CI": grade[f"{m}_ci95"]}
-                          for m in ("spearman", "kendall")])))
+            "MQS against the numeric trust grade", f"{grade.n} graded records.",
+            pd.DataFrame([{"metric": m, "value": value, "95% CI": list(ci)} for m, value, ci in
+                          (("spearman", grade.spearman, grade.spearman_ci95),
+                           ("kendall", grade.kendall, grade.kendall_ci95))])))
     sections += [Section(f"Figure: {path.stem.replace('_', ' ')}", image=path)
                  for path in sorted((run.path / "figures").glob("*.png"))]
     return sections
@@ -191,7 +192,7 @@ def main(args: list[str]) -> int:
             return 2
     try:
         html_path, md_path = write_report(options.run_dirs, options.out, options.force)
-    except IncomparableRuns as err:
+    except (IncomparableRuns, UnreadableResult) as err:
         print(f"memeval report: {err}", file=sys.stderr)
         return 2
     print(f"wrote {html_path} and {md_path}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from memeval.reporting.figures import save
-from memeval.results.run_dir import read_metrics
+from memeval.results.result import (
+    ConflictTable,
+    SearchTable,
+    TrustTable,
+    WriteGateTable,
+    load_result,
+)
 
 
-def _write_gate(ax: plt.Axes, table: dict[str, Any]) -> None:
+def _write_gate(ax: plt.Axes, table: WriteGateTable) -> None:
     """Recall against judge calls saved: up and right is better."""
-    for name, p in table["systems"].items():
-        saving, recall = p["judge_call_saving"], p["substantive_recall"]
+    for name, p in table.systems.items():
+        saving, recall = p.judge_call_saving, p.substantive_recall
         if saving is None or recall is None:
             continue
         ax.scatter([100 * saving], [100 * recall], s=40)
@@ -25,7 +32,7 @@ def _write_gate(ax: plt.Axes, table: dict[str, Any]) -> None:
                     xytext=(5, 4), fontsize=9)
     ax.set_xlabel("judge calls saved (%)")
     ax.set_ylabel("substantive recall (%)")
-    ax.set_title(f"write gate, pass {table['pass']}")
+    ax.set_title(f"write gate, pass {table.pass_no}")
 
 
 def _bars(ax: plt.Axes, values: dict[str, float | None], ylabel: str, title: str) -> None:
@@ -37,31 +44,32 @@ def _bars(ax: plt.Axes, values: dict[str, float | None], ylabel: str, title: str
     ax.set_title(title)
 
 
-def _trust(ax: plt.Axes, table: dict[str, Any]) -> None:
-    _bars(ax, {n: r["spearman"] for n, r in table["systems"].items()},
-          "Spearman with the trust label", f"trust, {table['records']} records")
+def _trust(ax: plt.Axes, table: TrustTable) -> None:
+    _bars(ax, {n: r.spearman for n, r in table.systems.items()},
+          "Spearman with the trust label", f"trust, {table.records} records")
 
 
-def _conflicts(ax: plt.Axes, table: dict[str, Any]) -> None:
-    _bars(ax, {n: r["any_conflict"]["recall"] for n, r in table["systems"].items()},
-          "recall of any conflict", f"conflicts, {table['pairs']} pairs")
+def _conflicts(ax: plt.Axes, table: ConflictTable) -> None:
+    _bars(ax, {n: r.recall for n, r in table.systems.items()},
+          "recall of any conflict", f"conflicts, {table.pairs} pairs")
 
 
-def _search(ax: plt.Axes, table: dict[str, Any]) -> None:
-    _bars(ax, {n: e["mean"] for n, e in table["ndcg_vs_first"].items()},
-          f"nDCG@{table['k']}", f"search, {table['queries']} queries")
+def _search(ax: plt.Axes, table: SearchTable) -> None:
+    _bars(ax, {n: e.mean for n, e in table.ndcg_vs_first.items()},
+          f"nDCG@{table.k}", f"search, {table.queries} queries")
 
 
-DRAW = {"write_gate": _write_gate, "trust": _trust, "conflicts": _conflicts, "search": _search}
+DRAW: dict[str, Callable[[plt.Axes, Any], None]] = {
+    "write_gate": _write_gate, "trust": _trust, "conflicts": _conflicts, "search": _search}
 
 
 def make_systems_figures(run_dir: str | Path) -> list[Path]:
     """A figure per capability compared."""
-    tables = read_metrics(run_dir)["compare"]
+    compared = load_result(run_dir).compare
     out = Path(run_dir) / "figures"
     out.mkdir(exist_ok=True)
     written = []
-    for what, table in tables.items():
+    for what, table in compared.tables() if compared else ():
         fig, ax = plt.subplots(figsize=(6, 4.2))
         DRAW[what](ax, table)
         written.append(save(fig, out / f"systems_{what}.png"))

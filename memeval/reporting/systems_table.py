@@ -3,9 +3,18 @@ the paired difference with the first system beside it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from memeval.reporting.table import aligned, ci_suffix
+from memeval.results.result import (
+    Comparison,
+    ConflictTable,
+    Paired,
+    SearchTable,
+    TrustTable,
+    WriteGateTable,
+)
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -16,68 +25,68 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def _delta(entry: dict[str, Any] | None, pct: bool = False) -> str:
+def _delta(entry: Paired | None, pct: bool = False) -> str:
     """second − first [95% CI], or blank for the first system itself."""
-    if not entry or entry.get("delta") is None:
+    if entry is None or entry.delta is None:
         return ""
     scale, unit = (100.0, " pt") if pct else (1.0, "")
-    low, high = entry["delta_ci95"]
-    return f"{scale * entry['delta']:+.3g}{unit} [{scale * low:+.3g}, {scale * high:+.3g}]"
+    low, high = entry.delta_ci95
+    assert low is not None and high is not None
+    return f"{scale * entry.delta:+.3g}{unit} [{scale * low:+.3g}, {scale * high:+.3g}]"
 
 
-def _write_gate(table: dict[str, Any]) -> str:
+def _write_gate(table: WriteGateTable) -> str:
     header = ("system", "subst. recall [95% CI]", "noise stored", "pre-judge", "judge calls",
               "saved", "recall Δ vs first [95% CI]", "McNemar p")
     rows = []
-    for name, p in table["systems"].items():
-        paired = table["paired"].get(name, {})
-        rows.append((name, _pct(p["substantive_recall"]) + ci_suffix(p["substantive_recall_ci95"]),
-                     str(p["noise_stored"]), _pct(p["prejudge_filter_rate"]),
-                     str(p["judge_calls"]), _pct(p["judge_call_saving"]),
-                     _delta(paired.get("recall"), pct=True),
-                     _num(paired.get("mcnemar", {}).get("p_value"))))
-    return f"write gate (pass {table['pass']})\n{aligned(header, rows)}"
+    for name, p in table.systems.items():
+        paired = table.paired.get(name)
+        rows.append((name, _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+                     str(p.noise_stored), _pct(p.prejudge_filter_rate),
+                     str(p.judge_calls), _pct(p.judge_call_saving),
+                     _delta(paired.recall if paired else None, pct=True),
+                     _num(paired.mcnemar_p if paired else None)))
+    return f"write gate (pass {table.pass_no})\n{aligned(header, rows)}"
 
 
-def _trust(table: dict[str, Any]) -> str:
+def _trust(table: TrustTable) -> str:
     header = ("system", "Spearman", "Kendall", "Brier", "ECE", "Brier Δ vs first [95% CI]")
-    rows = [(name, _num(r["spearman"]), _num(r["kendall"]), _num(r["brier"]), _num(r["ece"]),
-             _delta(table["brier_vs_first"][name]))
-            for name, r in table["systems"].items()]
-    return f"trust ({table['records']} labelled records)\n{aligned(header, rows)}"
+    rows = [(name, _num(r.spearman), _num(r.kendall), _num(r.brier), _num(r.ece),
+             _delta(table.brier_vs_first[name]))
+            for name, r in table.systems.items()]
+    return f"trust ({table.records} labelled records)\n{aligned(header, rows)}"
 
 
-def _conflicts(table: dict[str, Any]) -> str:
+def _conflicts(table: ConflictTable) -> str:
     types = ("contradiction", "temporal", "semantic")
     header = ("system", "any P", "any R", *(f"{t[:6]}. R" for t in types),
               "correct Δ vs first [95% CI]")
     rows = []
-    for name, r in table["systems"].items():
-        typed = [_pct(r["per_type"][t]["recall"]) if r["typed"] else "untyped" for t in types]
-        rows.append((name, _pct(r["any_conflict"]["precision"]),
-                     _pct(r["any_conflict"]["recall"]), *typed,
-                     _delta(table["correct_vs_first"][name], pct=True)))
-    return f"conflicts ({table['pairs']} labelled pairs)\n{aligned(header, rows)}"
+    for name, r in table.systems.items():
+        typed = [_pct(r.recall_by_type[t]) if r.typed else "untyped" for t in types]
+        rows.append((name, _pct(r.precision), _pct(r.recall), *typed,
+                     _delta(table.correct_vs_first[name], pct=True)))
+    return f"conflicts ({table.pairs} labelled pairs)\n{aligned(header, rows)}"
 
 
-def _search(table: dict[str, Any]) -> str:
-    k = table["k"]
+def _search(table: SearchTable) -> str:
+    k = table.k
     header = ("system", f"nDCG@{k}", f"recall@{k}", "nDCG Δ vs first [95% CI]")
-    rows = [(name, _num(entry["mean"]), _num(table["recall_vs_first"][name]["mean"]),
-             _delta(entry)) for name, entry in table["ndcg_vs_first"].items()]
-    return (f"search ({table['queries']} queries over {table['memories']} memories)\n"
+    rows = [(name, _num(entry.mean), _num(table.recall_vs_first[name].mean),
+             _delta(entry)) for name, entry in table.ndcg_vs_first.items()]
+    return (f"search ({table.queries} queries over {table.memories} memories)\n"
             f"{aligned(header, rows)}")
 
 
-SECTIONS = {"write_gate": _write_gate, "trust": _trust, "conflicts": _conflicts,
-            "search": _search}
+SECTIONS: dict[str, Callable[[Any], str]] = {"write_gate": _write_gate, "trust": _trust,
+                                             "conflicts": _conflicts, "search": _search}
 
 
-def systems_summary(tables: dict[str, Any], skipped: dict[str, dict[str, str]],
+def systems_summary(tables: Mapping[str, Any], skipped: dict[str, dict[str, str]],
                     notes: dict[str, dict[str, Any]]) -> str:
-    """The tables, what was left out and why, then each system's notes (e.g. a fallback in
-    use), which a reader of the figures must know."""
-    blocks = [SECTIONS[what](table) for what, table in tables.items()]
+    """The tables (metrics.json's `compare` section), what was left out and why, then each
+    system's notes (e.g. a fallback in use), which a reader of the figures must know."""
+    blocks = [SECTIONS[what](table) for what, table in Comparison.from_dict(tables).tables()]
     left_out = [f"{what}: {name} {why}" for what, names in skipped.items()
                 for name, why in names.items()]
     if left_out:

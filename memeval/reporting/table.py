@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+
+from memeval.results.result import ComponentFailures, LabelQuality, PassMetrics, Separation
 
 REASONS_SHOWN = 3  # distinct failure reasons printed under the table; metrics.json has them all
+NO_FAILURES = ComponentFailures(0, {}, 0)
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def ci_suffix(bounds: list[float | None] | None) -> str:
+def ci_suffix(bounds: Sequence[float | None] | None) -> str:
     if not bounds or bounds[0] is None or bounds[1] is None:
         return ""
     return f" [{100 * bounds[0]:.0f}–{100 * bounds[1]:.0f}]"
 
 
-def _other_sources(passes: list[dict[str, Any]]) -> list[str]:
+def _other_sources(passes: Sequence[PassMetrics]) -> list[str]:
     """Label sources besides `human` that have substantive rows (e.g. a heuristic labeller)."""
-    return sorted({source for p in passes for source, stats in p.get("by_label_source", {}).items()
-                   if source != "human" and stats.get("substantive_retained_rate") is not None})
+    return sorted({source for p in passes for source, rate in p.recall_by_label_source.items()
+                   if source != "human" and rate is not None})
 
 
-def pass_table(passes: list[dict[str, Any]]) -> str:
+def pass_table(passes: Sequence[PassMetrics]) -> str:
     """One row per pass. Recall is against human labels; rows labelled otherwise get a column of
     their own (agreement with that labeller, not ground truth)."""
     others = _other_sources(passes)
@@ -35,48 +37,45 @@ def pass_table(passes: list[dict[str, Any]]) -> str:
               "dedup", "stored", "threshold", "rej. store")
     rows = []
     for p in passes:
-        counts = p["stage_counts"]
-        threshold = p.get("content_score_threshold")
-        by_source = p.get("by_label_source", {})
+        counts = p.stage_counts
+        threshold = p.content_score_threshold
+        judge = p.failures.get("judge")
         rows.append((
-            str(p.get("arm", "")) + str(p["pass"]),
-            _pct(p["substantive_recall"]) + ci_suffix(p.get("substantive_recall_ci95")),
-            *(_pct(by_source.get(s, {}).get("substantive_retained_rate")) for s in others),
-            str(p["noise_stored"]), _pct(p["low_value_filtered_rate"]),
-            _pct(p["prejudge_filter_rate"]), str(p["judge_calls"]), str(p.get("judge_errors", 0)),
-            _pct(p["judge_call_saving"]), str(counts["prefilter"]), str(counts["length"]),
+            p.label,
+            _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+            *(_pct(p.recall_by_label_source.get(s)) for s in others),
+            str(p.noise_stored), _pct(p.low_value_filtered_rate),
+            _pct(p.prejudge_filter_rate), str(p.judge_calls), str(judge.errors if judge else 0),
+            _pct(p.judge_call_saving), str(counts["prefilter"]), str(counts["length"]),
             str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
             str(counts["stored"]),
-            f"{threshold['last']:.3f}" if threshold else
-            "skipped" if _content_score_skipped(p) else "off",
-            str(p.get("rejection_store_size", "—")),  # a system may keep no rejection store
+            f"{threshold.last:.3f}" if threshold else
+            "skipped" if p.content_score_skipped else "off",
+            "—" if p.rejection_store_size is None  # a system may keep no rejection store
+            else str(p.rejection_store_size),
         ))
     failures = [block for block in (
-        _failures(passes, "system", "entries", "entries"),
-        _failures(passes, "judge", "judge_calls", "calls"),
-        _failures(passes, "embedding", "entries", "entries")) if block]
+        _failures(passes, "system", lambda p: p.entries, "entries"),
+        _failures(passes, "judge", lambda p: p.judge_calls, "calls"),
+        _failures(passes, "embedding", lambda p: p.entries, "entries")) if block]
     stored = stored_mqs_table(passes)
     return (aligned(header, rows) + "".join(f"\n{block}" for block in failures)
             + (f"\n\nMQS of stored memories\n{stored}" if stored else ""))
 
 
-def _content_score_skipped(summary: dict[str, Any]) -> Counter[str]:
-    """Entries the content-score stage passed unscored, by reason."""
-    return Counter(summary.get("degraded", {}).get("content_score_skipped", {}))
-
-
-def _failures(passes: list[dict[str, Any]], what: str, total: str, noun: str) -> str:
-    """Failure counts per pass (`{what}_errors` of `total`) and the commonest reasons (from
-    `{what}_error_reasons`); empty when nothing failed."""
-    errors = f"{what}_errors"
-    if not any(p.get(errors) for p in passes):
+def _failures(passes: Sequence[PassMetrics], what: str,
+              total: Callable[[PassMetrics], int | None], noun: str) -> str:
+    """Failure counts per pass (`what`'s errors of `total`) and the commonest reasons; empty when
+    nothing failed."""
+    failed = [p.failures.get(what, NO_FAILURES) for p in passes]
+    if not any(f.errors for f in failed):
         return ""
-    counts = ", ".join(f"pass {p.get('arm', '')}{p['pass']}: {p.get(errors, 0)} of {p[total]}"
-                       for p in passes)
-    unsent = sum(p.get(f"{what}_short_circuited", 0) for p in passes)
+    counts = ", ".join(f"pass {p.label}: {f.errors} of {total(p)}"
+                       for p, f in zip(passes, failed, strict=True))
+    unsent = sum(f.short_circuited for f in failed)
     reasons: Counter[str] = Counter()
-    for p in passes:
-        reasons.update(p.get(f"{what}_error_reasons", {}))
+    for f in failed:
+        reasons.update(f.reasons)
     lines = [f"{what} errors ({noun}): {counts}"
              + (f"; {unsent} not sent, the circuit breaker being open" if unsent else "")]
     lines += [f"  {n}x {reason}" for reason, n in reasons.most_common(REASONS_SHOWN)]
@@ -85,14 +84,13 @@ def _failures(passes: list[dict[str, Any]], what: str, total: str, noun: str) ->
     return "\n".join(lines)
 
 
-def threshold_footer(passes: list[dict[str, Any]], rule: str) -> str:
+def threshold_footer(passes: Sequence[PassMetrics], rule: str) -> str:
     """The content-score threshold's rule when the stage set one; otherwise what happened."""
-    if not any("content_score_threshold" in p for p in passes) or any(
-            p.get("content_score_threshold") for p in passes):
+    if not any(p.gated for p in passes) or any(p.content_score_threshold for p in passes):
         return f"content-score threshold: {rule}"
     skipped: Counter[str] = Counter()
     for p in passes:
-        skipped.update(_content_score_skipped(p))
+        skipped.update(p.content_score_skipped)
     if not skipped:
         return ("content-score threshold: none; the content-score stage scored no entry (not in "
                 "gate.order, or no entry reached it)")
@@ -101,17 +99,17 @@ def threshold_footer(passes: list[dict[str, Any]], rule: str) -> str:
             f"every entry it saw to the judge unscored ({why})")
 
 
-def _auroc(summary: dict[str, Any]) -> str:
-    value, bounds = summary["auroc"], summary["auroc_ci95"]
+def _auroc(separation: Separation) -> str:
+    value, bounds = separation.auroc, separation.auroc_ci95
     if value is None:
         return "—"
     return f"{value:.3f}" + (f" [{bounds[0]:.2f}–{bounds[1]:.2f}]" if bounds[0] is not None else "")
 
 
-def stored_mqs_table(passes: list[dict[str, Any]]) -> str:
+def stored_mqs_table(passes: Sequence[PassMetrics]) -> str:
     """Per pass: how well MQS separates stored substantive memories from stored low-value ones;
     empty when no pass scored its stored memories."""
-    scored = [p for p in passes if "stored_mqs" in p]
+    scored = [(p, p.stored_mqs) for p in passes if p.stored_mqs is not None]
     if not scored:
         return ""
     labels = ("substantive", "low_value", "noise")
@@ -119,29 +117,29 @@ def stored_mqs_table(passes: list[dict[str, Any]]) -> str:
               *(f"mean MQS {label}" for label in labels), "hedged", "conflicted",
               "FILTER/FLAG/PASS subst.", "FILTER/FLAG/PASS low")
     rows = []
-    for p in scored:
-        quality = p["stored_mqs"]
-        by_label = quality["by_label"]
+    for p, quality in scored:
+        by_label = quality.by_label
         every = list(by_label.values())
-        total = max(quality["memories"], 1)
+        total = max(quality.memories, 1)
         actions = {label: _actions(by_label, labels) for label, labels in (
             ("substantive", ("substantive",)), ("low", ("low_value", "noise")))}
         rows.append((
-            str(p.get("arm", "")) + str(p["pass"]), str(quality["memories"]),
-            _auroc(quality["mqs"]), _auroc(quality["confidence_only"]),
-            *(f"{by_label[label]['mean_mqs']:.1f}" if label in by_label else "—"
+            p.label, str(quality.memories),
+            _auroc(quality.mqs), _auroc(quality.confidence_only),
+            *(f"{by_label[label].mean_mqs:.1f}" if label in by_label else "—"
               for label in labels),
-            _pct(sum(s["hedged_share"] * s["memories"] for s in every) / total),
-            _pct(sum(s["conflicted_share"] * s["memories"] for s in every) / total),
+            _pct(sum(s.hedged_share * s.memories for s in every) / total),
+            _pct(sum(s.conflicted_share * s.memories for s in every) / total),
             actions["substantive"], actions["low"],
         ))
     return aligned(header, rows)
 
 
-def _actions(by_label: dict[str, Any], labels: Sequence[str]) -> str:
+def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str:
     """FILTER/FLAG/PASS counts of the confidence policy over the given labels' memories."""
-    return "/".join(str(sum(by_label.get(label, {}).get("gate_actions", {}).get(action, 0)
-                            for label in labels)) for action in ("FILTER", "FLAG", "PASS"))
+    return "/".join(str(sum(by_label[label].gate_actions.get(action, 0)
+                            for label in labels if label in by_label))
+                    for action in ("FILTER", "FLAG", "PASS"))
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -11,26 +11,23 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from memeval.results.result import RunResult, load_result
 from memeval.results.run_dir import (
     METRICS,
     read_decisions,
-    read_metrics,
     read_provenance,
     read_table,
 )
-
-PASS_COLUMNS = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
-                "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
 
 
 @dataclass
 class Run:
     path: Path
-    metrics: dict[str, Any] = field(repr=False)
+    result: RunResult = field(repr=False)
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
-        return cls(Path(path), read_metrics(path))
+        return cls(Path(path), load_result(path))
 
     @property
     def name(self) -> str:
@@ -38,13 +35,12 @@ class Run:
 
     @property
     def experiment(self) -> str:
-        return str(self.metrics["experiment"])
+        return self.result.experiment
 
     @property
     def fingerprint(self) -> str | None:
         """The replayed dataset's fingerprint (None for runs that replay no traces)."""
-        dataset = self.metrics.get("dataset") or {}
-        return dataset.get("fingerprint")
+        return self.result.fingerprint
 
     @cached_property
     def config(self) -> DictConfig:
@@ -69,10 +65,8 @@ class Run:
 
     def passes(self) -> pd.DataFrame:
         """One row per measured pass (and arm) with the headline gate metrics."""
-        arms = self.metrics.get("arms") or {"main": self.metrics.get("passes", [])}
-        rows = [{"run": self.name, "arm": arm, "pass": p["pass"],
-                 **{column: p.get(column) for column in PASS_COLUMNS}}
-                for arm, passes in arms.items() for p in passes]
+        rows = [{"run": self.name, "arm": arm, "pass": p.pass_no, **p.headline()}
+                for arm, passes in self.result.by_arm().items() for p in passes]
         return pd.DataFrame(rows)
 
 

@@ -15,11 +15,10 @@ from typing import Any
 import pandas as pd
 
 from memeval.engine.gate.gate import Decision
+from memeval.results.result import METRICS, SCHEMA_VERSION, RunResult, schema_version
 from memeval.utils.atomic import write_text_atomic
 from memeval.utils.redact import redact
 
-SCHEMA_VERSION = 1
-METRICS = "metrics.json"
 DECISIONS = "decisions.parquet"
 PROVENANCE = "provenance.json"
 
@@ -52,18 +51,19 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
 
 def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
               config_yaml: str, provenance: dict[str, Any],
-              tables: dict[str, list[dict[str, Any]]] | None = None) -> None:
+              tables: dict[str, list[dict[str, Any]]] | None = None) -> RunResult:
     """`tables` are an experiment's own per-item results (e.g. per-record scores), one
-    NAME.parquet each, next to decisions.parquet (one row per entry per pass; may be empty)."""
+    NAME.parquet each, next to decisions.parquet (one row per entry per pass; may be empty).
+    Returns the metrics as written, typed."""
     run_dir.mkdir(parents=True, exist_ok=True)
     _write_parquet(decisions_frame(decisions), run_dir / DECISIONS)
     for name, rows in (tables or {}).items():
         _write_parquet(pd.DataFrame(rows), run_dir / f"{name}.parquet")
     write_text_atomic(run_dir / "config.yaml", redact(config_yaml))  # URLs may hold passwords
     write_text_atomic(run_dir / PROVENANCE, json.dumps(_jsonable(provenance), indent=2))
-    body = {"schema_version": SCHEMA_VERSION, **metrics}
-    write_text_atomic(run_dir / METRICS, json.dumps(_jsonable(body), indent=2,
-                                                    ensure_ascii=False))
+    body = _jsonable({"schema_version": SCHEMA_VERSION, **metrics})
+    write_text_atomic(run_dir / METRICS, json.dumps(body, indent=2, ensure_ascii=False))
+    return RunResult.from_dict(body, str(run_dir / METRICS))
 
 
 def redact_in_place(*paths: Path) -> None:
@@ -83,10 +83,7 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: is {run_dir} a memeval run directory?")
     data: dict[str, Any] = json.loads(path.read_text())
-    version = data.get("schema_version")
-    if version is None or version > SCHEMA_VERSION:
-        raise ValueError(f"{path}: schema_version {version} is not readable by this memeval "
-                         f"(reads up to {SCHEMA_VERSION})")
+    schema_version(data, str(path))
     return data
 
 

@@ -13,6 +13,7 @@ from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.metrics.gate_metrics import pass_metrics, run_failures
 from memeval.registry import to_dataclass
 from memeval.reporting.table import pass_table, threshold_footer
+from memeval.results.result import PassMetrics
 from tests.engine.fakes import gate_node
 from tests.metrics.test_gate_metrics import d
 from tests.metrics.test_table import cells
@@ -36,9 +37,9 @@ def gate(**changes: Any) -> GateConfig:
     return to_dataclass(GateConfig, {**node, **changes}, "gate")
 
 
-def summary(decisions: list[Decision], **extra: Any) -> dict[str, Any]:
-    return {"pass": 1, "rejection_store_size": 0, **pass_metrics(decisions, resamples=20, seed=0),
-            **extra}
+def summary(decisions: list[Decision], **extra: Any) -> PassMetrics:
+    return PassMetrics.from_dict({"pass": 1, "rejection_store_size": 0,
+                                  **pass_metrics(decisions, resamples=20, seed=0), **extra})
 
 
 def test_pass_metrics_count_reasons_and_breaker_short_circuits() -> None:
@@ -68,8 +69,7 @@ def test_a_healthy_run_prints_no_failure_lines() -> None:
 
 def test_the_footer_gives_the_rule_only_when_a_threshold_was_set() -> None:
     rule = "cut = 0.01 quantile of the judge's acceptances"
-    scored = summary(judged(2, []))
-    scored["content_score_threshold"] = {"first": 0.2, "last": 0.3}
+    scored = summary(judged(2, []), content_score_threshold={"first": 0.2, "last": 0.3})
     assert threshold_footer([scored], rule) == f"content-score threshold: {rule}"
 
     skipped = [d("s1", "substantive", "stored", scorer_note="skipped: embedding failed: down"),

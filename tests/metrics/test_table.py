@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.reporting.table import pass_table
+from memeval.results.result import PassMetrics
 from tests.metrics.test_gate_metrics import d
 
 
-def table_pass(*sources: str) -> dict[str, Any]:
+def table_pass(*sources: str) -> PassMetrics:
     rows = [d("h1", "substantive", "stored"), d("h2", "substantive", "content_score")]
     for source in sources:
         rows += [d(f"{source}-{i}", "substantive", outcome, source=source)
                  for i, outcome in enumerate(["stored", "stored", "dedup", "judge"])]
-    return {"pass": 1, "rejection_store_size": 7,
-            **pass_metrics(rows, resamples=50, seed=0)}
+    return PassMetrics.from_dict({"pass": 1, "rejection_store_size": 7,
+                                  **pass_metrics(rows, resamples=50, seed=0)})
 
 
 def cells(table: str) -> dict[str, str]:

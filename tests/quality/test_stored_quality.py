@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 from scipy.special import expit
 
 from memeval.reporting.table import pass_table
+from memeval.results.result import load_result
 from memeval.results.run_dir import read_decisions, read_table
 from memeval.runner import run_experiment
 
@@ -83,7 +84,7 @@ def test_the_summary_measures_separation(run: tuple[Path, dict]) -> None:
 
 def test_the_printed_table_and_figure_show_it(run: tuple[Path, dict]) -> None:
     run_dir, metrics = run
-    printed = pass_table(metrics["passes"])
+    printed = pass_table(load_result(run_dir).passes)
     assert "MQS of stored memories" in printed
     auroc = metrics["passes"][0]["stored_mqs"]["mqs"]["auroc"]
     assert f"{auroc:.3f}" in printed.split("MQS of stored memories")[1]
@@ -100,4 +101,4 @@ def test_a_pass_that_stores_nothing_reports_no_separation(
     assert quality["mqs"]["auroc"] is None
     assert read_table(tmp_path / "run", "stored_memories").empty
     assert not (tmp_path / "run" / "figures" / "stored_mqs.png").exists()
-    assert "MQS of stored memories" in pass_table(metrics["passes"])
+    assert "MQS of stored memories" in pass_table(load_result(tmp_path / "run").passes)

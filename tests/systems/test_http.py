@@ -18,6 +18,7 @@ from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure, pass_metrics, run_failures
 from memeval.registry import ConfigError
 from memeval.reporting.table import pass_table
+from memeval.results.result import PassMetrics
 from memeval.systems.base import SYSTEMS, Capability, Memory
 from memeval.systems.http import HttpIngestor, HttpSystem, read_verdict
 from memeval.systems.http_client import Daemon
@@ -152,7 +153,7 @@ def test_three_passes_through_a_daemon_give_the_per_pass_table(
     # each pass began by deleting the memory the one before stored
     deletes = [r.path for r in server.requests if r.method == "DELETE"]
     assert deletes == ["/api/memories/mem1", "/api/memories/mem2"]
-    table = pass_table(passes)
+    table = pass_table([PassMetrics.from_dict(p) for p in passes])
     assert table.splitlines()[0].startswith("pass") and len(table.splitlines()) == 4
 
 
@@ -190,7 +191,8 @@ def test_a_turn_the_daemon_cannot_answer_is_an_error_and_the_pass_goes_on(
     assert [r.outcome for r in rows[1:]] == ["stored"] * 3
     metrics = pass_metrics(rows, resamples=50, seed=0)
     assert metrics["system_errors"] == 1
-    assert "system errors (entries): pass 1: 1 of 4" in pass_table([{"pass": 1, **metrics}])
+    typed = PassMetrics.from_dict({"pass": 1, **metrics})
+    assert "system errors (entries): pass 1: 1 of 4" in pass_table([typed])
 
 
 def test_too_many_errors_fail_the_run_naming_the_setting() -> None:
