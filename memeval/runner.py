@@ -55,8 +55,8 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
         sections["scorer"] = {"name": ctx.cfg.scorer.name,
-                              "threshold_policy": checked.scorer.threshold.policy,
-                              "threshold_rule": explain(checked.scorer.threshold)}
+                              "threshold_policy": checked.threshold.policy,
+                              "threshold_rule": explain(checked.threshold)}
     return sections
 
 
