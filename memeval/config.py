@@ -13,8 +13,8 @@ from memeval.components import load_components
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
 from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig, threshold_settings
 from memeval.engine.scorers.base import SCORERS
-from memeval.engine.scorers.threshold import ThresholdConfig, threshold_settings
 from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import data_path
 from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean, to_dataclass

@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
-from memeval.engine.scorers.threshold import explain
+from memeval.engine.gate.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.metrics.gate_metrics import run_failures

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 import conf
 from memeval.config import check_overrides, compose, validate
-from memeval.engine.scorers.threshold import ThresholdConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.quality.mqs import MQSConstants
 from memeval.quality.policy import ConfidencePolicy
 from memeval.registry import ConfigError

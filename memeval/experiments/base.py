@@ -18,7 +18,7 @@ from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, redacted_names
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.scorers.threshold import ThresholdConfig, threshold_settings
+from memeval.engine.gate.threshold import ThresholdConfig, threshold_settings
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import ConfigError, Registry, to_dataclass

@@ -10,7 +10,7 @@ import pytest
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import STAGES, Candidate
 from memeval.engine.gate.content_score import ContentScoreConfig, ContentScoreGate
-from memeval.engine.scorers.threshold import ThresholdConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.store.ring_store import RingStore
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass

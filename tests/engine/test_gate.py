@@ -11,7 +11,7 @@ import pytest
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.backends.judges.labels import LabelJudge, LabelJudgeConfig
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
-from memeval.engine.scorers.threshold import ThresholdConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
 from memeval.utils.redact import redact

@@ -24,8 +24,8 @@ from memeval.config import compose, validate
 from memeval.data.base import DATASETS
 from memeval.engine.gate.base import STAGES
 from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.scorers.base import SCORERS
-from memeval.engine.scorers.threshold import ThresholdConfig
 from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import RANGE, ConfigError, Registry, bounded, did_you_mean, to_dataclass
 from memeval.systems.base import SYSTEMS

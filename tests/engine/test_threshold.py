@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from memeval.config import compose
-from memeval.engine.scorers.threshold import (
+from memeval.engine.gate.threshold import (
     ThresholdConfig,
     fixed,
     judge_quantile,

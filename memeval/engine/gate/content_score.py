@@ -22,8 +22,8 @@ from threadpoolctl import ThreadpoolController
 
 from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
+from memeval.engine.gate.threshold import ThresholdConfig, resolve_policy
 from memeval.engine.scorers.base import ContentScorer, Prototypes
-from memeval.engine.scorers.threshold import ThresholdConfig, resolve_policy
 from memeval.engine.store.ring_store import RingStore
 from memeval.registry import SEEDS, bounded
 

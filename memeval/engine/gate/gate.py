@@ -20,9 +20,9 @@ from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_avai
 from memeval.backends.judges.base import Judge
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
 from memeval.engine.scorers.base import ContentScorer
-from memeval.engine.scorers.threshold import ThresholdConfig
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.engine.store.ring_store import RingStore
 from memeval.entry import Entry

@@ -12,6 +12,9 @@ Out-of-sample scores come from one of two sources (`scores:`). `held_out` asks t
 acceptance got from the model fitted *before* it was learned — what the gate would have said to
 it — which costs one dot product instead of K refits; until `min_accepted` of those exist (after
 start-up or a restart) it falls back to `held_out`.
+
+The settings are the top-level `threshold` config group (conf/threshold/; a scorer's YAML may pick
+its default option), read by the content-score stage alone.
 """
 
 from __future__ import annotations
