@@ -13,6 +13,7 @@ from memeval.components import load_components
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
 from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig, threshold_settings
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import data_path
@@ -22,6 +23,10 @@ from memeval.systems.base import SYSTEMS
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
+
+# Settings that moved (old key -> new key): the old spelling is refused, naming the new one.
+RENAMED = {"scorer.threshold": "threshold"}
+
 
 def compose(overrides: list[str] | None = None, with_hydra: bool = False) -> DictConfig:
     """The config `python -m memeval run` would build, without Hydra's run-directory machinery
@@ -90,6 +95,22 @@ def _check_group_options(overrides: list[Override]) -> None:
                                   f"{did_you_mean(option, options)} (known: {', '.join(options)})")
 
 
+def renamed(key: str) -> str | None:
+    """The key's new spelling when it (or a node above it) moved, else None."""
+    for old, new in RENAMED.items():
+        if key == old or key.startswith(f"{old}."):
+            return new + key[len(old):]
+    return None
+
+
+def _check_renamed(overrides: list[Override]) -> None:
+    for override in overrides:
+        new = renamed(override.key_or_group)
+        if new is not None:
+            value = str(override.input_line).partition("=")[2]
+            raise ConfigError(f"{override.key_or_group} is now {new}: use {new}={value}")
+
+
 def check_overrides(args: list[str]) -> None:
     """Hydra refuses a misspelt key by suggesting to add it with '+', the wrong fix: compose the
     plain overrides first (sweeps and Hydra's own aside) and name the key meant instead. A
@@ -104,6 +125,7 @@ def check_overrides(args: list[str]) -> None:
             [a for a in args if not a.startswith("-") and ("=" in a or a.startswith("~"))])
     except OverrideParseException:
         return  # Hydra reports its own syntax errors
+    _check_renamed(parsed)
     _check_group_options([o for o in parsed if not o.is_delete()])
     plain = [o for o in parsed if not o.is_sweep_override()
              and not o.key_or_group.startswith("hydra")]
@@ -158,6 +180,7 @@ class Validated:
     labeller: Any
     embedder: Any
     scorer: Any
+    threshold: ThresholdConfig
     judge: Any
     gate: GateConfig
     phoenix: PhoenixConfig
@@ -169,6 +192,10 @@ def validate(cfg: DictConfig) -> Validated:
     if "experiment" not in cfg:
         raise ConfigError("no experiment chosen: add +experiment=NAME "
                           f"(known: {', '.join(EXPERIMENTS.names())})")
+    for old in RENAMED:
+        if OmegaConf.select(cfg, old) is not None:  # set in a YAML file (overrides are checked)
+            raise ConfigError(f"{old} is now {renamed(old)}: a YAML file still sets {old}; "
+                              f"move those settings to {renamed(old)}")
     missing = sorted(OmegaConf.missing_keys(cfg))  # `???` in the YAML: the user must choose
     if missing:
         raise ConfigError(f"{', '.join(missing)} not set: add "
@@ -183,6 +210,7 @@ def validate(cfg: DictConfig) -> Validated:
         labeller=LABELLERS.validate(cfg.labeller, key="labeller"),
         embedder=EMBEDDERS.validate(cfg.embedder, key="embedder"),
         scorer=SCORERS.validate(cfg.scorer, key="scorer"),
+        threshold=threshold_settings(resolved["threshold"]),
         judge=JUDGES.validate(cfg.judge, key="judge"),
         gate=to_dataclass(GateConfig, resolved["gate"], "gate", key="gate"),
         phoenix=to_dataclass(PhoenixConfig, resolved["reporting"]["phoenix"], "reporting.phoenix",

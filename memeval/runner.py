@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
-from memeval.engine.scorers.threshold import explain
+from memeval.engine.gate.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.metrics.gate_metrics import run_failures
@@ -55,8 +55,8 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
         sections["scorer"] = {"name": ctx.cfg.scorer.name,
-                              "threshold_policy": checked.scorer.threshold.policy,
-                              "threshold_rule": explain(checked.scorer.threshold)}
+                              "threshold_policy": checked.threshold.policy,
+                              "threshold_rule": explain(checked.threshold)}
     return sections
 
 

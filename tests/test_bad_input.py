@@ -76,7 +76,7 @@ def test_a_file_with_every_kind_of_bad_line_runs_and_reports_each(tmp_path: Path
 
 @pytest.mark.parametrize(("override", "code", "message"), [
     ("judge.eror_rate=0.1", 2, "did you mean 'judge.error_rate'"),
-    ("scorer.threshold.polcy=fixed", 2, "did you mean 'scorer.threshold.policy'"),
+    ("threshold.polcy=fixed", 2, "did you mean 'threshold.policy'"),
     ("embedder=minilmm", 2, "unknown embedder 'minilmm'; did you mean 'minilm'?"),
     ("dataset.on_error=ignore", 2, "on_error must be one of"),
 ])

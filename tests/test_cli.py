@@ -101,6 +101,9 @@ def test_a_misspelt_group_option_exits_2_naming_the_option_meant(
                       "[20, 100000], got 0\n"),
     (["gate.write.dedup_threshold=1.5"],
      "memeval: configuration error: gate.write.dedup_threshold must be in [-1, 1], got 1.5\n"),
+    (["scorer.threshold.target_recall=0.9"],
+     "memeval: configuration error: scorer.threshold.target_recall is now "
+     "threshold.target_recall: use threshold.target_recall=0.9\n"),
 ])
 def test_a_user_error_is_one_line_and_leaves_no_run_directory(
         overrides: list[str], message: str, tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def test_decisions_carry_one_row_per_entry_per_pass(
 
 @pytest.mark.parametrize(("override", "message"), [
     ("embedder.name=hashng", "did you mean 'hashing'"),
-    ("scorer.threshold.policy=judge_quantil", "did you mean 'judge_quantile'"),
+    ("threshold.policy=judge_quantil", "did you mean 'judge_quantile'"),
     ("gate.stages.length.min_chars=-1", "gate.stages.length.min_chars must be an integer ≥ 0"),
 ])
 def test_config_mistakes_fail_before_any_work(override: str, message: str, tmp_path: Path,

@@ -120,7 +120,7 @@ def test_the_graph_sees_imports_made_inside_functions() -> None:
     graph = import_graph()
     # memeval.__main__ imports the runner only inside `_run`, to start fast
     assert "memeval.runner" in graph["memeval.__main__"]
-    assert "memeval.engine.scorers.threshold" in graph["memeval.engine.scorers.base"]
+    assert "memeval.engine.gate.threshold" in graph["memeval.engine.gate.content_score"]
     assert len(graph) > 100 and sum(map(len, graph.values())) > 300
 
 

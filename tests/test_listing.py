@@ -38,7 +38,9 @@ def test_every_experiment_is_listed_with_what_it_sets(listed: dict[str, Any]) ->
     assert sorted(experiments) == sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
     assert sorted(e["component"] for e in experiments.values()) == EXPERIMENTS.names()
     assert experiments["three_pass_mixed"]["sets"] == {"dataset": "mixed"}
-    assert experiments["feedback_loop"]["sets"] == {"scorer": "knn_margin"}
+    # knn_margin brings its own default threshold
+    assert experiments["feedback_loop"]["sets"] == {"scorer": "knn_margin",
+                                                    "threshold": "judge_quantile_empirical"}
     assert experiments["three_pass"]["sets"] == {}
     assert experiments["mqs_calibration"]["description"] == \
         "Is MQS calibrated, and does MAI label attribution right?"
@@ -47,7 +49,7 @@ def test_every_experiment_is_listed_with_what_it_sets(listed: dict[str, Any]) ->
 def test_every_group_option_is_listed_with_its_component(listed: dict[str, Any]) -> None:
     groups = config_groups()
     components = listed["components"]
-    assert set(components) == {*REGISTRIES, "gate"}
+    assert set(components) == {*REGISTRIES, "gate", "threshold"}
     for group, entry in components.items():
         assert [o["name"] for o in entry["options"]] == groups[group]
         assert entry["default"] == compose(with_hydra=True).hydra.runtime.choices[group]
@@ -60,6 +62,8 @@ def test_every_group_option_is_listed_with_its_component(listed: dict[str, Any])
     yaml_settings = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "embedder" / "minilm.yaml"))
     assert isinstance(yaml_settings, dict)
     assert minilm["settings"] == {k: v for k, v in yaml_settings.items() if k != "name"}
+    memoryd = next(o for o in components["scorer"]["options"] if o["name"] == "memoryd")
+    assert "defaults" not in memoryd["settings"] and "threshold" not in memoryd["settings"]
 
 
 def test_list_datasets_shows_each_setting_and_its_default(

@@ -45,7 +45,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     run_experiment(compose(gate), root / "three_pass")
     run_experiment(compose(["+experiment=mqs_calibration", *base]), root / "mqs_calibration")
     for i, target in enumerate(SWEEP):
-        run_experiment(compose([*gate, f"scorer.threshold.target_recall={target}"]),
+        run_experiment(compose([*gate, f"threshold.target_recall={target}"]),
                        root / "sweep" / str(i))
     return {"three_pass": root / "three_pass", "mqs_calibration": root / "mqs_calibration",
             "sweep": root / "sweep"}
@@ -127,7 +127,7 @@ def test_sweep_analysis(runs: dict[str, Path], kernel_env: pytest.MonkeyPatch) -
     assert images(nb) >= 1
     text = stream_text(nb)
     assert f"{len(SWEEP)} runs" in text
-    assert "scorer.threshold.target_recall" in text  # found as the swept setting
+    assert "threshold.target_recall" in text  # found as the swept setting
     found = re.search(r"Pareto-optimal runs \((\d+) of (\d+)\): (.+)", text)
     assert found, text
     optimal, total = int(found[1]), int(found[2])

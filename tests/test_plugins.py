@@ -62,11 +62,12 @@ def test_a_plugin_that_fails_to_import_is_named_with_where_it_failed(fresh: Path
 def test_a_plugin_registering_a_builtin_name_is_named(fresh: Path) -> None:
     load_builtin_components()
     (fresh / "fake_plugin_dup.py").write_text(
-        "from memeval.engine.scorers.base import SCORERS, ScorerConfig\n"
-        "SCORERS.register('knn_margin', ScorerConfig)(lambda cfg: None)\n")
+        "from memeval.engine.scorers.base import SCORERS\n"
+        "from memeval.engine.scorers.knn_margin import KnnMarginConfig\n"
+        "SCORERS.register('knn_margin', KnnMarginConfig)(lambda cfg: None)\n")
     with pytest.raises(PluginError, match=r"^plugin 'dup' \(fake_plugin_dup, .*\) failed to "
                                           r"load: ValueError: scorer 'knn_margin' is "
-                                          r"registered twice at .*fake_plugin_dup.py:2"):
+                                          r"registered twice at .*fake_plugin_dup.py:3"):
         load_plugin(entry("dup", "fake_plugin_dup"))
 
 

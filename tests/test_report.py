@@ -57,7 +57,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
             "progress=false", "bootstrap=100", "dataset.limit=80", "experiment.passes=2",
             "reporting.phoenix.enabled=false", "plots=true"]
     run_experiment(compose(base), root / "a")
-    run_experiment(compose([*base, "scorer.threshold.target_recall=0.8"]), root / "b")
+    run_experiment(compose([*base, "threshold.target_recall=0.8"]), root / "b")
     other = [*base, "dataset=labeled_jsonl",
              f"dataset.path={data_path('labeled/write_gate_heldout_v1.jsonl')}"]
     run_experiment(compose(other), root / "other")

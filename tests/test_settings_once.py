@@ -1,6 +1,8 @@
 """Each setting in one place: memledger's MQS constants and confidence gate live in one config
 group each (conf/mqs/, conf/confidence_policy/), equal to the dataclass defaults, and every
-experiment that scores MQS composes them in at the path its documented overrides use."""
+experiment that scores MQS composes them in at the path its documented overrides use. The
+content-score threshold is its own group (conf/threshold/), which a scorer may pick a default
+from; its old spelling under the scorer is refused naming the new one."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import yaml
 from omegaconf import OmegaConf
 
 import conf
-from memeval.config import compose
+from memeval.config import check_overrides, compose, validate
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.quality.mqs import MQSConstants
 from memeval.quality.policy import ConfidencePolicy
+from memeval.registry import ConfigError
 
 CONF = Path(conf.__file__).parent
 GROUPS = {"mqs": MQSConstants, "confidence_policy": ConfidencePolicy}
@@ -50,3 +54,64 @@ def test_the_documented_overrides_still_reach_the_constants() -> None:
     cfg = compose(["+experiment=three_pass", "experiment.stored_mqs.mqs.hedged_penalty=7"])
     assert cfg.experiment.stored_mqs.mqs.hedged_penalty == 7
     assert cfg.experiment.stored_mqs.conflict_similarity == 0.65
+
+
+# The content-score threshold: one config group (conf/threshold/), read by the content-score stage.
+THRESHOLDS = sorted((CONF / "threshold").glob("*.yaml"))
+
+
+def test_the_default_threshold_yaml_holds_the_dataclass_defaults() -> None:
+    default = yaml.safe_load((CONF / "threshold" / "judge_quantile.yaml").read_text())
+    assert default == asdict(ThresholdConfig())
+    assert OmegaConf.to_container(compose([]).threshold) == default
+
+
+@pytest.mark.parametrize("path", THRESHOLDS, ids=lambda p: p.stem)
+def test_each_threshold_option_sets_every_setting(path: Path) -> None:
+    """Composed in struct mode: a setting an option leaves out could not be overridden."""
+    assert set(yaml.safe_load(path.read_text())) == set(asdict(ThresholdConfig()))
+
+
+@pytest.mark.parametrize(("scorer", "option"), [
+    ("logistic", "judge_quantile"), ("knn_margin", "judge_quantile_empirical"),
+    ("memoryd", "fixed")])
+def test_a_scorer_picks_its_default_threshold_and_the_command_line_wins(
+        scorer: str, option: str) -> None:
+    expected = yaml.safe_load((CONF / "threshold" / f"{option}.yaml").read_text())
+    cfg = compose([f"scorer={scorer}"])
+    assert OmegaConf.to_container(cfg.threshold) == expected and "threshold" not in cfg.scorer
+    cfg = compose([f"scorer={scorer}", "threshold=fixed", "threshold.value=0.2"])
+    assert (cfg.threshold.policy, cfg.threshold.value) == ("fixed", 0.2)
+
+
+def test_the_threshold_reaches_the_run_as_one_validated_setting() -> None:
+    checked = validate(compose(["+experiment=feedback_loop", "threshold.min_accepted=30"]))
+    assert checked.threshold == ThresholdConfig(
+        **{**yaml.safe_load((CONF / "threshold" / "judge_quantile_empirical.yaml").read_text()),
+           "refresh": False, "min_accepted": 30})
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("args", "message"), [
+    (["scorer.threshold.target_recall=0.9"],
+     "scorer.threshold.target_recall is now threshold.target_recall: "
+     "use threshold.target_recall=0.9"),
+    (["-m", "scorer.threshold.target_recall=0.9,0.95"],
+     "scorer.threshold.target_recall is now threshold.target_recall: "
+     "use threshold.target_recall=0.9,0.95"),
+    (["scorer.threshold.policy=fixed", "scorer=memoryd"],
+     "scorer.threshold.policy is now threshold.policy: use threshold.policy=fixed"),
+])
+def test_the_old_threshold_spelling_names_the_new_one(args: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        check_overrides(["+experiment=three_pass", *args])
+    assert str(caught.value) == message
+
+
+@pytest.mark.bad_input
+def test_a_threshold_left_under_the_scorer_in_a_yaml_is_refused() -> None:
+    cfg = compose(["+experiment=three_pass", "+scorer.threshold.refresh=false"])
+    with pytest.raises(ConfigError) as caught:
+        validate(cfg)
+    assert str(caught.value) == ("scorer.threshold is now threshold: a YAML file still sets "
+                                 "scorer.threshold; move those settings to threshold")

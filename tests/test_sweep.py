@@ -22,7 +22,7 @@ from memeval.cli.sweep import SweepError, main, pareto_mask, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
-TARGET = "scorer.threshold.target_recall"
+TARGET = "threshold.target_recall"
 
 # run name: (target_recall, seed, judge_call_saving, substantive_recall) of the LAST pass.
 # 1 and 10 tie exactly (both optimal); 2 is dominated by 1; 4 by 3; 3 is the default
@@ -78,7 +78,7 @@ def test_last_pass_pareto_and_default(base_run: Path, tmp_path: Path) -> None:
     sweep = summarise(make_sweep(base_run, tmp_path / "sweep"))
     table = sweep.table.set_index("run")
     assert list(table.index) == ["0", "1", "2", "3", "4", "10"]  # natural job order
-    assert sweep.swept == [TARGET, "seed"]
+    assert sweep.swept == ["seed", TARGET]  # sorted by key
     assert sweep.fixed == {"experiment": "three_pass", "embedder": "hashing"}
     assert set(table["pass"]) == {2}
     assert table.loc["2", "judge_call_saving"] == 0.45  # the last pass, not the first
@@ -106,7 +106,7 @@ def test_cli_writes_csv_markdown_and_plot(base_run: Path, tmp_path: Path,
     assert len(frame) == len(SPECS) and frame["pareto"].sum() == len(PARETO)
     assert frame.loc[frame["default"], "run"].tolist() == [3]
     markdown = (out / "sweep_summary.md").read_text()
-    assert f"| run | {TARGET} | seed |" in markdown and "default config: 3" in markdown
+    assert f"| run | seed | {TARGET} |" in markdown and "default config: 3" in markdown
     assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (root / "sweep_summary.csv").exists()
 

@@ -128,7 +128,9 @@ def components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
         options = []
         for option in groups[group]:
             path = option_file(group, option)
-            node = OmegaConf.create({**base, group: yaml.safe_load(path.read_text())})
+            option_yaml = yaml.safe_load(path.read_text())
+            option_yaml.pop("defaults", None)  # Hydra's defaults list (e.g. a scorer's threshold)
+            node = OmegaConf.create({**base, group: option_yaml})
             settings = OmegaConf.to_container(node[group], resolve=True, throw_on_missing=False)
             assert isinstance(settings, dict)
             options.append({"name": option, "component": settings.pop("name", None),

@@ -18,6 +18,7 @@ from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, redacted_names
 from memeval.engine.gate.gate import Decision, GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig, threshold_settings
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import ConfigError, Registry, to_dataclass
@@ -105,6 +106,13 @@ class RunContext:
         params = OmegaConf.to_container(node, resolve=True)
         assert isinstance(params, dict)
         return to_dataclass(GateConfig, params, "gate")
+
+    @cached_property
+    def threshold(self) -> ThresholdConfig:
+        """The content-score stage's cut settings (the top-level `threshold` group)."""
+        params = OmegaConf.to_container(self.cfg.threshold, resolve=True)
+        assert isinstance(params, dict)
+        return threshold_settings(params)
 
     @cached_property
     def system(self) -> System:

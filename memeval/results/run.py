@@ -49,7 +49,7 @@ class Run:
         return loaded
 
     def setting(self, key: str) -> Any:
-        """A resolved config value by dotted key, e.g. `scorer.threshold.target_recall`."""
+        """A resolved config value by dotted key, e.g. `threshold.target_recall`."""
         return OmegaConf.select(self.config, key)
 
     @cached_property

@@ -49,9 +49,9 @@ class ReferenceIngestor(Gate):
 
 @dataclass
 class ReferenceConfig:
-    """Nothing of its own: the engine's settings live in their groups (embedder, scorer, judge,
-    gate); trust and conflicts use memledger's MQS constants and memeval's conflict rules as
-    shipped (the quality experiments tune both)."""
+    """Nothing of its own: the engine's settings live in their groups (embedder, scorer,
+    threshold, judge, gate); trust and conflicts use memledger's MQS constants and memeval's
+    conflict rules as shipped (the quality experiments tune both)."""
 
 
 class ReferenceSystem:
@@ -69,6 +69,7 @@ class ReferenceSystem:
         ctx = self._ctx
         return ReferenceIngestor(gate_cfg or ctx.gate_config(), embedder=ctx.embedder,
                                  judge=ctx.judge, scorer=SCORERS.build(ctx.cfg.scorer),
+                                 threshold=ctx.threshold,
                                  redact=redact, state_dir=state_dir)
 
     def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:

@@ -16,8 +16,7 @@ import memeval.engine.gate.length
 import memeval.engine.gate.prefilter  # noqa: F401  (each stage module registers itself in STAGES)
 from memeval.backends.embedders.base import EmbeddingError
 from memeval.backends.judges.base import JudgeError, Verdict
-from memeval.engine.scorers.base import Prototypes, ScorerConfig
-from memeval.engine.scorers.threshold import ThresholdConfig
+from memeval.engine.scorers.base import Prototypes
 from memeval.entry import Entry
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -84,8 +83,6 @@ class CountingEmbedder:
 class FakeScorer:
     """Scores a vector by its first coordinate; fits once `min_noise` rejections are learned."""
 
-    cfg: ScorerConfig = field(
-        default_factory=lambda: ScorerConfig(ThresholdConfig(policy="fixed", value=0.0)))
     min_noise: int = 1
     name: str = "fake"
     static_quality_texts: list[str] = field(default_factory=list)

@@ -10,6 +10,7 @@ import pytest
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import STAGES, Candidate
 from memeval.engine.gate.content_score import ContentScoreConfig, ContentScoreGate
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.store.ring_store import RingStore
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
@@ -25,10 +26,12 @@ def item(first: float, text: str = "some text") -> Candidate:
 
 
 def make(scorer: FakeScorer | None = None, embedder: object | None = None,
+         threshold: ThresholdConfig | None = None,
          **cfg: object) -> tuple[ContentScoreGate, RingStore, RingStore]:
     rejections, accepts = RingStore(None, capacity=50), RingStore(None, capacity=50)
     settings = ContentScoreConfig(**{"rebuild_every": 3, "audit_rate": 0.0, **cfg})  # type: ignore[arg-type]
-    gate = ContentScoreGate(settings, scorer or FakeScorer(), embedder or HashingEmbedder(DIM),
+    gate = ContentScoreGate(settings, threshold or ThresholdConfig(policy="fixed", value=0.0),
+                            scorer or FakeScorer(), embedder or HashingEmbedder(DIM),
                             rejections, accepts)
     return gate, rejections, accepts
 
@@ -109,21 +112,18 @@ def test_learns_only_the_last_learn_last_texts() -> None:
 
 @pytest.mark.parametrize(("refresh", "expected"), [(True, 0.4), (False, 0.1)])
 def test_refresh_false_keeps_the_first_threshold(refresh: bool, expected: float) -> None:
-    scorer = FakeScorer()
-    scorer.cfg.threshold.value, scorer.cfg.threshold.refresh = 0.1, refresh
-    gate, rejections, _ = make(scorer)
+    settings = ThresholdConfig(policy="fixed", value=0.1, refresh=refresh)
+    gate, rejections, _ = make(threshold=settings)
     rejections.add("judge", "q", "noise")
     gate.rebuild()
     assert gate.threshold == 0.1
-    scorer.cfg.threshold.value = 0.4  # the policy would now give a different cut
+    settings.value = 0.4  # the policy would now give a different cut
     gate.rebuild()
     assert gate.threshold == expected
 
 
 def test_uncalibrated_threshold_skips_the_gate() -> None:
-    scorer = FakeScorer()
-    scorer.cfg.threshold.policy, scorer.cfg.threshold.min_accepted = "judge_quantile", 5
-    gate, rejections, _ = make(scorer)
+    gate, rejections, _ = make(threshold=ThresholdConfig(policy="judge_quantile", min_accepted=5))
     rejections.add("judge", "q", "noise")
     gate.rebuild()  # fitted, but fewer than min_accepted acceptances to calibrate from
     assert gate.threshold is None
@@ -210,11 +210,9 @@ class ShiftingScorer(FakeScorer):
 
 
 def prequential_gate(**cfg: object) -> tuple[ContentScoreGate, RingStore, RingStore]:
-    scorer = ShiftingScorer()
-    settings = scorer.cfg.threshold
-    settings.policy, settings.estimator, settings.target_recall = "judge_quantile", "empirical", 1.0
-    settings.min_accepted, settings.scores = 2, "prequential"
-    gate, rejections, accepts = make(scorer, **cfg)
+    settings = ThresholdConfig(policy="judge_quantile", estimator="empirical", target_recall=1.0,
+                               min_accepted=2, scores="prequential")
+    gate, rejections, accepts = make(ShiftingScorer(), threshold=settings, **cfg)
     rejections.add("judge", "q", "noise")
     return gate, rejections, accepts
 

@@ -11,8 +11,7 @@ import pytest
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.backends.judges.labels import LabelJudge, LabelJudgeConfig
 from memeval.engine.gate.gate import Decision, Gate, GateConfig
-from memeval.engine.scorers.base import ScorerConfig
-from memeval.engine.scorers.threshold import ThresholdConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
 from memeval.utils.redact import redact
@@ -53,21 +52,18 @@ def config(**changes: Any) -> GateConfig:
     return to_dataclass(GateConfig, node, "gate")
 
 
-def rejecting_scorer() -> FakeScorer:
-    """Fits with one learned rejection; its cut (2.0) is above any unit-vector coordinate."""
-    return FakeScorer(cfg=ScorerConfig(ThresholdConfig(policy="fixed", value=2.0)))
-
-
-def passing_scorer() -> FakeScorer:
-    """Fits with one learned rejection; its cut (-2.0) is below any unit-vector coordinate."""
-    return FakeScorer(cfg=ScorerConfig(ThresholdConfig(policy="fixed", value=-2.0)))
+# The FakeScorer fits with one learned rejection; these cuts are above (rejecting) or below
+# (passing) any unit-vector coordinate it scores.
+REJECTING = ThresholdConfig(policy="fixed", value=2.0)
+PASSING = ThresholdConfig(policy="fixed", value=-2.0)
 
 
 def make(tmp_path: Path, cfg: GateConfig | None = None, *, judge: Any = None,
-         scorer: Any = None, embedder: Any = None) -> Gate:
+         scorer: Any = None, embedder: Any = None,
+         threshold: ThresholdConfig = PASSING) -> Gate:
     return Gate(cfg or config(), embedder=embedder or HashingEmbedder(64),
-                judge=judge or LabelJudge(LabelJudgeConfig()), scorer=scorer or passing_scorer(),
-                redact=redact, state_dir=tmp_path)
+                judge=judge or LabelJudge(LabelJudgeConfig()), scorer=scorer or FakeScorer(),
+                threshold=threshold, redact=redact, state_dir=tmp_path)
 
 
 def run(gate: Gate, *entries: Entry, pass_no: int = 1) -> list[Decision]:
@@ -113,7 +109,7 @@ def test_prefilter_and_length_feed_when_listed(tmp_path: Path) -> None:
                                            (["judge", "content_score"], True)])
 def test_content_score_rejections_feed_only_when_listed(tmp_path: Path, feed: list[str],
                                                         fed: bool) -> None:
-    gate = make(tmp_path, config(rejection_store__feed_stages=feed), scorer=rejecting_scorer())
+    gate = make(tmp_path, config(rejection_store__feed_stages=feed), threshold=REJECTING)
     gate.rejections.add("judge", "q", "seed rejection so the scorer can fit")
     gate.restart()
     assert gate.content_gate is not None and gate.content_gate.threshold == 2.0
@@ -149,7 +145,7 @@ def test_repeated_verdicts_do_not_trigger_rebuilds(tmp_path: Path) -> None:
 def test_learning_off_feeds_nothing_and_stops_audits(tmp_path: Path) -> None:
     cfg = config(stages__content_score__audit_rate=1.0,
                  rejection_store__feed_stages=["judge", "content_score"])
-    gate = make(tmp_path, cfg, scorer=rejecting_scorer())
+    gate = make(tmp_path, cfg, threshold=REJECTING)
     gate.rejections.add("judge", "q", "seed rejection")
     gate.restart()
     assert gate.content_gate is not None

@@ -24,7 +24,9 @@ from memeval.config import compose, validate
 from memeval.data.base import DATASETS
 from memeval.engine.gate.base import STAGES
 from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.scorers.base import SCORERS
+from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import RANGE, ConfigError, Registry, bounded, did_you_mean, to_dataclass
 from memeval.systems.base import SYSTEMS
 from tests.engine.fakes import CONF
@@ -53,11 +55,11 @@ def missing_fields(schema: type, node: DictConfig, prefix: str = "") -> list[str
 
 
 def test_missing_fields_detects_gaps() -> None:
-    node = OmegaConf.load(CONF / "scorer" / "knn_margin.yaml")
-    del node["k"]
-    del node.threshold["refresh"]
-    missing = sorted(missing_fields(SCORERS.get("knn_margin").schema, node))
-    assert missing == ["k", "threshold.refresh"]
+    node = OmegaConf.load(CONF / "gate" / "memoryd.yaml")
+    del node["max_embedding_failure_share"]
+    del node.write["min_chars"]
+    missing = sorted(missing_fields(GateConfig, node))
+    assert missing == ["max_embedding_failure_share", "write.min_chars"]
 
 
 def test_every_group_has_yamls() -> None:
@@ -71,7 +73,8 @@ def test_component_yaml_lists_every_schema_field(path: Path) -> None:
     registry = REGISTRIES[path.parent.name]
     schema = registry.get(str(node.name)).schema
     assert missing_fields(schema, node) == [], f"{path} does not list every option"
-    unknown = set(node.keys()) - {f.name for f in dataclasses.fields(schema)} - {"name"}
+    unknown = set(node.keys()) - {f.name for f in dataclasses.fields(schema)} - {
+        "name", "defaults"}
     assert not unknown, f"{path} has options its schema lacks: {unknown}"
 
 
@@ -112,14 +115,14 @@ def test_wrong_type_names_the_component() -> None:
     with pytest.raises(ConfigError, match=r"^embedder 'hashing': dim must be an integer in "
                                           r"\[8, 65536\], got 'large'$"):
         EMBEDDERS.validate({"name": "hashing", "dim": "large"})
-    with pytest.raises(ConfigError, match=r"(?s)^scorer 'knn_margin': .*refresh"):
-        SCORERS.validate({"name": "knn_margin", "threshold": {"refresh": "sometimes"}})
+    with pytest.raises(ConfigError, match=r"^scorer 'knn_margin': min_learned must be an integer"):
+        SCORERS.validate({"name": "knn_margin", "min_learned": "many"})
 
 
 @pytest.mark.bad_input
 def test_nested_unknown_option_is_refused() -> None:
-    with pytest.raises(ConfigError, match="scorer 'knn_margin'"):
-        SCORERS.validate({"name": "knn_margin", "threshold": {"polcy": "fixed"}})
+    with pytest.raises(ConfigError, match=r"^experiment 'mqs_calibration': .*'xx'"):
+        EXPERIMENTS.validate({"name": "mqs_calibration", "mai": {"xx": 1}})
 
 
 @pytest.mark.bad_input
@@ -170,7 +173,6 @@ def config_schemas() -> dict[str, type]:
     schema, the gate and Phoenix, and the dataclasses nested in them, by a key naming it."""
     from memeval.config import Settings
     from memeval.data.labellers import LABELLERS
-    from memeval.experiments.base import EXPERIMENTS
     from memeval.reporting.phoenix.config import PhoenixConfig
 
     found: dict[str, type] = {}
@@ -185,6 +187,7 @@ def config_schemas() -> dict[str, type]:
     add("settings", Settings)
     add("gate", GateConfig)
     add("reporting.phoenix", PhoenixConfig)
+    add("threshold", ThresholdConfig)
     for registry in (*REGISTRIES.values(), STAGES, LABELLERS, EXPERIMENTS):
         for name in registry.names():
             add(f"{registry.kind} '{name}'", registry.get(name).schema)
@@ -208,7 +211,7 @@ NUMERIC = numeric_fields()
 def test_the_walk_finds_every_kind_of_config() -> None:
     keys = {key.split(":")[0] for key, _, _ in NUMERIC}
     assert {"settings", "gate.write", "reporting.phoenix", "gate stage 'length'",
-            "scorer 'logistic'.threshold", "experiment 'mqs_calibration'.mai",
+            "threshold", "experiment 'mqs_calibration'.mai",
             "labeller 'judge'", "embedder 'openai_http'"} <= keys
     assert len(NUMERIC) > 100
 
@@ -276,7 +279,7 @@ def test_values_in_range_pass_and_keep_their_type() -> None:
      "gate.write.dedup_threshold must be in [-1, 1], got -2.0"),
     ("gate.stages.length.min_chars=-1",
      "gate.stages.length.min_chars must be an integer ≥ 0, got -1"),
-    ("scorer.threshold.target_recall=0", "scorer.threshold.target_recall must be in "
+    ("threshold.target_recall=0", "threshold.target_recall must be in "
                                          "(0, 1], got 0.0"),
     ("labeller=judge", None),
     ("reporting.phoenix.timeout_s=0", "reporting.phoenix.timeout_s must be > 0, got 0.0"),

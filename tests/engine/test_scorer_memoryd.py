@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
+from memeval.config import compose
 from memeval.engine.scorers.base import SCORERS, Prototypes, top_k_mean
 from memeval.engine.scorers.memoryd import MemorydConfig, MemorydScorer
 from memeval.registry import ConfigError
-from tests.engine.fakes import CONF, basis, unit
+from tests.engine.fakes import basis, unit
 
 E1, E2, E3 = basis(0), basis(1), basis(2)
 EMPTY = np.zeros((0, 4), dtype=np.float32)
@@ -31,10 +31,9 @@ def protos(quality: list[np.ndarray], noise: list[np.ndarray],
 
 
 def test_shipped_config_builds() -> None:
-    node = OmegaConf.to_container(OmegaConf.load(CONF / "scorer" / "memoryd.yaml"))
-    built = SCORERS.build(node)  # type: ignore[arg-type]
+    built = SCORERS.build(compose(["scorer=memoryd"]).scorer)
     assert isinstance(built, MemorydScorer)
-    assert built.cfg.k == 3 and built.cfg.threshold.value == 0.35
+    assert built.cfg.k == 3
     assert len(built.static_quality_texts) == 6 and len(built.static_noise_texts) == 3
 
 

@@ -11,8 +11,14 @@ import pytest
 from omegaconf import OmegaConf
 
 from memeval.config import compose
-from memeval.engine.scorers.threshold import ThresholdConfig, fixed, judge_quantile, resolve_policy
-from memeval.registry import ConfigError, to_dataclass
+from memeval.engine.gate.threshold import (
+    ThresholdConfig,
+    fixed,
+    judge_quantile,
+    resolve_policy,
+    threshold_settings,
+)
+from memeval.registry import ConfigError
 
 
 def known(scores: list[float] | np.ndarray) -> Callable[[], np.ndarray]:
@@ -86,10 +92,10 @@ def test_unknown_policy_names_the_fix() -> None:
 ])
 def test_invalid_threshold_config(params: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
-        to_dataclass(ThresholdConfig, params, "scorer.threshold")
+        threshold_settings(params)
 
 
-def test_defaults_are_the_default_scorers_yaml() -> None:
+def test_defaults_are_a_default_runs() -> None:
     """One set of defaults: a ThresholdConfig built in code cuts where a default run does."""
-    composed = OmegaConf.to_container(compose([]).scorer.threshold)
+    composed = OmegaConf.to_container(compose([]).threshold)
     assert composed == dataclasses.asdict(ThresholdConfig())

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memeval.engine.scorers.base import SCORERS, Prototypes, ScorerConfig
+from memeval.engine.scorers.base import SCORERS, Prototypes
 from memeval.registry import bounded
 
 
@@ -21,7 +21,7 @@ def unit(rows: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class CentroidMarginConfig(ScorerConfig):
+class CentroidMarginConfig:
     min_learned: int = bounded(10, 1)  # verdicts per side before the stage scores anything
 
 

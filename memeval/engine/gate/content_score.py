@@ -22,8 +22,8 @@ from threadpoolctl import ThreadpoolController
 
 from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
+from memeval.engine.gate.threshold import ThresholdConfig, resolve_policy
 from memeval.engine.scorers.base import ContentScorer, Prototypes
-from memeval.engine.scorers.threshold import resolve_policy
 from memeval.engine.store.ring_store import RingStore
 from memeval.registry import SEEDS, bounded
 
@@ -59,11 +59,12 @@ class ContentScoreConfig:
 class ContentScoreGate:
     name = "content_score"
 
-    def __init__(self, cfg: ContentScoreConfig, scorer: ContentScorer, embedder: Embedder,
-                 rejections: RingStore, accepts: RingStore) -> None:
+    def __init__(self, cfg: ContentScoreConfig, threshold: ThresholdConfig, scorer: ContentScorer,
+                 embedder: Embedder, rejections: RingStore, accepts: RingStore) -> None:
         self.cfg = cfg
+        self.threshold_cfg = threshold  # the top-level `threshold` settings (conf/threshold/)
         self.scorer = scorer
-        self.policy = resolve_policy(scorer.cfg.threshold.policy)
+        self.policy = resolve_policy(threshold.policy)
         self.embedder = embedder
         self.rejections = rejections
         self.accepts = accepts
@@ -143,7 +144,7 @@ class ContentScoreGate:
             self._learn(protos, calibrate)
 
     def _learn(self, protos: Prototypes, calibrate: bool) -> None:
-        settings = self.scorer.cfg.threshold
+        settings = self.threshold_cfg
         if settings.scores == "prequential":
             self._score_fresh_acceptances(protos)
         self._fitted = self.scorer.fit(protos)
@@ -170,7 +171,7 @@ class ContentScoreGate:
         self._prequential = {t: s for t, s in self._prequential.items() if t in window}
 
     def _calibration_scores(self) -> np.ndarray:
-        settings = self.scorer.cfg.threshold
+        settings = self.threshold_cfg
         known = [s for s in self._prequential.values() if s is not None]
         if settings.scores == "prequential" and len(known) >= settings.min_accepted:
             self.calibrations["prequential"] += 1
@@ -197,7 +198,7 @@ class ContentScoreGate:
 
 
 @STAGES.register("content_score", ContentScoreConfig)
-def build_content_score(cfg: ContentScoreConfig, *, scorer: ContentScorer, embedder: Embedder,
-                        rejections: RingStore, accepts: RingStore,
-                        **_: object) -> ContentScoreGate:
-    return ContentScoreGate(cfg, scorer, embedder, rejections, accepts)
+def build_content_score(cfg: ContentScoreConfig, *, threshold: ThresholdConfig,
+                        scorer: ContentScorer, embedder: Embedder, rejections: RingStore,
+                        accepts: RingStore, **_: object) -> ContentScoreGate:
+    return ContentScoreGate(cfg, threshold, scorer, embedder, rejections, accepts)

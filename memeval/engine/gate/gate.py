@@ -20,6 +20,7 @@ from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_avai
 from memeval.backends.judges.base import Judge
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
 from memeval.engine.scorers.base import ContentScorer
 from memeval.engine.store.memory_store import MemoryStore
@@ -136,14 +137,15 @@ class _FirstError:
 
 class Gate:
     def __init__(self, cfg: GateConfig, *, embedder: Embedder, judge: Judge,
-                 scorer: ContentScorer, redact: Callable[[str], str], state_dir: Path) -> None:
+                 scorer: ContentScorer, threshold: ThresholdConfig, redact: Callable[[str], str],
+                 state_dir: Path) -> None:
         self.cfg = cfg
         self.embedder = embedder
         self.redact = redact
         self.state_dir = state_dir
         self.rejections = self._store(state_dir / "rejection_store.jsonl", cfg.rejection_store)
         self.accepts = self._store(state_dir / "accept_store.jsonl", cfg.accept_store)
-        deps = {"embedder": embedder, "judge": judge, "scorer": scorer,
+        deps = {"embedder": embedder, "judge": judge, "scorer": scorer, "threshold": threshold,
                 "rejections": self.rejections, "accepts": self.accepts}
         self.stages: list[Stage] = [
             STAGES.build({"name": name, **(cfg.stages[name] or {})}, **deps) for name in cfg.order

@@ -8,16 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from memeval.engine.scorers.threshold import ThresholdConfig
 from memeval.registry import Registry
-
-
-@dataclass
-class ScorerConfig:
-    threshold: ThresholdConfig = field(default_factory=ThresholdConfig)
-
-    def validate(self) -> None:
-        self.threshold.validate()
 
 
 @dataclass
@@ -35,9 +26,6 @@ class Prototypes:
 
 class ContentScorer(Protocol):
     name: str
-
-    @property
-    def cfg(self) -> ScorerConfig: ...
 
     @property
     def static_quality_texts(self) -> list[str]: ...

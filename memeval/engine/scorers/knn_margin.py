@@ -13,17 +13,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memeval.engine.scorers.base import IDENTICAL, SCORERS, Prototypes, ScorerConfig, top_k_mean
+from memeval.engine.scorers.base import IDENTICAL, SCORERS, Prototypes, top_k_mean
 from memeval.registry import bounded
 
 
 @dataclass
-class KnnMarginConfig(ScorerConfig):
+class KnnMarginConfig:
     k: int = bounded(5, 1)
     min_learned: int = bounded(10, 1)
 
     def validate(self) -> None:
-        super().validate()
         if self.k < 1 or self.min_learned < 1:
             raise ValueError("k and min_learned must be at least 1")
 

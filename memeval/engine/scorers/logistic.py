@@ -24,13 +24,13 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
 
-from memeval.engine.scorers.base import SCORERS, Prototypes, ScorerConfig
+from memeval.engine.scorers.base import SCORERS, Prototypes
 from memeval.engine.scorers.lexical import LexicalFeatures
 from memeval.registry import SEEDS, bounded
 
 
 @dataclass
-class LogisticConfig(ScorerConfig):
+class LogisticConfig:
     c: float = bounded(10.0, above=0)
     min_learned: int = bounded(10, 2)
     calibration: str = "alo"
@@ -40,7 +40,6 @@ class LogisticConfig(ScorerConfig):
     lexical_features: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> None:
-        super().validate()
         if self.c <= 0 or self.lexical_weight < 0:
             raise ValueError("c must be positive and lexical_weight non-negative")
         if self.calibration not in ("alo", "kfold"):

@@ -12,19 +12,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memeval.engine.scorers.base import SCORERS, Prototypes, ScorerConfig, top_k_mean
+from memeval.engine.scorers.base import SCORERS, Prototypes, top_k_mean
 from memeval.registry import bounded
 
 
 @dataclass
-class MemorydConfig(ScorerConfig):
+class MemorydConfig:
     k: int = bounded(3, 1)
     require_learned: bool = True
     quality_prototypes: list[str] = field(default_factory=list)
     noise_prototypes: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
-        super().validate()
         if self.k < 1:
             raise ValueError("k must be at least 1")
         if not self.quality_prototypes or not self.noise_prototypes:

@@ -12,17 +12,21 @@ Out-of-sample scores come from one of two sources (`scores:`). `held_out` asks t
 acceptance got from the model fitted *before* it was learned — what the gate would have said to
 it — which costs one dot product instead of K refits; until `min_accepted` of those exist (after
 start-up or a restart) it falls back to `held_out`.
+
+The settings are the top-level `threshold` config group (conf/threshold/; a scorer's YAML may pick
+its default option), read by the content-score stage alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
-from memeval.registry import ConfigError, bounded, did_you_mean
+from memeval.registry import ConfigError, bounded, did_you_mean, to_dataclass
 
 SCORE_SOURCES = ("held_out", "prequential")
 
@@ -31,7 +35,8 @@ SCORE_SOURCES = ("held_out", "prequential")
 class ThresholdConfig:
     """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances, scored
     `held_out` (by the scorer's refits) or `prequential` (before each was learned). The defaults
-    are the default scorer's (conf/scorer/logistic.yaml); ranges are checked by `bounded`."""
+    are the group default's (conf/threshold/judge_quantile.yaml); ranges are checked by
+    `bounded`."""
 
     policy: str = "judge_quantile"
     value: float = bounded(0.0, -2, 2)
@@ -90,6 +95,11 @@ def explain(cfg: ThresholdConfig) -> str:
             f"via {how}, minus {cfg.margin:g}, so ≈{cfg.target_recall:.1%} of what the "
             f"judge keeps passes, for any embedder; {refresh}; inactive below "
             f"{cfg.min_accepted} acceptances")
+
+
+def threshold_settings(params: Mapping[Any, Any]) -> ThresholdConfig:
+    """The composed `threshold` node as settings: the one place it is validated."""
+    return to_dataclass(ThresholdConfig, params, "content-score threshold", key="threshold")
 
 
 def resolve_policy(name: str) -> Policy:
