@@ -1,0 +1,82 @@
+"""The bundled labelled sets are what their cards promise: large enough, every line usable, and
+each independent test split separate from the development sets it checks (no shared id, no
+shared memory text), so a figure on it is a figure on data nothing was chosen on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memeval.data.quality_sets import load_conflict_pairs, load_memory_records
+from memeval.paths import data_path
+
+PAIRS_DEV = ["conflicts/memory_pairs_v1.jsonl", "conflicts/memory_pairs_v2.jsonl"]
+PAIRS_TEST = "conflicts/memory_pairs_heldout_v1.jsonl"
+RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
+RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
+
+
+def _rows(name: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in Path(data_path(name)).read_text().splitlines()]
+
+
+def _pair_texts(name: str) -> set[str]:
+    return {str(side["content"]).strip().lower()  # type: ignore[index]
+            for row in _rows(name) for side in (row["a"], row["b"])}
+
+
+def _record_texts(name: str) -> set[str]:
+    return {str(row["content"]).strip().lower() for row in _rows(name)}
+
+
+def test_every_labelled_set_has_its_data_card() -> None:
+    for folder in ("conflicts", "mqs", "mai", "retrieval", "labeled"):
+        for jsonl in Path(data_path(folder)).glob("*.jsonl"):
+            assert jsonl.with_suffix(".md").is_file(), f"{jsonl} has no data card beside it"
+
+
+def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
+    pairs = [p for name in PAIRS_DEV for p in load_conflict_pairs(data_path(name), "raise")[0]]
+    records = [r for name in RECORDS_DEV
+               for r in load_memory_records(data_path(name), "raise")[0]]
+    assert len(pairs) >= 300 and len(records) >= 200
+    assert {p.conflict for p in pairs} == {"none", "contradiction", "temporal", "semantic"}
+    assert {r.label for r in records} == {"trusted", "questionable", "untrusted"}
+
+
+@pytest.mark.parametrize(("test", "dev", "texts"), [
+    (PAIRS_TEST, PAIRS_DEV, _pair_texts), (RECORDS_TEST, RECORDS_DEV, _record_texts)])
+def test_the_independent_split_shares_nothing_with_development(
+        test: str, dev: list[str], texts: Callable[[str], set[str]]) -> None:
+    held = texts(test)
+    assert len(held) >= 100
+    for name in dev:
+        shared = held & texts(name)
+        assert not shared, f"{test} repeats {len(shared)} texts of {name}: {sorted(shared)[:2]}"
+    ids = {str(row.get("pair_id", row.get("id"))) for row in _rows(test)}
+    for name in dev:
+        assert not ids & {str(row.get("pair_id", row.get("id"))) for row in _rows(name)}
+
+
+def test_temporal_pairs_name_the_newer_side_by_its_later_date() -> None:
+    for name in [*PAIRS_DEV[1:], PAIRS_TEST]:
+        for row in _rows(name):
+            newer = row["newer"]
+            if row["conflict"] != "temporal":
+                assert newer is None, row["pair_id"]
+                continue
+            older = "b" if newer == "a" else "a"
+            assert newer in ("a", "b"), row["pair_id"]
+            assert row[newer]["timestamp"] >= row[older]["timestamp"], row["pair_id"]  # type: ignore[index]
+
+
+def test_trust_grades_agree_with_their_labels() -> None:
+    bands = {"trusted": (0.70, 1.0), "questionable": (0.35, 0.69), "untrusted": (0.0, 0.349)}
+    for name in [*RECORDS_DEV[1:], RECORDS_TEST]:
+        records, _ = load_memory_records(data_path(name), "raise")
+        for item in records:
+            low, high = bands[str(item.label)]
+            assert item.trust is not None and low <= item.trust <= high, item.record.id
