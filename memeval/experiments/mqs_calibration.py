@@ -113,6 +113,7 @@ class TrustSet:
     target: np.ndarray  # what the rank agreement is against: the grade, else the label's rank
     against: str
     skipped: int
+    problems: list[str]
 
 
 def _rank(item: LabelledRecord) -> float:
@@ -230,9 +231,11 @@ class MQSCalibration:
         rows: list[list[float]] = []
         mqs: list[float] = []
         skipped = 0
+        problems: list[str] = []
         for path in paths:
             loaded, report = load_memory_records(path, self.cfg.on_error)
             skipped += report.skipped
+            problems += report.problems
             ledger = {item.record.id: item.record for item in loaded}  # one file, one ledger
             for item in loaded:
                 terms = trust_terms(item.record, ledger, self.cfg.mqs, signals)
@@ -248,7 +251,8 @@ class MQSCalibration:
                   for item in items]
         return TrustSet(ids, sources, items, np.array(rows, dtype=float).reshape(-1, len(TERMS)),
                         np.array(mqs, dtype=float), np.array(trusted, dtype=float),
-                        np.array(target, dtype=float), "grade" if graded else "label", skipped)
+                        np.array(target, dtype=float), "grade" if graded else "label", skipped,
+                        problems[:100])
 
     def _report(self, ctx: RunContext, scores: np.ndarray, data: TrustSet) -> dict[str, Any]:
         return {"against": data.against, **calibration_report(
@@ -279,7 +283,8 @@ class MQSCalibration:
             "terms": list(TERMS), "folds": folds, "intercept": model.intercept,
             "weights": {t: float(w) for t, w in zip(TERMS, model.weights, strict=True)},
             "dev": {"sources": sorted(set(dev.sources)), "records": len(dev.ids),
-                    "skipped": dev.skipped, "trust_out_of_fold": self._report(ctx, oof, dev),
+                    "skipped": dev.skipped, "problems": dev.problems,
+                    "trust_out_of_fold": self._report(ctx, oof, dev),
                     "mqs": self._report(ctx, dev.mqs, dev)},
             "test": None, "gap": None,
         }
@@ -289,7 +294,7 @@ class MQSCalibration:
             scores = model.score(test.x)
             found: dict[str, Any] = {
                 "source": test.sources[0] if test.sources else self.cfg.test_records,
-                "records": len(test.ids), "skipped": test.skipped,
+                "records": len(test.ids), "skipped": test.skipped, "problems": test.problems,
                 "trust": self._report(ctx, scores, test), "mqs": self._report(ctx, test.mqs, test)}
             summary["test"] = found
             cv = summary["dev"]["trust_out_of_fold"]
