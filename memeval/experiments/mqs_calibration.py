@@ -387,7 +387,7 @@ def _trust_lines(trust: dict[str, Any]) -> list[str]:
             f"{_ci(r[metric], r[metric + '_ci95']):28}" for _, r in columns))
     if trust["gap"] is not None:
         lines.append("test − CV: " + ", ".join(f"{m} {v:+.3f}" for m, v in trust["gap"].items()))
-    return lines
+    return [line.rstrip() for line in lines]
 
 
 def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None) -> str:
