@@ -8,6 +8,11 @@ grade in [0, 1] instead of (or as well as) a label: MQS's rank agreement with th
 reported too. MAI: accuracy and confusion matrix of the rubric's labels on the scenario set.
 Either set may be null (`experiment.records=null`, `experiment.scenarios=null`): that half of
 the report is skipped.
+
+The content-aware trust score (quality/trust_terms.py, metrics/trust_fit.py) is scored out of
+fold on the development records (`experiment.dev_records`), then fitted on all of them and
+scored on the independent split (`experiment.test_records`, null to skip), with memledger's MQS
+on the same sets beside it. The test split is read only after the fit.
 """
 
 from __future__ import annotations
@@ -31,15 +36,24 @@ from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
+from memeval.metrics.trust_fit import (
+    TrustModel,
+    TrustScoreConfig,
+    fit_trust_model,
+    out_of_fold_trust,
+)
+from memeval.quality.content_signals import ContentSignals
 from memeval.quality.mai import MAI_LABELS, MAIRubric, evaluate_mai
 from memeval.quality.mqs import MQSConstants, compute_mqs
 from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
+from memeval.quality.trust_terms import TERMS, trust_terms
 from memeval.registry import bounded, input_file
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 
 METRICS = ("spearman", "kendall", "brier", "ece")
+TRUSTED_GRADE = 0.7  # the data cards' lowest grade of a trusted record
 
 
 @dataclass
@@ -52,18 +66,28 @@ class MQSCalibrationConfig:
     mqs: MQSConstants = field(default_factory=MQSConstants)
     policy: ConfidencePolicy = field(default_factory=ConfidencePolicy)
     mai: MAIRubric = field(default_factory=MAIRubric)
+    dev_records: list[str] = field(default_factory=list)
+    test_records: str | None = None
+    trust: TrustScoreConfig = field(default_factory=TrustScoreConfig)
 
     def validate(self) -> None:
         if self.records is None and self.scenarios is None:
             raise ValueError("records and scenarios are both null: name at least one set")
-        for path, what in ((self.records, "records"), (self.scenarios, "scenarios")):
+        named = [(self.records, "records"), (self.scenarios, "scenarios"),
+                 (self.test_records, "test_records"),
+                 *((path, "dev_records") for path in self.dev_records)]
+        for path, what in named:
             if path is not None:
                 check_source(path, self.on_error, what)
+        if self.test_records is not None and not self.dev_records:
+            raise ValueError("test_records needs dev_records to fit the trust score on")
         if self.bins < 2 or self.folds < 2:
             raise ValueError("bins and folds must be at least 2")
         self.mqs.validate()
         self.policy.validate()
         self.mai.validate()
+        if self.dev_records:
+            self.trust.validate()
 
 
 @dataclass
@@ -74,6 +98,30 @@ class LabelFit:
     fitted_out_of_fold: dict[str, Any] | None = None
     fitted: MQSConstants | None = None
     oof: np.ndarray | None = None  # each labelled record's out-of-fold score
+
+
+@dataclass
+class TrustSet:
+    """Records from one or more files, with their trust terms and what they are judged by."""
+
+    ids: list[str]
+    sources: list[str]
+    items: list[LabelledRecord]
+    x: np.ndarray  # one row of trust terms per record
+    mqs: np.ndarray  # memledger's MQS per record
+    trusted: np.ndarray  # the label is trusted, else the grade is at least TRUSTED_GRADE
+    target: np.ndarray  # what the rank agreement is against: the grade, else the label's rank
+    against: str
+    skipped: int
+    problems: list[str]
+
+
+def _rank(item: LabelledRecord) -> float:
+    """The label's rank, else the grade's band on the cards' scale."""
+    if item.label is not None:
+        return float(item.trust_rank)
+    assert item.trust is not None  # the loader refuses a record with neither
+    return float((item.trust >= 0.35) + (item.trust >= TRUSTED_GRADE))
 
 
 class MQSCalibration:
@@ -175,6 +223,85 @@ class MQSCalibration:
         }
         return summary, rows
 
+    def _trust_set(self, paths: list[str]) -> TrustSet:
+        signals = ContentSignals(self.cfg.trust.content)
+        ids: list[str] = []
+        sources: list[str] = []
+        items: list[LabelledRecord] = []
+        rows: list[list[float]] = []
+        mqs: list[float] = []
+        skipped = 0
+        problems: list[str] = []
+        for path in paths:
+            loaded, report = load_memory_records(path, self.cfg.on_error)
+            skipped += report.skipped
+            problems += report.problems
+            ledger = {item.record.id: item.record for item in loaded}  # one file, one ledger
+            for item in loaded:
+                terms = trust_terms(item.record, ledger, self.cfg.mqs, signals)
+                rows.append([terms[t] for t in TERMS])
+                mqs.append(compute_mqs(item.record, ledger, self.cfg.mqs).score)
+                ids.append(item.record.id)
+                sources.append(report.source)
+                items.append(item)
+        graded = all(item.trust is not None for item in items)
+        trusted = [item.label == "trusted" if item.label is not None
+                   else (item.trust or 0.0) >= TRUSTED_GRADE for item in items]
+        target = [item.trust if graded and item.trust is not None else _rank(item)
+                  for item in items]
+        return TrustSet(ids, sources, items, np.array(rows, dtype=float).reshape(-1, len(TERMS)),
+                        np.array(mqs, dtype=float), np.array(trusted, dtype=float),
+                        np.array(target, dtype=float), "grade" if graded else "label", skipped,
+                        problems[:100])
+
+    def _report(self, ctx: RunContext, scores: np.ndarray, data: TrustSet) -> dict[str, Any]:
+        return {"against": data.against, **calibration_report(
+            scores, data.target, data.trusted, bins=self.cfg.bins,
+            resamples=int(ctx.cfg.bootstrap), seed=ctx.seed)}
+
+    def _rows(self, split: str, data: TrustSet, scores: np.ndarray,
+              model: TrustModel) -> list[dict[str, Any]]:
+        """Per record: the score, memledger's MQS, and each term's share of the log-odds (of the
+        model that scored it: on the development split, the final model's shares)."""
+        return [{"split": split, "source": source, "record_id": rid, "label": item.label,
+                 "trust": item.trust, "score": float(score), "mqs": float(m),
+                 "intercept": model.intercept,
+                 **{f"term_{t}": c for t, c in model.contributions(row).items()}}
+                for source, rid, item, score, m, row in zip(
+                    data.sources, data.ids, data.items, scores, data.mqs, data.x, strict=True)]
+
+    def _trust(self, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        dev = self._trust_set(self.cfg.dev_records)
+        counts = (int(dev.trusted.sum()), int((1 - dev.trusted).sum()))
+        folds = min(self.cfg.folds, *counts)
+        if folds < 2:
+            raise ValueError(f"experiment.dev_records: fitting the trust score needs 2 trusted "
+                             f"and 2 other records, found {counts[0]} and {counts[1]}")
+        oof = out_of_fold_trust(dev.x, dev.trusted, TERMS, self.cfg.trust, folds, ctx.seed)
+        model = fit_trust_model(dev.x, dev.trusted, TERMS, self.cfg.trust)
+        summary: dict[str, Any] = {
+            "terms": list(TERMS), "folds": folds, "intercept": model.intercept,
+            "weights": {t: float(w) for t, w in zip(TERMS, model.weights, strict=True)},
+            "dev": {"sources": sorted(set(dev.sources)), "records": len(dev.ids),
+                    "skipped": dev.skipped, "problems": dev.problems,
+                    "trust_out_of_fold": self._report(ctx, oof, dev),
+                    "mqs": self._report(ctx, dev.mqs, dev)},
+            "test": None, "gap": None,
+        }
+        rows = self._rows("dev", dev, oof, model)
+        if self.cfg.test_records is not None:  # read only now: the model is already fitted
+            test = self._trust_set([self.cfg.test_records])
+            scores = model.score(test.x)
+            found: dict[str, Any] = {
+                "source": test.sources[0] if test.sources else self.cfg.test_records,
+                "records": len(test.ids), "skipped": test.skipped, "problems": test.problems,
+                "trust": self._report(ctx, scores, test), "mqs": self._report(ctx, test.mqs, test)}
+            summary["test"] = found
+            cv = summary["dev"]["trust_out_of_fold"]
+            summary["gap"] = {m: found["trust"][m] - cv[m] for m in METRICS}
+            rows += self._rows("test", test, scores, model)
+        return summary, rows
+
     def _mai(self, ctx: RunContext, path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         scenarios, report = load_scenarios(path, self.cfg.on_error)
         results = [evaluate_mai(s.memories, s.ancestors, self.cfg.mai) for s in scenarios]
@@ -209,8 +336,11 @@ class MQSCalibration:
         if self.cfg.scenarios is not None:
             extra["mai"], tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
         extra["mqs_constants"] = asdict(self.cfg.mqs)
-        return ExperimentResult([], [], extra, summary=summarise(extra["mqs"], extra["mai"]),
-                                tables=tables)
+        summary = summarise(extra["mqs"], extra["mai"])
+        if self.cfg.dev_records:
+            extra["trust_score"], tables["trust_records"] = self._trust(ctx)
+            summary += "\n" + "\n".join(_trust_lines(extra["trust_score"]))
+        return ExperimentResult([], [], extra, summary=summary, tables=tables)
 
 
 def _ci(value: float, bounds: list[float]) -> str:
@@ -239,6 +369,25 @@ def _mqs_lines(mqs: dict[str, Any] | None) -> list[str]:
                      f"{_ci(grade['spearman'], grade['spearman_ci95'])}, kendall "
                      f"{_ci(grade['kendall'], grade['kendall_ci95'])}")
     return lines + [f"note on {what}: {why}" for what, why in mqs["notes"].items()]
+
+
+def _trust_lines(trust: dict[str, Any]) -> list[str]:
+    """The trust score beside memledger's MQS: out of fold on dev, then on the test split."""
+    dev, test = trust["dev"], trust["test"]
+    columns = [("trust score, CV", dev["trust_out_of_fold"]), ("MQS, dev", dev["mqs"])]
+    if test is not None:
+        columns += [("trust score, test", test["trust"]), ("MQS, test", test["mqs"])]
+    lines = [f"Trust score on {dev['records']} dev records ({trust['folds']} folds)"
+             + ("" if test is None else f" and {test['records']} test records")
+             + f"; ranks against the dev {dev['mqs']['against']}"
+             + ("" if test is None else f", the test {test['mqs']['against']}"),
+             f"{'metric':10} " + " ".join(f"{name:28}" for name, _ in columns)]
+    for metric in METRICS:
+        lines.append(f"{metric:10} " + " ".join(
+            f"{_ci(r[metric], r[metric + '_ci95']):28}" for _, r in columns))
+    if trust["gap"] is not None:
+        lines.append("test − CV: " + ", ".join(f"{m} {v:+.3f}" for m, v in trust["gap"].items()))
+    return [line.rstrip() for line in lines]
 
 
 def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None) -> str:

@@ -130,7 +130,8 @@ def test_too_few_labelled_records_to_fit_are_noted_not_a_crash(
 
 
 @pytest.mark.parametrize(("left_out", "kept", "tables"), [
-    ("scenarios", "mqs", {"mqs_records"}), ("records", "mai", {"mai_scenarios"})])
+    ("scenarios", "mqs", {"mqs_records", "trust_records"}),
+    ("records", "mai", {"mai_scenarios", "trust_records"})])
 def test_either_set_alone_skips_the_other_half(
         tmp_path: Path, fast_config: Callable[..., DictConfig], left_out: str, kept: str,
         tables: set[str]) -> None:
