@@ -272,8 +272,8 @@ def summarise_learned(section: dict[str, Any]) -> str:
                                              for c in columns.values())))
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
-    lines = [f"learned detector: {section['folds']}-fold CV on {dev} development pairs, "
-             f"test split {test}", aligned(("", *columns), rows)]
+    lines = [f"{section['detector']} detector: {section['folds']}-fold CV on {dev} development "
+             f"pairs, test split {test}", aligned(("", *columns), rows)]
     if "gap" in section:
         lines.append("CV − test gap: " + ", ".join(
             f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None))

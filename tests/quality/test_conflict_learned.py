@@ -20,7 +20,7 @@ from memeval.experiments.conflict_detection import (
     folds_of,
     out_of_fold,
 )
-from memeval.quality.conflict_features import Memory, newer_side
+from memeval.quality.conflict_features import FEATURES, Memory, newer_side
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
     LearnedConflictConfig,
@@ -227,3 +227,16 @@ def test_the_reference_section_keeps_the_documented_figures(
         assert (round(stats["precision"], 2), round(stats["recall"], 2)) == (p, r)
     learned = metrics["conflicts_learned"]
     assert learned["cv"]["pairs"] == 84 + 366 and "test" not in learned
+
+
+def test_the_embedder_cosine_is_a_feature_when_asked(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    dev = _write(tmp_path / "dev.jsonl", _rows("dev", 20))
+    cfg = fast_config("+experiment=conflict_detection", "bootstrap=20", "experiment.embed=true",
+                      f"experiment.dev_pairs=[{dev}]", "experiment.test_pairs=null")
+    section = run_experiment(cfg, tmp_path / "run")["conflicts_learned"]
+    assert section["embed"] is True and section["cv"]["pairs"] == 20
+    sides = experiment._sides(load_conflict_pairs(dev)[0])
+    detector = LearnedConflictDetector(LearnedConflictConfig(words=_words()))
+    column = FEATURES.index("cosine")
+    assert detector.features(sides, [0.25] * 20)[:, column].tolist() == [0.25] * 20
