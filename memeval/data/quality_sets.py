@@ -90,6 +90,7 @@ class LabelledPair:
     b: PairSide
     conflict: str
     note: str = ""
+    newer: str | None = None  # for temporal pairs, the side that supersedes, when labelled
 
     @property
     def same_source(self) -> bool:
@@ -200,8 +201,11 @@ def _pair(row: dict[str, Any]) -> LabelledPair:
     if row["conflict"] not in CONFLICT_LABELS:
         raise ValueError(f"conflict '{row['conflict']!s:.40}' is not one of "
                          f"{', '.join(CONFLICT_LABELS)}")
+    newer = row.get("newer")
+    if newer not in (None, "a", "b"):
+        raise ValueError(f"newer '{newer!s:.40}' must be \"a\", \"b\" or null")
     return LabelledPair(_id(row, "pair_id"), _side(row, "a"), _side(row, "b"), row["conflict"],
-                        _text(row, "note", ""))
+                        _text(row, "note", ""), newer)
 
 
 def _query(row: dict[str, Any]) -> LabelledQuery:

@@ -1,10 +1,13 @@
 """`+experiment=conflict_detection`: per-type precision and recall of the conflict detector on
-hand-labelled memory pairs, memeval's word-boundary rules against the reference's substring ones.
+hand-labelled memory pairs, memeval's word-boundary rules against the reference's substring ones;
+then the learned detector, out of fold on the development pairs and, trained on all of them, on
+an independent test split scored beside the rules.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,6 +23,13 @@ from memeval.data.quality_sets import (
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
+from memeval.quality.conflict_features import Memory
+from memeval.quality.conflict_model import (
+    CONFLICT_DETECTORS,
+    LearnedConflictDetector,
+    Pair,
+    PairDetector,
+)
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.registry import input_file
 from memeval.reporting.table import aligned
@@ -34,10 +44,22 @@ class ConflictDetectionConfig:
     pairs: str = input_file(load_conflict_pairs, "")
     on_error: str = "skip"
     rules: ConflictRules = field(default_factory=ConflictRules)
+    # The learned detector: trained and cross-validated on `dev_pairs`, then scored on
+    # `test_pairs` (null skips that), each figure with a bootstrap CI.
+    dev_pairs: list[str] = field(default_factory=list)
+    test_pairs: str | None = None
+    folds: int = 5
+    embed: bool = False  # add the run embedder's cosine of the two memories as a feature
+    detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
 
     def validate(self) -> None:
         check_source(self.pairs, self.on_error, "pairs")
         self.rules.validate()
+        for path in (*self.dev_pairs, *([self.test_pairs] if self.test_pairs else [])):
+            check_source(path, self.on_error, "dev_pairs and test_pairs")
+        if self.dev_pairs and self.folds < 2:
+            raise ValueError(f"experiment.folds must be at least 2, got {self.folds}")
+        CONFLICT_DETECTORS.validate(self.detector, "experiment.detector")
 
 
 class ConflictDetection:
@@ -73,14 +95,64 @@ class ConflictDetection:
                  **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
                  **{f"{mode}_reason": found[mode][i] for mode in found}}
                 for i, p in enumerate(pairs)]
+        summary = summarise(results)
+        extra: dict[str, Any] = {}
+        if self.cfg.dev_pairs:
+            extra["conflicts_learned"] = self._learned(ctx)
+            summary += "\n" + summarise_learned(extra["conflicts_learned"])
         extra = {"conflicts": {"source": report.source,
                                "fingerprint": file_fingerprint(self.cfg.pairs),
                                "pairs": len(pairs), "skipped": report.skipped,
                                "problems": report.problems[:100],
                                "labels": dict(Counter(truth)), "detectors": list(results),
-                               **results}}
-        return ExperimentResult([], [], extra, summary=summarise(results),
+                               **results}, **extra}
+        return ExperimentResult([], [], extra, summary=summary,
                                 tables={"conflict_pairs": rows})
+
+    def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
+        pairs, sources = [], []
+        for path in paths:
+            loaded, report = load_conflict_pairs(path, self.cfg.on_error)
+            pairs += loaded
+            sources.append({"source": report.source, "fingerprint": file_fingerprint(path),
+                            "pairs": len(loaded), "skipped": report.skipped,
+                            "problems": report.problems[:100]})
+        return pairs, sources
+
+    def _cosines(self, ctx: RunContext, pairs: Sequence[LabelledPair]) -> list[float] | None:
+        if not self.cfg.embed:
+            return None
+        a = ctx.embedder.embed([p.a.content for p in pairs])
+        b = ctx.embedder.embed([p.b.content for p in pairs])
+        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        return [float(x) for x in (a * b).sum(axis=1) / np.maximum(norms, 1e-12)]
+
+    def _learned(self, ctx: RunContext) -> dict[str, Any]:
+        """Out-of-fold figures on the development pairs, then the model trained on all of them
+        scored on the test split beside the reference rules."""
+        dev, dev_sources = self._load(self.cfg.dev_pairs)
+        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
+        learned = CONFLICT_DETECTORS.build(self.cfg.detector)
+        rules = CONFLICT_DETECTORS.build({"name": "rules", **_plain(self.cfg.rules)})
+        dev_cos = self._cosines(ctx, dev)
+        oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos)
+        section: dict[str, Any] = {
+            "detector": self.cfg.detector["name"], "dev": dev_sources, "folds": self.cfg.folds,
+            "embed": self.cfg.embed, "labels": dict(Counter(p.conflict for p in dev)),
+            "cv": score(dev, oof, _newer(learned, dev), resamples, seed),
+            "rules_dev": score(dev, rules.predict(_sides(dev)), None, resamples, seed)}
+        if self.cfg.test_pairs:
+            test, test_sources = self._load([self.cfg.test_pairs])
+            learned.fit(_sides(dev), [p.conflict for p in dev], dev_cos)
+            guessed = learned.predict(_sides(test), self._cosines(ctx, test))
+            section["test_source"] = test_sources[0]
+            section["test"] = score(test, guessed, _newer(learned, test), resamples, seed)
+            section["rules_test"] = score(test, rules.predict(_sides(test)), None, resamples,
+                                          seed)
+            section["gap"] = {k: _minus(section["cv"]["headline"][k],
+                                        section["test"]["headline"][k])
+                              for k in section["cv"]["headline"]}
+        return section
 
     def _detect(self, ctx: RunContext, pairs: list[LabelledPair]
                 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -100,6 +172,112 @@ class ConflictDetection:
                  for mode, conflicts in found.items()},
                 {mode: [c.kind.value if c else "none" for c in conflicts]
                  for mode, conflicts in found.items()})
+
+
+def _plain(rules: ConflictRules) -> dict[str, Any]:
+    return {f: getattr(rules, f) for f in rules.__dataclass_fields__}
+
+
+def _sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
+    return [(Memory(p.a.content, p.a.timestamp, p.a.path),
+             Memory(p.b.content, p.b.timestamp, p.b.path)) for p in pairs]
+
+
+def _newer(detector: PairDetector, pairs: Sequence[LabelledPair]) -> list[str] | None:
+    return detector.newer(_sides(pairs)) if isinstance(detector, LearnedConflictDetector) \
+        else None
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def folds_of(labels: Sequence[str], folds: int, seed: int) -> list[np.ndarray]:
+    """Each fold's held-out indices: stratified by label, seeded, every index in one fold."""
+    rng = np.random.default_rng(seed)
+    assigned = np.empty(len(labels), dtype=int)
+    for label in sorted(set(labels)):
+        where = np.flatnonzero(np.asarray(labels) == label)
+        rng.shuffle(where)
+        assigned[where] = np.arange(where.size) % folds
+    return [np.flatnonzero(assigned == k) for k in range(folds)]
+
+
+def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
+                cosines: Sequence[float] | None = None) -> list[str]:
+    """Each pair's label from a model fitted on the other folds only."""
+    sides, labels = _sides(pairs), [p.conflict for p in pairs]
+    guessed = ["none"] * len(pairs)
+    for held in folds_of(labels, folds, seed):
+        kept = np.setdiff1d(np.arange(len(pairs)), held)
+        detector.fit([sides[i] for i in kept], [labels[i] for i in kept],
+                     None if cosines is None else [cosines[i] for i in kept])
+        for i, label in zip(held, detector.predict(
+                [sides[i] for i in held], None if cosines is None else
+                [cosines[i] for i in held]), strict=True):
+            guessed[i] = label
+    return guessed
+
+
+def score(pairs: Sequence[LabelledPair], predicted: Sequence[str], newer: Sequence[str] | None,
+          resamples: int, seed: int) -> dict[str, Any]:
+    """Any-conflict precision and recall, per-type report, and temporal recall with the newer
+    side right, each with a 95% bootstrap CI."""
+    truth = [p.conflict for p in pairs]
+    actual = ["yes" if t != "none" else "no" for t in truth]
+    flagged = ["yes" if g != "none" else "no" for g in predicted]
+    any_conflict = per_class_report(actual, flagged, ["yes"], resamples=resamples,
+                                    seed=seed)["yes"]
+    per_type = per_class_report(truth, predicted, CONFLICT_TYPES, resamples=resamples,
+                                seed=seed)
+    out: dict[str, Any] = {"pairs": len(pairs), "any_conflict": any_conflict,
+                           "per_type": per_type}
+    headline = {"any_precision": any_conflict["precision"],
+                "any_recall": any_conflict["recall"],
+                **{f"{t}_recall": per_type[t]["recall"] for t in CONFLICT_TYPES}}
+    if newer is not None:
+        right = np.array([g == "temporal" and n == p.newer
+                          for p, g, n in zip(pairs, predicted, newer, strict=True)
+                          if p.conflict == "temporal" and p.newer], float)
+        out["temporal_newer_recall"] = float(right.mean()) if right.size else None
+        out["temporal_newer_recall_ci95"] = list(bootstrap_ci(right, resamples, seed))
+        out["temporal_newer_support"] = int(right.size)
+        headline["temporal_newer_recall"] = out["temporal_newer_recall"]
+    out["headline"] = headline
+    return out
+
+
+def _with_ci(stats: dict[str, Any], key: str) -> str:
+    low, high = stats.get(f"{key}_ci95") or (None, None)
+    if stats.get(key) is None:
+        return "—"
+    if low is None or high is None or np.isnan(low) or np.isnan(high):
+        return f"{stats[key]:.2f}"
+    return f"{stats[key]:.2f} [{low:.2f}–{high:.2f}]"
+
+
+def summarise_learned(section: dict[str, Any]) -> str:
+    """CV, test and the rules' figures side by side, then the CV − test gap."""
+    columns = {f"{section['detector']} CV": section["cv"], "rules dev": section["rules_dev"]}
+    if "test" in section:
+        columns[f"{section['detector']} test"] = section["test"]
+        columns["rules test"] = section["rules_test"]
+    rows = [("any-conflict precision", *(_with_ci(c["any_conflict"], "precision")
+                                         for c in columns.values())),
+            ("any-conflict recall", *(_with_ci(c["any_conflict"], "recall")
+                                      for c in columns.values()))]
+    rows += [(f"{t} recall", *(_with_ci(c["per_type"][t], "recall") for c in columns.values()))
+             for t in CONFLICT_TYPES]
+    rows.append(("temporal + newer right", *(_with_ci(c, "temporal_newer_recall")
+                                             for c in columns.values())))
+    dev = sum(d["pairs"] for d in section["dev"])
+    test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
+    lines = [f"{section['detector']} detector: {section['folds']}-fold CV on {dev} development "
+             f"pairs, test split {test}", aligned(("", *columns), rows)]
+    if "gap" in section:
+        lines.append("CV − test gap: " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None))
+    return "\n".join(lines)
 
 
 def _pct(value: float | None) -> str:

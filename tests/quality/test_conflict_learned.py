@@ -1,0 +1,242 @@
+"""The learned conflict detector: value extraction, the newer side, the combiner, and an
+evaluation that never trains on what it scores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from omegaconf import DictConfig, OmegaConf
+
+from memeval.data.quality_sets import LabelledPair, PairSide, load_conflict_pairs
+from memeval.experiments import conflict_detection as experiment
+from memeval.experiments.conflict_detection import (
+    ConflictDetection,
+    ConflictDetectionConfig,
+    folds_of,
+    out_of_fold,
+)
+from memeval.quality.conflict_features import FEATURES, Memory, newer_side
+from memeval.quality.conflict_model import (
+    CONFLICT_DETECTORS,
+    LearnedConflictConfig,
+    LearnedConflictDetector,
+    Pair,
+)
+from memeval.quality.conflict_values import ConflictWords, ValueReader
+from memeval.runner import run_experiment
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "conflict_detection.yaml"
+
+
+def _words() -> ConflictWords:
+    detector = OmegaConf.to_container(OmegaConf.load(CONF).experiment.detector)
+    assert isinstance(detector, dict)
+    return ConflictWords(**detector["words"])
+
+
+READ = ValueReader(_words())
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), [
+    ("The request timeout is 30 s", "numbers", {"30000ms"}),
+    ("The request timeout is 30,000 ms", "numbers", {"30000ms"}),
+    ("Workers get 2 GB of memory", "numbers", {"2000MB"}),
+    ("Sample 5% of traces", "numbers", {"5%"}),
+    ("signup-api runs on Python 3.12", "versions", {"3.12"}),
+    ("Pin the chart to v1.4.2", "versions", {"1.4.2"}),
+    ("Postgres listens on port 5433", "places", {":5433"}),
+    ("The API lives at https://api.example.com/v2", "places", {"https://api.example.com/v2"}),
+    ("Configs live in deploy/helm/values.yaml", "places", {"deploy/helm/values.yaml"}),
+    ("Set `RUST_LOG` before running", "identifiers", {"rust_log"}),
+    ("Run the tests with --no-capture", "identifiers", {"--no-capture"}),
+    ("The ledger_sync job owns retries", "identifiers", {"ledger_sync"}),
+])
+def test_values_are_read_in_one_form(text: str, kind: str, expected: set[str]) -> None:
+    assert expected <= set(getattr(READ.read(text), kind))
+
+
+def test_settings_switches_stance_and_cues() -> None:
+    kv = READ.read("Set `max_connections`=20 for the pool")
+    assert kv.settings["max_connections"] == "20"
+    assert READ.read("Crash reporting is enabled").switched == 1
+    assert READ.read("Crash reporting is disabled").switched == -1
+    allow, deny = READ.read("Allow force pushes"), READ.read("Deny force pushes")
+    assert set(allow.stance) & set(deny.stance)
+    assert any(allow.stance[k] != deny.stance[k] for k in set(allow.stance) & set(deny.stance))
+    cued = READ.read("CI has moved to Buildkite and now runs there")
+    assert cued.change and cued.current and not READ.read("CI runs on Jenkins").current
+    assert READ.read("We used to deploy by hand").past
+
+
+@pytest.mark.parametrize(("a", "b", "newer"), [
+    (Memory("CI now runs on Buildkite", "2025-01-01"), Memory("CI runs on Jenkins", "2025-06-01"),
+     "a"),
+    (Memory("We used to deploy by hand", "2025-06-01"), Memory("Deploys go through ArgoCD",
+                                                              "2025-01-01"), "b"),
+    (Memory("The pool size is 10", "2026-03-01"), Memory("The pool size is 20", "2025-03-01"),
+     "a"),
+    (Memory("The pool size is 10", "2025-03-01"), Memory("The pool size is 20", "2026-03-01"),
+     "b"),
+])
+def test_the_newer_side_follows_cues_then_timestamps(a: Memory, b: Memory, newer: str) -> None:
+    assert newer_side(READ.read(a.content), READ.read(b.content), a, b) == newer
+
+
+def _toy(n: int, offset: int = 0) -> tuple[list[Pair], list[str]]:
+    """Four cleanly separable kinds of pair over `n` invented services each."""
+    pairs: list[Pair] = []
+    labels: list[str] = []
+    for i in range(offset, offset + n):
+        s = f"svc{i}"
+        pairs += [(Memory(f"{s} debug logging is enabled", "2025-01-01"),
+                   Memory(f"{s} debug logging is disabled", "2025-01-02")),
+                  (Memory(f"{s} listens on port {5000 + i}", "2025-01-01"),
+                   Memory(f"{s} listens on port {6000 + i}", "2025-01-02")),
+                  (Memory(f"{s} deploys with Helm", "2025-01-01"),
+                   Memory(f"{s} has now moved to ArgoCD for deploys", "2025-05-01")),
+                  (Memory(f"{s} is written in Go", "2025-01-01"),
+                   Memory(f"The user's timezone is zone{i}", "2025-01-02"))]
+        labels += ["contradiction", "semantic", "temporal", "none"]
+    return pairs, labels
+
+
+def test_the_combiner_learns_a_separable_toy_set() -> None:
+    detector = LearnedConflictDetector(LearnedConflictConfig(words=_words()))
+    train, labels = _toy(10)
+    detector.fit(train, labels)
+    held, truth = _toy(5, offset=100)
+    assert detector.predict(held) == truth
+
+
+def test_an_unfitted_model_refuses_to_predict() -> None:
+    with pytest.raises(RuntimeError, match="after fit"):
+        LearnedConflictDetector(LearnedConflictConfig(words=_words())).predict(_toy(1)[0])
+
+
+def test_both_detectors_are_registered_by_name() -> None:
+    assert {"rules", "learned"} <= set(CONFLICT_DETECTORS.names())
+    rules = CONFLICT_DETECTORS.build({"name": "rules"})
+    assert rules.predict([(Memory("User likes tabs"), Memory("User dislikes tabs"))]) == \
+        ["contradiction"]
+
+
+class Spy:
+    """A detector that records what it was trained on and asked about."""
+
+    def __init__(self) -> None:
+        self.fits: list[set[str]] = []
+        self.asked: list[set[str]] = []
+
+    def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
+            cosines: Sequence[float] | None = None) -> None:
+        self.fits.append({a.content for a, _ in pairs})
+
+    def predict(self, pairs: Sequence[Pair],
+                cosines: Sequence[float] | None = None) -> list[str]:
+        self.asked.append({a.content for a, _ in pairs})
+        return ["none"] * len(pairs)
+
+
+def _pair(i: int, label: str) -> LabelledPair:
+    return LabelledPair(f"p{i}", PairSide(f"memory {i}"), PairSide(f"other {i}"), label)
+
+
+def test_cross_validation_never_trains_on_the_fold_it_scores() -> None:
+    labels = ["none"] * 12 + ["contradiction"] * 6 + ["temporal"] * 6 + ["semantic"] * 6
+    pairs = [_pair(i, label) for i, label in enumerate(labels)]
+    folds = folds_of(labels, 3, seed=7)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(len(labels)))
+    for held in folds:  # stratified: each fold holds a third of every label
+        assert sorted(labels[i] for i in held).count("none") == 4
+    spy = Spy()
+    out_of_fold(spy, pairs, 3, seed=7)
+    assert len(spy.fits) == len(spy.asked) == 3
+    for trained, scored in zip(spy.fits, spy.asked, strict=True):
+        assert not trained & scored and len(trained | scored) == len(pairs)
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _rows(prefix: str, n: int) -> list[dict[str, Any]]:
+    kinds = ["contradiction", "temporal", "semantic", "none"]
+    return [{"pair_id": f"{prefix}{i}", "a": {"content": f"{prefix} memory {i}"},
+             "b": {"content": f"{prefix} other {i}"}, "conflict": kinds[i % 4],
+             "newer": "b" if kinds[i % 4] == "temporal" else None} for i in range(n)]
+
+
+def test_the_test_split_is_never_trained_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            fast_config: Callable[..., DictConfig]) -> None:
+    spy = Spy()
+    real = experiment.CONFLICT_DETECTORS
+
+    class Detectors:
+        def validate(self, node: Any, key: str | None = None) -> Any:
+            return real.validate(node, key)
+
+        def build(self, node: Any) -> Any:
+            return spy if node["name"] == "learned" else real.build(node)
+
+    monkeypatch.setattr(experiment, "CONFLICT_DETECTORS", Detectors())
+    dev = _write(tmp_path / "dev.jsonl", _rows("dev", 20))
+    test = _write(tmp_path / "test.jsonl", _rows("test", 8))
+    metrics = run_experiment(fast_config("+experiment=conflict_detection", "bootstrap=20",
+                                         f"experiment.dev_pairs=[{dev}]",
+                                         f"experiment.test_pairs={test}"), tmp_path / "run")
+    assert len(spy.fits) == 5 + 1  # one per fold, then the final model on every dev pair
+    assert all(c.startswith("dev ") for fit in spy.fits for c in fit)
+    assert spy.asked[-1] == {f"test memory {i}" for i in range(8)}
+    section = metrics["conflicts_learned"]
+    assert section["test"]["pairs"] == 8 and section["rules_test"]["pairs"] == 8
+    assert set(section["gap"]) == set(section["cv"]["headline"])
+
+
+@pytest.mark.bad_input
+def test_a_bad_development_line_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    rows = _rows("dev", 3)
+    rows[1]["newer"] = "c"
+    path = tmp_path / "dev.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1]) + "\n{oops\n"
+                    + json.dumps(rows[2]) + "\n")
+    cfg = ConflictDetectionConfig(pairs=str(path), dev_pairs=[str(path)])
+    pairs, sources = ConflictDetection(cfg)._load([str(path)])
+    assert [p.id for p in pairs] == ["dev0", "dev2"] and sources[0]["skipped"] == 2
+    problems = " ".join(map(str, sources[0]["problems"]))
+    assert f"{path}:2" in problems and "newer" in problems and f"{path}:3" in problems
+    with pytest.raises(Exception, match="newer"):
+        load_conflict_pairs(path, on_error="raise")
+
+
+@pytest.mark.slow
+def test_the_reference_section_keeps_the_documented_figures(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    """docs/quality.md quotes the v1 run: memeval 0.68 / 0.37, compat 0.60 / 0.20."""
+    metrics = run_experiment(fast_config("+experiment=conflict_detection",
+                                         "experiment.test_pairs=null"), tmp_path / "run")
+    conflicts = metrics["conflicts"]
+    assert conflicts["pairs"] == 84 and conflicts["detectors"] == ["memeval", "compat"]
+    for mode, (p, r) in {"memeval": (0.68, 0.37), "compat": (0.60, 0.20)}.items():
+        stats = conflicts[mode]["any_conflict"]
+        assert (round(stats["precision"], 2), round(stats["recall"], 2)) == (p, r)
+    learned = metrics["conflicts_learned"]
+    assert learned["cv"]["pairs"] == 84 + 366 and "test" not in learned
+
+
+def test_the_embedder_cosine_is_a_feature_when_asked(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    dev = _write(tmp_path / "dev.jsonl", _rows("dev", 20))
+    cfg = fast_config("+experiment=conflict_detection", "bootstrap=20", "experiment.embed=true",
+                      f"experiment.dev_pairs=[{dev}]", "experiment.test_pairs=null")
+    section = run_experiment(cfg, tmp_path / "run")["conflicts_learned"]
+    assert section["embed"] is True and section["cv"]["pairs"] == 20
+    sides = experiment._sides(load_conflict_pairs(dev)[0])
+    detector = LearnedConflictDetector(LearnedConflictConfig(words=_words()))
+    column = FEATURES.index("cosine")
+    assert detector.features(sides, [0.25] * 20)[:, column].tolist() == [0.25] * 20
