@@ -140,6 +140,7 @@ class MAICalibration:
                 scorer: {m: extra["development"][scorer][m] - extra["test"][scorer][m]
                          for m in ("accuracy", "macro_f1")} for scorer in SCORERS}
         extra["golden"] = self._golden(model, resamples, seed) if self.cfg.golden else None
+        extra["chosen_c"] = float(model.model.C)  # by inner CV on every development scenario
         extra["coefficients"] = {
             str(label): dict(zip(FEATURES, map(float, coef), strict=True))
             for label, coef in zip(model.model.classes_, model.model.coef_, strict=True)}
@@ -198,6 +199,8 @@ def summarise(extra: dict[str, Any]) -> str:
     dev = extra["development"]
     lines = _lines(f"MAI on {dev['scenarios']} development scenarios "
                    f"({dev['folds']}-fold out of fold for the learned model)", dev)
+    lines.append(f"learned model for the test split: fitted on all {dev['scenarios']} development "
+                 f"scenarios, inverse L2 strength {extra['chosen_c']:g} (chosen by inner CV)")
     test = extra["test"]
     if test is None:
         lines.append("test split: skipped (experiment.test_scenarios=null)")

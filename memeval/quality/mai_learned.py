@@ -2,13 +2,15 @@
 
 Standardised features and a linear model keep it decomposable: a scenario's score for a label
 is the intercept plus one contribution per feature (coefficient × standardised value), so a
-label is explained term by term as the rubric's is. Seeded, so a run repeats exactly.
+label is explained term by term as the rubric's is. The L2 strength is chosen from `c` by
+cross-validation inside each fit, on that fit's training rows alone, so a model scored out of
+fold never chose anything on the fold it scores. Seeded, so a run repeats exactly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -21,12 +23,13 @@ from memeval.registry import bounded
 
 @dataclass
 class LearnedMAIConfig:
-    c: float = bounded(1.0, 0)  # inverse L2 strength
+    c: list[float] = field(default_factory=lambda: [1.0])  # inverse L2 strengths to choose from
+    inner_folds: int = bounded(3, 2)
     max_iter: int = bounded(2000, 1)
 
     def validate(self) -> None:
-        if self.c <= 0:
-            raise ValueError("learned.c must be positive")
+        if not self.c or any(value <= 0 for value in self.c):
+            raise ValueError("learned.c must be a non-empty list of positive numbers")
 
 
 class LearnedMAI:
@@ -35,7 +38,20 @@ class LearnedMAI:
         self.seed = seed
         self.mean = np.zeros(len(FEATURES))
         self.scale = np.ones(len(FEATURES))
-        self.model = LogisticRegression(C=cfg.c, max_iter=cfg.max_iter, random_state=seed)
+        self.model = self._model(cfg.c[0])
+
+    def _model(self, c: float) -> LogisticRegression:
+        return LogisticRegression(C=c, max_iter=self.cfg.max_iter, random_state=self.seed)
+
+    def _choose_c(self, z: np.ndarray, y: np.ndarray) -> float:
+        """The `c` with the best inner cross-validated accuracy (the first on ties)."""
+        folds = min(self.cfg.inner_folds, *np.unique(y, return_counts=True)[1])
+        if len(self.cfg.c) == 1 or folds < 2:
+            return self.cfg.c[0]
+        splits = list(StratifiedKFold(folds, shuffle=True, random_state=self.seed).split(z, y))
+        accuracy = [np.mean([(self._model(c).fit(z[a], y[a]).predict(z[b]) == y[b]).mean()
+                             for a, b in splits]) for c in self.cfg.c]
+        return self.cfg.c[int(np.argmax(accuracy))]
 
     def fit(self, x: np.ndarray, labels: Sequence[str]) -> LearnedMAI:
         missing = set(MAI_LABELS) - set(labels)
@@ -45,7 +61,8 @@ class LearnedMAI:
         self.mean = x.mean(axis=0)
         std = x.std(axis=0)
         self.scale = np.where(std > 0, std, 1.0)
-        self.model.fit(self._standard(x), np.array(labels))
+        z, y = self._standard(x), np.array(labels)
+        self.model = self._model(self._choose_c(z, y)).fit(z, y)
         return self
 
     def _standard(self, x: np.ndarray) -> np.ndarray:

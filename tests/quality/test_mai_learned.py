@@ -71,6 +71,17 @@ def test_contributions_add_up_to_the_models_logit() -> None:
     assert model.predict(x).count(labels[0]) > 0
 
 
+def test_the_l2_strength_is_chosen_by_inner_cross_validation() -> None:
+    x, labels = _synthetic(90)
+    keep = [i for i, label in enumerate(labels) if label == "unattributed" or i % 2]
+    x, labels = x[keep], [labels[i] for i in keep]  # unattributed is now the majority
+    x[:, :8] += [[3.0 * MAI_LABELS.index(label)] for label in labels]  # a clear signal
+    crushed = LearnedMAI(LearnedMAIConfig(c=[1e-6]), 0).fit(x, labels)
+    chosen = LearnedMAI(LearnedMAIConfig(c=[1e-6, 1.0]), 0).fit(x, labels)
+    assert set(crushed.predict(x)) == {"unattributed"}  # so flat only the intercept speaks
+    assert chosen.model.C == 1.0 and len(set(chosen.predict(x))) == 3
+
+
 def test_a_label_missing_from_training_is_refused() -> None:
     x, labels = _synthetic(6)
     with pytest.raises(ValueError, match="partially_attributed"):
