@@ -109,7 +109,8 @@ def test_a_description_is_the_opening_comment_s_first_sentence(tmp_path: Path) -
 def test_each_input_file_is_listed_with_the_fields_its_lines_take(listed: dict[str, Any]) -> None:
     inputs = {i["setting"]: i for e in listed["experiments"] for i in e["inputs"]}
     assert set(inputs) == {"experiment.records", "experiment.scenarios", "experiment.pairs",
-                           "experiment.queries", "experiment.corpus"}
+                           "experiment.queries", "experiment.corpus",
+                           "experiment.test_scenarios"}
     assert inputs["experiment.pairs"]["default"] == "data/conflicts/memory_pairs_v1.jsonl"
 
     def names(setting: str, required: bool) -> set[str]:

@@ -16,6 +16,7 @@ from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.reporting.calibration_plots import make_calibration_figures
 from memeval.reporting.conflict_plots import make_conflict_figures
 from memeval.reporting.figures import save
+from memeval.reporting.mai_plots import make_mai_figures
 from memeval.reporting.retrieval_plots import make_retrieval_figures
 from memeval.reporting.systems_plots import make_systems_figures
 from memeval.results.result import RunResult, load_result
@@ -119,6 +120,7 @@ def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
 
 FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
     "mqs_calibration": make_calibration_figures,
+    "mai_calibration": make_mai_figures,
     "conflict_detection": make_conflict_figures,
     "retrieval_replay": make_retrieval_figures,
     "compare_systems": lambda run_dir: make_compare_figures(run_dir),

@@ -158,7 +158,8 @@ def _ledger_mai(memories: Sequence[dict[str, Any]]) -> tuple[float, str]:
     return float(result.score), str(_score_to_label(result.score))
 
 
-def _as_memeval(memory: dict[str, Any]) -> AttributedMemory:
+def as_memeval(memory: dict[str, Any]) -> AttributedMemory:
+    """One of memledger's golden-set memories as memeval's MAI reads it."""
     return AttributedMemory(id=memory["id"], confidence=memory.get("confidence"),
                             derived_from=list(memory.get("derived_from") or []),
                             created_by=memory.get("created_by"),
@@ -197,7 +198,7 @@ def mai_tables(scenarios_path: str | Path) -> dict[str, Agreement]:
         "memeval MAI vs memledger evaluator (memeval's scenarios)")}
     t = list(tables.values())
     for case in golden_set():
-        memories = [_as_memeval(m) for m in case["retrieved_memories"]]
+        memories = [as_memeval(m) for m in case["retrieved_memories"]]
         score, theirs = _ledger_mai(case["retrieved_memories"])
         ours = evaluate_mai(memories, (), rubric)
         truth, sid = case["ground_truth"], case["scenario_id"]

@@ -1,0 +1,225 @@
+"""`+experiment=mai_calibration`: does a learned MAI label attribution better than the rubric?
+
+The rubric (memeval/quality/mai.py) and a multinomial logistic regression over the rubric's terms
+plus the metadata and decision-text signals it ignores (memeval/quality/mai_features.py) are
+each scored out of fold on the development scenarios (stratified, seeded folds). The learned
+model is then fitted on every development scenario, once, and scored on the independent split
+(`test_scenarios`, null to skip) beside the rubric, and on memledger's own golden set. Every
+figure carries a 95% bootstrap CI; the CV − test gap says how far cross-validation flattered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memeval.data.quality_sets import Scenario, check_source, file_fingerprint, load_scenarios
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.calibration import bootstrap
+from memeval.metrics.classification import per_class_report
+from memeval.quality.mai import MAI_LABELS, AttributedMemory, MAIRubric, evaluate_mai
+from memeval.quality.mai_features import FEATURES, MAIFeatures, MAIFeatureWords
+from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
+from memeval.registry import bounded, input_file
+
+SCORERS = ("rubric", "learned")
+
+
+@dataclass
+class MAICalibrationConfig:
+    scenarios: list[str] = field(default_factory=list)  # development sets, pooled
+    test_scenarios: str | None = input_file(load_scenarios, None)
+    golden: bool = True  # also score memledger's 30 golden scenarios (needs memledger)
+    folds: int = bounded(5, 2)
+    on_error: str = "skip"
+    mai: MAIRubric = field(default_factory=MAIRubric)
+    features: MAIFeatureWords = field(default_factory=MAIFeatureWords)
+    learned: LearnedMAIConfig = field(default_factory=LearnedMAIConfig)
+
+    def validate(self) -> None:
+        if not self.scenarios:
+            raise ValueError("scenarios must list at least one development scenario file")
+        for path in [*self.scenarios, *([self.test_scenarios] if self.test_scenarios else [])]:
+            check_source(path, self.on_error, "scenarios")
+        if self.test_scenarios in self.scenarios:
+            raise ValueError(f"test_scenarios {self.test_scenarios} is also a development set: "
+                             f"the test split must be kept out of training")
+        if self.folds < 2:
+            raise ValueError("folds must be at least 2")
+        self.mai.validate()
+        self.features.validate()
+        self.learned.validate()
+
+
+def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """Mean F1 over the three labels (0 for a label never predicted or never present)."""
+    scores = []
+    for label in MAI_LABELS:
+        hits = float(((truth == label) & (predicted == label)).sum())
+        total = float((truth == label).sum() + (predicted == label).sum())
+        scores.append(2 * hits / total if total else 0.0)
+    return float(np.mean(scores))
+
+
+def scored(truth: Sequence[str], predicted: Sequence[str], resamples: int,
+           seed: int) -> dict[str, Any]:
+    """Accuracy, macro-F1 and per-label recall, each with a 95% bootstrap CI; the confusion."""
+    t, p = np.asarray(truth), np.asarray(predicted)
+    correct = (t == p).astype(float)
+    per_class = per_class_report(truth, predicted, MAI_LABELS, resamples=resamples, seed=seed)
+    return {
+        "n": len(t),
+        "accuracy": float(correct.mean()),
+        "accuracy_ci95": list(bootstrap_ci(correct, resamples, seed)),
+        "macro_f1": macro_f1(t, p),
+        "macro_f1_ci95": list(bootstrap(macro_f1, (t, p), resamples, seed)),
+        "recall": {label: per_class[label]["recall"] for label in MAI_LABELS},
+        "recall_ci95": {label: per_class[label]["recall_ci95"] for label in MAI_LABELS},
+        "confusion": {a: {b: int(((t == a) & (p == b)).sum()) for b in MAI_LABELS}
+                      for a in MAI_LABELS},
+    }
+
+
+class MAICalibration:
+    resumable = False  # one quick pass: a re-run costs no more than a resume
+
+    def __init__(self, cfg: MAICalibrationConfig) -> None:
+        self.cfg = cfg
+        self.features = MAIFeatures(cfg.features, cfg.mai)
+
+    def matrix(self, cases: Sequence[Scenario]) -> np.ndarray:
+        rows = [self.features(c.memories, c.ancestors, c.decision) for c in cases]
+        return np.array([[row[name] for name in FEATURES] for row in rows], dtype=float)
+
+    def rubric(self, cases: Sequence[Scenario]) -> list[str]:
+        return [evaluate_mai(c.memories, c.ancestors, self.cfg.mai).label for c in cases]
+
+    def _load(self, path: str) -> tuple[list[Scenario], dict[str, Any]]:
+        cases, report = load_scenarios(path, self.cfg.on_error)
+        return cases, {"source": report.source, "fingerprint": file_fingerprint(path),
+                       "scenarios": len(cases), "skipped": report.skipped,
+                       "problems": report.problems[:100]}
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
+        dev: list[Scenario] = []
+        sources = []
+        for path in self.cfg.scenarios:
+            cases, source = self._load(path)
+            dev += cases
+            sources.append(source)
+        truth = [c.ground_truth for c in dev]
+        folds = min(self.cfg.folds, *Counter(truth).values())
+        if folds < 2:
+            raise ValueError("the development scenarios need at least 2 of each label")
+        x = self.matrix(dev)
+        oof = out_of_fold(x, truth, self.cfg.learned, folds, seed)
+        rubric_dev = self.rubric(dev)
+        extra: dict[str, Any] = {
+            "development": {"sources": sources, "scenarios": len(dev), "folds": folds,
+                            "labels": dict(Counter(truth)),
+                            "rubric": scored(truth, rubric_dev, resamples, seed),
+                            "learned": scored(truth, oof, resamples, seed)},
+            "features": list(FEATURES),
+        }
+        model = LearnedMAI(self.cfg.learned, seed).fit(x, truth)
+        tables = {"mai_development": [
+            {"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned_oof": o}
+            for c, r, o in zip(dev, rubric_dev, oof, strict=True)]}
+        extra["test"] = None
+        if self.cfg.test_scenarios is not None:
+            test, source = self._load(self.cfg.test_scenarios)
+            extra["test"], tables["mai_test"] = self._held_out(model, test, resamples, seed)
+            extra["test"]["source"] = source
+            extra["cv_minus_test"] = {
+                scorer: {m: extra["development"][scorer][m] - extra["test"][scorer][m]
+                         for m in ("accuracy", "macro_f1")} for scorer in SCORERS}
+        extra["golden"] = self._golden(model, resamples, seed) if self.cfg.golden else None
+        extra["chosen_c"] = float(model.model.C)  # by inner CV on every development scenario
+        extra["coefficients"] = {
+            str(label): dict(zip(FEATURES, map(float, coef), strict=True))
+            for label, coef in zip(model.model.classes_, model.model.coef_, strict=True)}
+        return ExperimentResult([], [], extra, summary=summarise(extra), tables=tables)
+
+    def _held_out(self, model: LearnedMAI, cases: list[Scenario], resamples: int,
+                  seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Scores the model fitted on the development scenarios alone; nothing here is fitted."""
+        truth = [c.ground_truth for c in cases]
+        x = self.matrix(cases)
+        learned, rubric = model.predict(x), self.rubric(cases)
+        rows = [{"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned": p,
+                 **{f"contribution_{name}": value for name, value
+                    in model.contributions(row)[p].items()}}
+                for c, r, p, row in zip(cases, rubric, learned, x, strict=True)]
+        return {"rubric": scored(truth, rubric, resamples, seed),
+                "learned": scored(truth, learned, resamples, seed)}, rows
+
+    def _golden(self, model: LearnedMAI, resamples: int, seed: int) -> dict[str, Any]:
+        try:
+            from memeval.systems.conformance import as_memeval, golden_set
+
+            cases = [Scenario(str(case["scenario_id"]), str(case["ground_truth"]),
+                              str(case.get("agent_decision") or ""),
+                              [as_memeval(m) for m in case["retrieved_memories"]],
+                              list[AttributedMemory]())
+                     for case in golden_set()]
+        except ImportError as err:
+            return {"skipped": f"memledger is not installed ({err})"}
+        scores, _ = self._held_out(model, cases, resamples, seed)
+        return scores
+
+
+def _ci(value: float | None, bounds: Sequence[float | None]) -> str:
+    if value is None:
+        return "—"
+    low, high = bounds
+    return f"{value:.3f} [{low:.3f}–{high:.3f}]" if low is not None and high is not None \
+        else f"{value:.3f}"
+
+
+def _lines(title: str, block: dict[str, Any]) -> list[str]:
+    lines = [title]
+    for scorer in SCORERS:
+        s = block[scorer]
+        correct = round(s["accuracy"] * s["n"])
+        lines.append(f"  {scorer:8} accuracy {_ci(s['accuracy'], s['accuracy_ci95'])} "
+                     f"({correct}/{s['n']})  macro-F1 {_ci(s['macro_f1'], s['macro_f1_ci95'])}")
+        lines.append("           recall " + ", ".join(
+            f"{label} {_ci(s['recall'][label], s['recall_ci95'][label])}"
+            for label in MAI_LABELS))
+    return lines
+
+
+def summarise(extra: dict[str, Any]) -> str:
+    dev = extra["development"]
+    lines = _lines(f"MAI on {dev['scenarios']} development scenarios "
+                   f"({dev['folds']}-fold out of fold for the learned model)", dev)
+    lines.append(f"learned model for the test split: fitted on all {dev['scenarios']} development "
+                 f"scenarios, inverse L2 strength {extra['chosen_c']:g} (chosen by inner CV)")
+    test = extra["test"]
+    if test is None:
+        lines.append("test split: skipped (experiment.test_scenarios=null)")
+    else:
+        lines += _lines(f"MAI on the test split ({test['source']['scenarios']} scenarios; "
+                        f"learned model fitted on the development scenarios)", test)
+        lines.append("CV − test: " + "; ".join(
+            f"{scorer} accuracy {gap['accuracy']:+.3f}, macro-F1 {gap['macro_f1']:+.3f}"
+            for scorer, gap in extra["cv_minus_test"].items()))
+    golden = extra["golden"]
+    if golden is None:
+        lines.append("memledger golden set: skipped (experiment.golden=false)")
+    elif "skipped" in golden:
+        lines.append(f"memledger golden set: skipped: {golden['skipped']}")
+    else:
+        lines += _lines("memledger's golden set (30 scenarios)", golden)
+    return "\n".join(lines)
+
+
+@EXPERIMENTS.register("mai_calibration", MAICalibrationConfig)
+def build_mai_calibration(cfg: MAICalibrationConfig) -> MAICalibration:
+    return MAICalibration(cfg)
