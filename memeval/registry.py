@@ -98,6 +98,8 @@ def _within(value: Any, annotation: Any, allowed: Range) -> bool:
     kind, optional = _kind(annotation)
     if value is None:
         return optional
+    if isinstance(value, list | tuple):
+        return bool(value) and all(_within(item, kind, allowed) for item in value)
     if isinstance(value, bool) or not isinstance(value, int if kind is int else int | float):
         return False
     return value in allowed

@@ -31,7 +31,7 @@ from memeval.quality.conflict_model import (
     PairDetector,
 )
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
-from memeval.registry import input_file
+from memeval.registry import bounded, input_file
 from memeval.reporting.table import aligned
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
@@ -48,7 +48,7 @@ class ConflictDetectionConfig:
     # `test_pairs` (null skips that), each figure with a bootstrap CI.
     dev_pairs: list[str] = field(default_factory=list)
     test_pairs: str | None = None
-    folds: int = 5
+    folds: int = bounded(5, 2)
     embed: bool = False  # add the run embedder's cosine of the two memories as a feature
     detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
 

@@ -18,12 +18,13 @@ from sklearn.model_selection import StratifiedKFold
 
 from memeval.quality.mai import MAI_LABELS
 from memeval.quality.mai_features import FEATURES
-from memeval.registry import bounded
+from memeval.registry import RANGE, Range, bounded
 
 
 @dataclass
 class LearnedMAIConfig:
-    c: list[float] = field(default_factory=lambda: [1.0])  # inverse L2 strengths to choose from
+    c: list[float] = field(default_factory=lambda: [1.0],  # inverse L2 strengths to choose from
+                           metadata={RANGE: Range(above=0)})
     inner_folds: int = bounded(3, 2)
     max_iter: int = bounded(2000, 1)
 

@@ -27,7 +27,15 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
-from memeval.registry import RANGE, ConfigError, Registry, bounded, did_you_mean, to_dataclass
+from memeval.registry import (
+    RANGE,
+    ConfigError,
+    Range,
+    Registry,
+    bounded,
+    did_you_mean,
+    to_dataclass,
+)
 from memeval.systems.base import SYSTEMS
 from tests.engine.fakes import CONF
 
@@ -220,8 +228,10 @@ def test_the_walk_finds_every_kind_of_config() -> None:
 def test_every_numeric_setting_declares_its_range(key: str, field_: dataclasses.Field[Any],
                                                   annotation: Any) -> None:
     assert RANGE in field_.metadata, f"{key} has no range: declare it with bounded(default, …)"
-    default = field_.default
-    assert default is None or default in field_.metadata[RANGE], f"{key}'s default is outside"
+    default = (field_.default_factory() if field_.default is dataclasses.MISSING  # type: ignore[misc]
+               else field_.default)
+    for value in default if isinstance(default, list) else [default]:
+        assert value is None or value in field_.metadata[RANGE], f"{key}'s default is outside"
 
 
 @dataclass
@@ -302,3 +312,17 @@ def test_a_component_inside_another_is_named_by_its_full_key() -> None:
     with pytest.raises(ConfigError) as caught:
         validate(cfg)
     assert str(caught.value) == "labeller.judge.error_rate must be in [0, 1], got 2.0"
+
+
+@dataclasses.dataclass
+class Grid:
+    values: list[float] = dataclasses.field(default_factory=lambda: [1.0],
+                                            metadata={RANGE: Range(above=0)})
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("values", [[0.0, 1.0], [], [2.0, -1.0]])
+def test_a_list_setting_needs_every_value_in_range(values: list[Any]) -> None:
+    with pytest.raises(ConfigError, match=r"^x\.values must be > 0, got "):
+        to_dataclass(Grid, {"values": values}, "grid", key="x")
+    assert to_dataclass(Grid, {"values": [0.1, 10]}, "grid", key="x").values == [0.1, 10.0]
