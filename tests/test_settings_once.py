@@ -1,6 +1,8 @@
-"""Each setting in one place: memledger's MQS constants and confidence gate live in one config
-group each (conf/mqs/, conf/confidence_policy/), equal to the dataclass defaults, and every
-experiment that scores MQS composes them in at the path its documented overrides use. The
+"""Each setting in one place: memledger's MQS constants, confidence gate and MAI rubric live in
+one config group each (conf/mqs/, conf/confidence_policy/, conf/mai/), equal to the dataclass
+defaults, and every experiment that scores them composes them in at the path its documented
+overrides use; so do the reference conflict rules, the learned conflict detector and the
+content-aware trust score. The
 content-score threshold is its own group (conf/threshold/), which a scorer may pick a default
 from; its old spelling under the scorer is refused naming the new one."""
 
@@ -16,12 +18,13 @@ from omegaconf import OmegaConf
 import conf
 from memeval.config import check_overrides, compose, validate
 from memeval.engine.gate.threshold import ThresholdConfig
+from memeval.quality.mai import MAIRubric
 from memeval.quality.mqs import MQSConstants
 from memeval.quality.policy import ConfidencePolicy
 from memeval.registry import ConfigError
 
 CONF = Path(conf.__file__).parent
-GROUPS = {"mqs": MQSConstants, "confidence_policy": ConfidencePolicy}
+GROUPS = {"mqs": MQSConstants, "confidence_policy": ConfidencePolicy, "mai": MAIRubric}
 # Where each experiment puts the two groups.
 PLACES = {"mqs_calibration": "experiment", "three_pass": "experiment.stored_mqs",
           "three_pass_mixed": "experiment.stored_mqs"}
@@ -33,9 +36,36 @@ def test_the_yaml_holds_the_dataclass_defaults(group: str) -> None:
 
 
 def test_no_experiment_yaml_repeats_the_constants() -> None:
+    repeated = ("confidence_points:", "filter_below:", "attribution_weight:", "negations:",
+                "vague_words:")
     for path in (CONF / "experiment").glob("*.yaml"):
         text = path.read_text()
-        assert "confidence_points:" not in text and "filter_below:" not in text, path
+        assert not [key for key in repeated if key in text], path
+
+
+# Where each experiment composes a shared group in: (experiment, group, option, place).
+SHARED = [("mqs_calibration", "mai", "memledger", "experiment.mai"),
+          ("mai_calibration", "mai", "memledger", "experiment.mai"),
+          ("mqs_calibration", "trust", "content_aware", "experiment.trust"),
+          ("conflict_detection", "conflict_rules", "openclaw", "experiment.rules"),
+          ("conflict_detection", "conflict_detector", "learned", "experiment.detector")]
+
+
+@pytest.mark.parametrize(("experiment", "group", "option", "place"), SHARED)
+def test_each_experiment_composes_the_shared_groups_in(experiment: str, group: str, option: str,
+                                                       place: str) -> None:
+    node = OmegaConf.select(compose([f"+experiment={experiment}"]), place)
+    assert OmegaConf.to_container(node) == yaml.safe_load(
+        (CONF / group / f"{option}.yaml").read_text())
+
+
+def test_the_rules_detector_option_holds_the_reference_rules() -> None:
+    cfg = compose(["+experiment=conflict_detection", "conflict_detector@experiment.detector=rules",
+                   "experiment.rules.compat=true"])
+    detector = OmegaConf.to_container(cfg.experiment.detector)
+    assert detector == {"name": "rules",
+                        **yaml.safe_load((CONF / "conflict_rules" / "openclaw.yaml").read_text())}
+    assert cfg.experiment.rules.compat is True
 
 
 @pytest.mark.parametrize("experiment", sorted(PLACES))

@@ -30,11 +30,11 @@ from memeval.quality.conflict_model import (
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.runner import run_experiment
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "conflict_detection.yaml"
+CONF = Path(__file__).resolve().parents[2] / "conf" / "conflict_detector" / "learned.yaml"
 
 
 def _words() -> ConflictWords:
-    detector = OmegaConf.to_container(OmegaConf.load(CONF).experiment.detector)
+    detector = OmegaConf.to_container(OmegaConf.load(CONF))
     assert isinstance(detector, dict)
     return ConflictWords(**detector["words"])
 
