@@ -290,3 +290,13 @@ def test_mqs_calibration_keeps_each_records_content_and_metadata(
         rows = read_table(tmp_path / "run", table)
         assert rows["content"].str.len().gt(0).all()
         assert {"namespace", "record_confidence", "created_at", "derived_from"} <= set(rows)
+
+
+def test_the_push_command_picks_the_quality_pusher(
+        tmp_path: Path, stand_in: Held, capsys: pytest.CaptureFixture[str]) -> None:
+    from memeval.reporting.phoenix.cli import main
+
+    run_dir = conflict_run(tmp_path / "run")
+    assert main(["push", str(run_dir), "--endpoint", "http://127.0.0.1:1", "--no-progress"]) == 0
+    assert len(stand_in.experiments_by_id) == 8  # (2 rules + learned) x 2 splits, 2 on the pairs
+    assert "8 experiments" in capsys.readouterr().out
