@@ -300,3 +300,16 @@ def test_the_push_command_picks_the_quality_pusher(
     assert main(["push", str(run_dir), "--endpoint", "http://127.0.0.1:1", "--no-progress"]) == 0
     assert len(stand_in.experiments_by_id) == 8  # (2 rules + learned) x 2 splits, 2 on the pairs
     assert "8 experiments" in capsys.readouterr().out
+
+
+def test_a_system_under_tests_detector_is_named_as_such(tmp_path: Path) -> None:
+    run_dir = conflict_run(tmp_path / "run")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["conflicts"]["detectors"] = ["memledger"]
+    metrics["conflicts"]["memledger"] = metrics["conflicts"]["memeval"]
+    table = read_table(run_dir, "conflict_pairs").rename(
+        columns={"memeval_predicted": "memledger_predicted"})
+    table.to_parquet(run_dir / "conflict_pairs.parquet")
+    pairs = item_sets(run_dir, metrics)[0]
+    assert [d.name for d in pairs.detectors] == ["system memledger"]
+    assert pairs.detectors[0].outputs["1"]["predicted"] == "contradiction"

@@ -92,6 +92,9 @@ def conflict_headline(stats: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+RULE_MODES = ("memeval", "compat")
+
+
 def _pair_example(row: Mapping[str, Any]) -> dict[str, Any]:
     side = {s: {"content": row[s], "path": row.get(f"{s}_path"),
                 "timestamp": row.get(f"{s}_timestamp")} for s in ("a", "b")}
@@ -130,12 +133,17 @@ def _conflict_set(name: str, description: str, rows: Sequence[Mapping[str, Any]]
     return ItemSet(name, description, examples, found, ("correct", "any_conflict_correct"))
 
 
+def _detector_name(mode: str) -> str:
+    """The reference rules' two readings, else the system under test's own detector."""
+    return f"rules {mode}" if mode in RULE_MODES else f"system {mode}"
+
+
 def conflict_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     conflicts = metrics["conflicts"]
     sets = [_conflict_set(
         "conflicts pairs", f"memeval conflict pairs {conflicts['source']}",
         _rows(run_dir, "conflict_pairs"),
-        {mode: (f"rules {mode}", conflicts.get(mode)) for mode in conflicts["detectors"]})]
+        {mode: (_detector_name(mode), conflicts.get(mode)) for mode in conflicts["detectors"]})]
     learned = metrics.get("conflicts_learned")
     if learned and (run_dir / "conflict_learned.parquet").is_file():
         rows = _rows(run_dir, "conflict_learned")
@@ -148,7 +156,7 @@ def conflict_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
             if not members:
                 continue
             modes = learned.get("rules_modes", {}).get(split, {})
-            detectors = {mode: (f"rules {mode}", modes.get(mode)) for mode in modes}
+            detectors = {mode: (_detector_name(mode), modes.get(mode)) for mode in modes}
             detectors["learned"] = (f"{learned['detector']} ({how})", stats)
             sets.append(_conflict_set(f"conflicts {split}",
                                       f"memeval conflict pairs, {split} split: {sources[split]}",
