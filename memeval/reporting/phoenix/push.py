@@ -60,8 +60,9 @@ class PushReport:
         return self.spans / spent if spent else 0.0
 
     def summary(self) -> str:
-        return (f"Phoenix {self.endpoint} (project '{self.project}'): {self.spans} spans "
-                f"({self.spans_per_s:.0f}/s), {self.annotations} annotations, dataset "
+        traced = (f"{self.spans} spans ({self.spans_per_s:.0f}/s), {self.annotations} "
+                  f"annotations, " if self.spans else "")  # a quality experiment traces nothing
+        return (f"Phoenix {self.endpoint} (project '{self.project}'): {traced}dataset "
                 f"'{self.dataset}', {len(self.experiments)} experiments "
                 f"({self.runs_created} runs new, {self.evaluations} evaluations) "
                 f"in {sum(self.seconds.values()):.1f} s")
