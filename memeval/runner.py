@@ -71,15 +71,20 @@ def _phoenix_streamer(ctx: RunContext, settings: PhoenixConfig, run_id: str) -> 
 
 def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
                        metrics: dict[str, Any]) -> None:
-    """After the results are on disk: Phoenix's files, then a push if a server answers."""
+    """After the results are on disk: Phoenix's files, then a push if a server answers. A run
+    without a dataset (a quality experiment) pushes its per-item tables, when it wrote some."""
     from memeval.reporting.phoenix.files import write_phoenix_files
     from memeval.reporting.phoenix.push import report_run
+    from memeval.reporting.phoenix.pushers import push_run, pushable
 
     def write() -> Path | None:
+        if not ctx.built("dataset"):
+            return ctx.run_dir if pushable(ctx.run_dir) else None
         return write_phoenix_files(ctx.run_dir, ctx.dataset.entries, metrics, ctx.cfg, settings,
                                    redact)
 
-    report_run(ctx.run_dir, settings, write, progress=bool(ctx.cfg.progress), out=sys.stdout)
+    report_run(ctx.run_dir, settings, write, progress=bool(ctx.cfg.progress), out=sys.stdout,
+               push=push_run)
 
 
 def _check_run_dir(run_dir: Path, resume: bool) -> None:
@@ -187,7 +192,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         print(f"{system['name']}, {key}: {value}")
     if written.scorer is not None:
         print(threshold_footer(written.passes, written.scorer.threshold_rule))
-    if checked.phoenix.enabled and ctx.built("dataset"):
+    if checked.phoenix.enabled:
         _report_to_phoenix(ctx, checked.phoenix, metrics)
     if cfg.plots:
         try:

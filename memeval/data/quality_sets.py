@@ -91,6 +91,7 @@ class LabelledPair:
     conflict: str
     note: str = ""
     newer: str | None = None  # for temporal pairs, the side that supersedes, when labelled
+    kind: str | None = None  # what the memories are about (preference, fact, ...), when given
 
     @property
     def same_source(self) -> bool:
@@ -205,7 +206,7 @@ def _pair(row: dict[str, Any]) -> LabelledPair:
     if newer not in (None, "a", "b"):
         raise ValueError(f"newer '{newer!s:.40}' must be \"a\", \"b\" or null")
     return LabelledPair(_id(row, "pair_id"), _side(row, "a"), _side(row, "b"), row["conflict"],
-                        _text(row, "note", ""), newer)
+                        _text(row, "note", ""), newer, _text(row, "kind", "") or None)
 
 
 def _query(row: dict[str, Any]) -> LabelledQuery:

@@ -30,7 +30,7 @@ from memeval.quality.conflict_model import (
     Pair,
     PairDetector,
 )
-from memeval.quality.conflicts import ConflictDetector, ConflictRules
+from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
 from memeval.reporting.table import aligned
 from memeval.systems.base import Capability, require
@@ -90,15 +90,14 @@ class ConflictDetection:
                 "confusion": {t: {g: sum(1 for a, b in zip(truth, predicted, strict=True)
                                          if a == t and b == g) for g in CONFLICT_LABELS}
                               for t in CONFLICT_LABELS}}
-        rows = [{"pair_id": p.id, "label": p.conflict, "same_source": p.same_source,
-                 "a": p.a.content, "b": p.b.content, "note": p.note,
-                 **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
+        rows = [{**pair_row(p), **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
                  **{f"{mode}_reason": found[mode][i] for mode in found}}
                 for i, p in enumerate(pairs)]
         summary = summarise(results)
         extra: dict[str, Any] = {}
+        tables = {"conflict_pairs": rows}
         if self.cfg.dev_pairs:
-            extra["conflicts_learned"] = self._learned(ctx)
+            extra["conflicts_learned"], tables["conflict_learned"] = self._learned(ctx)
             summary += "\n" + summarise_learned(extra["conflicts_learned"])
         extra = {"conflicts": {"source": report.source,
                                "fingerprint": file_fingerprint(self.cfg.pairs),
@@ -106,8 +105,7 @@ class ConflictDetection:
                                "problems": report.problems[:100],
                                "labels": dict(Counter(truth)), "detectors": list(results),
                                **results}, **extra}
-        return ExperimentResult([], [], extra, summary=summary,
-                                tables={"conflict_pairs": rows})
+        return ExperimentResult([], [], extra, summary=summary, tables=tables)
 
     def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
         pairs, sources = [], []
@@ -127,32 +125,60 @@ class ConflictDetection:
         norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
         return [float(x) for x in (a * b).sum(axis=1) / np.maximum(norms, 1e-12)]
 
-    def _learned(self, ctx: RunContext) -> dict[str, Any]:
+    def _learned(self, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Out-of-fold figures on the development pairs, then the model trained on all of them
-        scored on the test split beside the reference rules."""
+        scored on the test split beside the reference rules; with each pair's guess by every
+        detector (the rules both ways too), so each can be looked at pair by pair."""
         dev, dev_sources = self._load(self.cfg.dev_pairs)
         resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
         learned = CONFLICT_DETECTORS.build(self.cfg.detector)
         rules = CONFLICT_DETECTORS.build({"name": "rules", **_plain(self.cfg.rules)})
         dev_cos = self._cosines(ctx, dev)
         oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos)
+        dev_newer = _newer(learned, dev)
         section: dict[str, Any] = {
             "detector": self.cfg.detector["name"], "dev": dev_sources, "folds": self.cfg.folds,
             "embed": self.cfg.embed, "labels": dict(Counter(p.conflict for p in dev)),
-            "cv": score(dev, oof, _newer(learned, dev), resamples, seed),
-            "rules_dev": score(dev, rules.predict(_sides(dev)), None, resamples, seed)}
+            "cv": score(dev, oof, dev_newer, resamples, seed),
+            "rules_dev": score(dev, rules.predict(_sides(dev)), None, resamples, seed),
+            "rules_modes": {}}
+        rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
             learned.fit(_sides(dev), [p.conflict for p in dev], dev_cos)
             guessed = learned.predict(_sides(test), self._cosines(ctx, test))
+            test_newer = _newer(learned, test)
             section["test_source"] = test_sources[0]
-            section["test"] = score(test, guessed, _newer(learned, test), resamples, seed)
+            section["test"] = score(test, guessed, test_newer, resamples, seed)
             section["rules_test"] = score(test, rules.predict(_sides(test)), None, resamples,
                                           seed)
+            rows += self._split_rows("test", test, guessed, test_newer, section, resamples, seed)
             section["gap"] = {k: _minus(section["cv"]["headline"][k],
                                         section["test"]["headline"][k])
                               for k in section["cv"]["headline"]}
-        return section
+        return section, rows
+
+    def _split_rows(self, split: str, pairs: Sequence[LabelledPair], learned: Sequence[str],
+                    newer: Sequence[str] | None, section: dict[str, Any], resamples: int,
+                    seed: int) -> list[dict[str, Any]]:
+        """One split's pairs with the learned detector's guess and both rule modes' (whose
+        figures go to `section["rules_modes"][split]`)."""
+        modes = {mode: [c.kind.value if c else "none" for c in found]
+                 for mode, found in self._rules_both_ways(pairs).items()}
+        section["rules_modes"][split] = {mode: score(pairs, guessed, None, resamples, seed)
+                                         for mode, guessed in modes.items()}
+        return [{"split": split, **pair_row(p), "learned_predicted": learned[i],
+                 "learned_newer": None if newer is None else newer[i],
+                 **{f"{mode}_predicted": guessed[i] for mode, guessed in modes.items()}}
+                for i, p in enumerate(pairs)]
+
+    def _rules_both_ways(self, pairs: Sequence[LabelledPair]
+                         ) -> dict[str, list[Conflict | None]]:
+        """The reference engine's rules as memeval reads them and as the reference code does."""
+        detectors = {"memeval": ConflictDetector(replace(self.cfg.rules, compat=False)),
+                     "compat": ConflictDetector(replace(self.cfg.rules, compat=True))}
+        return {mode: [d.detect(p.a.content, p.b.content, p.same_source) for p in pairs]
+                for mode, d in detectors.items()}
 
     def _detect(self, ctx: RunContext, pairs: list[LabelledPair]
                 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -164,14 +190,19 @@ class ConflictDetection:
             require(system, [Capability.CONFLICTS], "conflict_detection")
             guessed = [system.detect_conflict(p.a.content, p.b.content) or "none" for p in pairs]
             return {system.name: [""] * len(pairs)}, {system.name: guessed}
-        detectors = {"memeval": ConflictDetector(replace(self.cfg.rules, compat=False)),
-                     "compat": ConflictDetector(replace(self.cfg.rules, compat=True))}
-        found = {mode: [d.detect(p.a.content, p.b.content, p.same_source) for p in pairs]
-                 for mode, d in detectors.items()}
+        found = self._rules_both_ways(pairs)
         return ({mode: [c.reason if c else "" for c in conflicts]
                  for mode, conflicts in found.items()},
                 {mode: [c.kind.value if c else "none" for c in conflicts]
                  for mode, conflicts in found.items()})
+
+
+def pair_row(pair: LabelledPair) -> dict[str, Any]:
+    """A pair as the per-pair tables keep it: both memories with their paths and timestamps."""
+    return {"pair_id": pair.id, "label": pair.conflict, "newer": pair.newer, "kind": pair.kind,
+            "same_source": pair.same_source, "a": pair.a.content, "a_path": pair.a.path,
+            "a_timestamp": pair.a.timestamp, "b": pair.b.content, "b_path": pair.b.path,
+            "b_timestamp": pair.b.timestamp, "note": pair.note}
 
 
 def _plain(rules: ConflictRules) -> dict[str, Any]:

@@ -124,6 +124,21 @@ def _rank(item: LabelledRecord) -> float:
     return float((item.trust >= 0.35) + (item.trust >= TRUSTED_GRADE))
 
 
+def record_row(record: MemoryRecord) -> dict[str, Any]:
+    """A record's content and metadata as the per-record tables keep them."""
+    citation = record.citation
+    return {"content": record.content, "namespace": record.namespace,
+            "record_confidence": record.confidence, "created_by": record.created_by,
+            "session_id": record.session_id,
+            "created_at": record.created_at.isoformat() if record.created_at else None,
+            "updated_at": record.updated_at.isoformat() if record.updated_at else None,
+            "success_count": record.success_count, "failure_count": record.failure_count,
+            "access_count": record.access_count, "hedged": record.hedged,
+            "derived_from": list(record.derived_from), "conflicts": list(record.conflicts),
+            "citation": None if citation is None else
+            f"{citation.path}:{citation.line_start}-{citation.line_end}"}
+
+
 class MQSCalibration:
     resumable = False  # one quick pass: a re-run costs no more than a resume
 
@@ -184,8 +199,8 @@ class MQSCalibration:
         out_of_fold = None if fit is None else fit.fitted_out_of_fold
         fitted = None if fit is None else fit.fitted
         rows: list[dict[str, Any]] = [
-            {"record_id": item.record.id, "label": item.label, "trust": item.trust,
-             "note": item.note, "score": float(scores[i]),
+            {"record_id": item.record.id, **record_row(item.record), "label": item.label,
+             "trust": item.trust, "note": item.note, "score": float(scores[i]),
              "fitted_out_of_fold_score": float(oof[i]) if i in oof else None}
             for i, item in enumerate(items)]
         if reference:  # the breakdown, term by term, and the confidence gate's action
@@ -263,8 +278,8 @@ class MQSCalibration:
               model: TrustModel) -> list[dict[str, Any]]:
         """Per record: the score, memledger's MQS, and each term's share of the log-odds (of the
         model that scored it: on the development split, the final model's shares)."""
-        return [{"split": split, "source": source, "record_id": rid, "label": item.label,
-                 "trust": item.trust, "score": float(score), "mqs": float(m),
+        return [{"split": split, "source": source, "record_id": rid, **record_row(item.record),
+                 "label": item.label, "trust": item.trust, "score": float(score), "mqs": float(m),
                  "intercept": model.intercept,
                  **{f"term_{t}": c for t, c in model.contributions(row).items()}}
                 for source, rid, item, score, m, row in zip(

@@ -46,7 +46,7 @@ def main(args: list[str]) -> int:
         from memeval.reporting.phoenix.server import serve
 
         return serve()
-    from memeval.reporting.phoenix.push import push_run
+    from memeval.reporting.phoenix.pushers import push_run
 
     if not (options.run_dir / "metrics.json").is_file():
         print(f"memeval phoenix push: {options.run_dir} is not a run directory "

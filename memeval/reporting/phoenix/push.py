@@ -60,8 +60,9 @@ class PushReport:
         return self.spans / spent if spent else 0.0
 
     def summary(self) -> str:
-        return (f"Phoenix {self.endpoint} (project '{self.project}'): {self.spans} spans "
-                f"({self.spans_per_s:.0f}/s), {self.annotations} annotations, dataset "
+        traced = (f"{self.spans} spans ({self.spans_per_s:.0f}/s), {self.annotations} "
+                  f"annotations, " if self.spans else "")  # a quality experiment traces nothing
+        return (f"Phoenix {self.endpoint} (project '{self.project}'): {traced}dataset "
                 f"'{self.dataset}', {len(self.experiments)} experiments "
                 f"({self.runs_created} runs new, {self.evaluations} evaluations) "
                 f"in {sum(self.seconds.values()):.1f} s")
@@ -118,6 +119,19 @@ def decision_annotations(roots: Sequence[Mapping[str, Any]],
     return out
 
 
+def record_push(folder: Path, report: PushReport) -> None:
+    """What the last push sent, in RUN_DIR/phoenix/push.json."""
+    folder.mkdir(exist_ok=True)
+    write_text_atomic(folder / PUSH_RECORD, json.dumps(
+        {**asdict(report), "spans_per_s": round(report.spans_per_s, 1),
+         "pushed_at": datetime.now(UTC).isoformat()}, indent=2))
+
+
+def holds_spans(run_dir: Path) -> bool:
+    """The run kept the spans of a replay (or of its searches)."""
+    return (run_dir / PHOENIX_DIR / SPANS).is_file()
+
+
 class Pusher:
     def __init__(self, run_dir: Path, settings: PhoenixConfig, progress: bool) -> None:
         base = settings.base_url
@@ -155,9 +169,7 @@ class Pusher:
             self._timed("annotations", lambda: self._annotate(roots, deciders))
         finally:
             self.rest.close()
-        write_text_atomic(self.folder / PUSH_RECORD, json.dumps(
-            {**asdict(self.report), "spans_per_s": round(self.report.spans_per_s, 1),
-             "pushed_at": datetime.now(UTC).isoformat()}, indent=2))
+        record_push(self.folder, self.report)
         return self.report
 
     def _spans(self, roots: list[dict[str, Any]], deciders: dict[str, dict[str, Any]],
@@ -312,10 +324,14 @@ def push_run(run_dir: str | Path, settings: PhoenixConfig, progress: bool = True
     return Pusher(Path(run_dir), settings, progress).run()
 
 
+Push = Callable[[Path, PhoenixConfig, bool], PushReport]
+
+
 def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path | None],
-               progress: bool, out: TextIO) -> PushReport | None:
-    """At a run's end: write the Phoenix files, then push when a server answers. Never raises:
-    the run's results are already on disk, and a push can always be repeated."""
+               progress: bool, out: TextIO, push: Push = push_run) -> PushReport | None:
+    """At a run's end: write the Phoenix files (`write` says where what is pushed is kept), then
+    `push` when a server answers. Never raises: the run's results are already on disk, and a
+    push can always be repeated."""
     try:
         folder = write()
     except Exception as err:
@@ -325,18 +341,19 @@ def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path 
     if folder is None:  # nothing to trace
         return None
     later = f"push later with `python -m memeval phoenix push {run_dir}`"
+    kept = f"spans written to {folder / SPANS}" if folder.name == PHOENIX_DIR else \
+        f"per-item tables kept in {folder}"  # a quality experiment's
     if not settings.base_url:
-        print(f"Phoenix: spans written to {folder / SPANS} (no endpoint set); {later}", file=out)
+        print(f"Phoenix: {kept} (no endpoint set); {later}", file=out)
         return None
     try:
-        report = push_run(run_dir, settings, progress)
+        report = push(run_dir, settings, progress)
     except PhoenixUnavailable:
-        print(f"Phoenix: no server at {settings.base_url}; spans written to {folder / SPANS}; "
-              f"{later}", file=out)
+        print(f"Phoenix: no server at {settings.base_url}; {kept}; {later}", file=out)
         return None
     except Exception as err:
-        print(f"Phoenix: push to {settings.base_url} failed ({err}); spans are in "
-              f"{folder / SPANS}; {later} (it resumes without duplicates)", file=out)
+        print(f"Phoenix: push to {settings.base_url} failed ({err}); {kept}; {later} (it "
+              f"resumes without duplicates)", file=out)
         return None
     print(report.summary(), file=out)
     return report
