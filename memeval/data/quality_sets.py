@@ -28,6 +28,15 @@ from memeval.quality.record import Citation, MemoryRecord
 
 TRUST_LABELS = ("untrusted", "questionable", "trusted")  # ordinal, worst first
 TRUST_GRADE = "a number in [0, 1]: 0 never act on it, 1 act on it without re-checking"
+# The data cards' grade scale: below the first edge untrusted, below the second questionable.
+TRUST_BANDS = (0.35, 0.7)
+
+
+def trust_band(grade: float) -> int:
+    """The grade's band as an index into TRUST_LABELS."""
+    return sum(grade >= edge for edge in TRUST_BANDS)
+
+
 T = TypeVar("T")
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from memeval.data.quality_sets import (
+    TRUST_BANDS,
     TRUST_GRADE,
     TRUST_LABELS,
     LabelledRecord,
@@ -31,6 +32,7 @@ from memeval.data.quality_sets import (
     file_fingerprint,
     load_memory_records,
     load_scenarios,
+    trust_band,
 )
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
@@ -53,7 +55,7 @@ from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 
 METRICS = ("spearman", "kendall", "brier", "ece")
-TRUSTED_GRADE = 0.7  # the data cards' lowest grade of a trusted record
+TRUSTED_GRADE = TRUST_BANDS[-1]  # the data cards' lowest grade of a trusted record
 
 
 @dataclass
@@ -121,7 +123,7 @@ def _rank(item: LabelledRecord) -> float:
     if item.label is not None:
         return float(item.trust_rank)
     assert item.trust is not None  # the loader refuses a record with neither
-    return float((item.trust >= 0.35) + (item.trust >= TRUSTED_GRADE))
+    return float(trust_band(item.trust))
 
 
 def record_row(record: MemoryRecord) -> dict[str, Any]:

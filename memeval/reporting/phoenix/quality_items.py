@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from memeval.data.quality_sets import TRUST_LABELS, trust_band
 from memeval.results.run_dir import read_table
 
 Evaluation = dict[str, Any]  # {"name", "label", "score", "explanation"}
-TRUST_BANDS = (0.35, 0.7)  # the data cards' grade scale: untrusted | questionable | trusted
-TRUST_BAND_NAMES = ("untrusted", "questionable", "trusted")
 
 
 @dataclass
@@ -184,7 +183,7 @@ def trust_headline(stats: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def band(probability: float) -> str:
-    return TRUST_BAND_NAMES[sum(probability >= edge for edge in TRUST_BANDS)]
+    return TRUST_LABELS[trust_band(probability)]
 
 
 def _record_evaluations(row: Mapping[str, Any], score: float) -> list[Evaluation]:
