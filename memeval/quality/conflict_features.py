@@ -28,6 +28,7 @@ FEATURES = (
     "places_same", "setting_differs", "setting_same", "stance_flip", "stance_same",
     "switch_flip", "negation_asymmetry", "both_negated", "current_cues", "past_cues",
     "change_cues", "cue_one_side", "cue_on_later_side", "log_days_apart", "same_path",
+    "containment", "unique_both", "swap", "scope_differs", "scope_same",
 )
 
 
@@ -95,4 +96,19 @@ def pair_features(a: MemoryValues, b: MemoryValues, ma: Memory, mb: Memory,
         cue_on_later,
         math.log1p(days),
         float(ma.path is not None and ma.path == mb.path),
+        *_difference(a, b),
+        float(bool(a.scopes) and bool(b.scopes) and not a.scopes & b.scopes),
+        float(bool(a.scopes & b.scopes)),
     ]
+
+
+def _difference(a: MemoryValues, b: MemoryValues) -> tuple[float, float, float]:
+    """How the two memories' words differ: the share of the shorter one the longer repeats (a
+    paraphrase or an addition repeats all of it), how many words each says that the other does
+    not, and whether that is a small one-for-one swap (X is main / X is develop)."""
+    shared = len(a.content & b.content)
+    only_a, only_b = len(a.content - b.content), len(b.content - a.content)
+    shorter = min(len(a.content), len(b.content))
+    containment = shared / shorter if shorter else 0.0
+    swap = float(1 <= only_a <= 3 and 1 <= only_b <= 3) * containment
+    return containment, float(min(only_a, only_b, 10)), swap

@@ -1,5 +1,7 @@
 """Conflict detectors an experiment can name: `rules` (the reference word rules, unchanged) and
-`learned` (a multinomial logistic regression over pair features, trained on labelled pairs).
+`learned` (a classifier over pair features, trained on labelled pairs: gradient-boosted trees by
+default, which weigh features together, e.g. "values differ" only counts when the scopes agree;
+or a multinomial logistic regression).
 
 Both take pairs of `Memory` and give one label per pair (none | contradiction | temporal |
 semantic); `fit` is a no-op for the rules.
@@ -7,13 +9,14 @@ semantic); `fit` is a no-op for the rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from memeval.quality.conflict_features import Memory, newer_side, pair_features
@@ -38,13 +41,39 @@ CONFLICT_DETECTORS: Registry[PairDetector] = Registry("conflict detector")
 @dataclass
 class LearnedConflictConfig:
     words: ConflictWords = field(default_factory=ConflictWords)
-    inverse_regularisation: float = bounded(1.0, 1e-6)  # scikit-learn's C
+    classifier: str = "boosted_trees"  # or logistic
     balanced: bool = True  # weigh classes by inverse frequency
-    max_iter: int = bounded(5000, 1)
+    max_iter: int = bounded(200, 1)  # boosting rounds, or the logistic solver's iterations
     seed: int = 0
+    # boosted_trees: scikit-learn's HistGradientBoostingClassifier settings.
+    max_depth: int = bounded(3, 1)
+    learning_rate: float = bounded(0.05, 1e-6, 1)
+    min_samples_leaf: int = bounded(5, 1)
+    # logistic: scikit-learn's C, on standardised features.
+    inverse_regularisation: float = bounded(0.1, 1e-6)
 
     def validate(self) -> None:
         self.words.validate()
+        if self.classifier not in CLASSIFIERS:
+            raise ValueError(f"classifier must be one of {sorted(CLASSIFIERS)}, "
+                             f"got {self.classifier!r}")
+
+
+def _boosted_trees(cfg: LearnedConflictConfig) -> Any:
+    return HistGradientBoostingClassifier(
+        max_depth=cfg.max_depth, learning_rate=cfg.learning_rate, max_iter=cfg.max_iter,
+        min_samples_leaf=cfg.min_samples_leaf,
+        class_weight="balanced" if cfg.balanced else None, random_state=cfg.seed)
+
+
+def _logistic(cfg: LearnedConflictConfig) -> Any:
+    return make_pipeline(StandardScaler(), LogisticRegression(
+        C=cfg.inverse_regularisation, class_weight="balanced" if cfg.balanced else None,
+        max_iter=cfg.max_iter, random_state=cfg.seed))
+
+
+CLASSIFIERS: dict[str, Callable[[LearnedConflictConfig], Any]] = {
+    "boosted_trees": _boosted_trees, "logistic": _logistic}
 
 
 class RulesDetector:
@@ -68,7 +97,7 @@ class LearnedConflictDetector:
     def __init__(self, cfg: LearnedConflictConfig) -> None:
         self.cfg = cfg
         self.reader = ValueReader(cfg.words)
-        self.model: Pipeline | None = None
+        self.model: Any = None
 
     def features(self, pairs: Sequence[Pair],
                  cosines: Sequence[float] | None = None) -> np.ndarray:
@@ -79,11 +108,7 @@ class LearnedConflictDetector:
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
             cosines: Sequence[float] | None = None) -> None:
-        classifier = LogisticRegression(C=self.cfg.inverse_regularisation,
-                                        class_weight="balanced" if self.cfg.balanced else None,
-                                        max_iter=self.cfg.max_iter,
-                                        random_state=self.cfg.seed)
-        self.model = make_pipeline(StandardScaler(), classifier)
+        self.model = CLASSIFIERS[self.cfg.classifier](self.cfg)
         self.model.fit(self.features(pairs, cosines), np.asarray(labels))
 
     def predict(self, pairs: Sequence[Pair],

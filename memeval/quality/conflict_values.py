@@ -50,6 +50,9 @@ class ConflictWords:
     past_cues: list[str] = field(default_factory=list)  # the memory states an older fact
     change_cues: list[str] = field(default_factory=list)  # the memory announces a change
     stopwords: list[str] = field(default_factory=list)
+    # Words naming where a fact holds (environments, platforms, components): two memories about
+    # different scopes may state different values without conflicting.
+    scope_words: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
         if any(len(pair) != 2 for pair in self.antonyms):
@@ -70,6 +73,7 @@ class MemoryValues:
     current: bool
     past: bool
     change: bool
+    scopes: frozenset[str] = frozenset()
 
 
 def _number(value: str, unit: str | None) -> str:
@@ -91,6 +95,7 @@ class ValueReader:
         self.antonyms = [(Lexicon([p]), Lexicon([n])) for p, n in words.antonyms]
         self.current, self.past = Lexicon(words.current_cues), Lexicon(words.past_cues)
         self.change = Lexicon(words.change_cues)
+        self.scopes = Lexicon(words.scope_words)
         cue_words = [*words.negations, *words.current_cues, *words.past_cues, *words.stopwords]
         self._ignored = {stem(t) for w in cue_words for t in tokens(w)}
 
@@ -124,4 +129,4 @@ class ValueReader:
             versions=frozenset(versions), places=frozenset(places), settings=settings,
             stance=stance, switched=int(on) - int(off), negated=len(self.negations.found(text)),
             current=bool(self.current.found(text)), past=bool(self.past.found(text)),
-            change=bool(self.change.found(text)))
+            change=bool(self.change.found(text)), scopes=frozenset(self.scopes.found(text)))

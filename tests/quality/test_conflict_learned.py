@@ -20,7 +20,7 @@ from memeval.experiments.conflict_detection import (
     folds_of,
     out_of_fold,
 )
-from memeval.quality.conflict_features import FEATURES, Memory, newer_side
+from memeval.quality.conflict_features import FEATURES, Memory, newer_side, pair_features
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
     LearnedConflictConfig,
@@ -105,12 +105,44 @@ def _toy(n: int, offset: int = 0) -> tuple[list[Pair], list[str]]:
     return pairs, labels
 
 
-def test_the_combiner_learns_a_separable_toy_set() -> None:
-    detector = LearnedConflictDetector(LearnedConflictConfig(words=_words()))
+@pytest.mark.parametrize("classifier", ["boosted_trees", "logistic"])
+def test_the_combiner_learns_a_separable_toy_set(classifier: str) -> None:
+    detector = LearnedConflictDetector(LearnedConflictConfig(words=_words(),
+                                                             classifier=classifier))
     train, labels = _toy(10)
     detector.fit(train, labels)
     held, truth = _toy(5, offset=100)
     assert detector.predict(held) == truth
+
+
+@pytest.mark.bad_input
+def test_an_unknown_classifier_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"classifier must be one of \['boosted_trees', "
+                                         r"'logistic'\], got 'svm'"):
+        LearnedConflictConfig(classifier="svm").validate()
+
+
+def _row(a: str, b: str) -> dict[str, float]:
+    return dict(zip(FEATURES, pair_features(READ.read(a), READ.read(b), Memory(a), Memory(b)),
+                    strict=True))
+
+
+def test_scopes_that_differ_are_a_feature() -> None:
+    apart = _row("signup-api staging DB host is db.stg.internal",
+                 "signup-api prod DB host is db.prod.internal")
+    assert (apart["scope_differs"], apart["scope_same"]) == (1.0, 0.0)
+    same = _row("staging DB host is db1.internal", "staging DB host is db2.internal")
+    assert (same["scope_differs"], same["scope_same"]) == (0.0, 1.0)
+    assert _row("DB host is db1", "DB host is db2")["scope_differs"] == 0.0
+
+
+def test_a_one_for_one_swap_differs_from_an_addition() -> None:
+    swap = _row("The default branch of platform-infra is main",
+                "The default branch of platform-infra is develop")
+    assert swap["unique_both"] == 1.0 and swap["swap"] == swap["containment"] > 0.5
+    added = _row("Redis runs on localhost",
+                 "Redis runs on localhost and the tests start it with docker compose up")
+    assert added["containment"] == 1.0 and added["unique_both"] == 0.0 and added["swap"] == 0.0
 
 
 def test_an_unfitted_model_refuses_to_predict() -> None:
