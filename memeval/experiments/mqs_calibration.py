@@ -26,6 +26,7 @@ import numpy as np
 from memeval.data.quality_sets import (
     TRUST_GRADE,
     TRUST_LABELS,
+    TRUSTED_GRADE,
     LabelledRecord,
     check_source,
     file_fingerprint,
@@ -53,7 +54,6 @@ from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 
 METRICS = ("spearman", "kendall", "brier", "ece")
-TRUSTED_GRADE = 0.7  # the data cards' lowest grade of a trusted record
 
 
 @dataclass
@@ -245,8 +245,7 @@ class MQSCalibration:
                 sources.append(report.source)
                 items.append(item)
         graded = all(item.trust is not None for item in items)
-        trusted = [item.label == "trusted" if item.label is not None
-                   else (item.trust or 0.0) >= TRUSTED_GRADE for item in items]
+        trusted = [item.trusted for item in items]
         target = [item.trust if graded and item.trust is not None else _rank(item)
                   for item in items]
         return TrustSet(ids, sources, items, np.array(rows, dtype=float).reshape(-1, len(TERMS)),
