@@ -282,6 +282,7 @@ class MQSCalibration:
             "terms": list(TERMS), "folds": folds, "intercept": model.intercept,
             "weights": {t: float(w) for t, w in zip(TERMS, model.weights, strict=True)},
             "dev": {"sources": sorted(set(dev.sources)), "records": len(dev.ids),
+                    "fingerprints": [file_fingerprint(path) for path in self.cfg.dev_records],
                     "skipped": dev.skipped, "problems": dev.problems,
                     "trust_out_of_fold": self._report(ctx, oof, dev),
                     "mqs": self._report(ctx, dev.mqs, dev)},
@@ -293,6 +294,7 @@ class MQSCalibration:
             scores = model.score(test.x)
             found: dict[str, Any] = {
                 "source": test.sources[0] if test.sources else self.cfg.test_records,
+                "fingerprint": file_fingerprint(self.cfg.test_records),
                 "records": len(test.ids), "skipped": test.skipped, "problems": test.problems,
                 "trust": self._report(ctx, scores, test), "mqs": self._report(ctx, test.mqs, test)}
             summary["test"] = found
