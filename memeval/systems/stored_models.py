@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from memeval.data.quality_sets import (
     CONFLICT_LABELS,
     LabelledPair,
     check_source,
+    file_fingerprint,
     load_conflict_pairs,
     load_memory_records,
 )
@@ -85,6 +87,7 @@ class StoredModels:
     trust: TrustModel
     signals: ContentSignals
     mqs: MQSConstants
+    fitted_on: dict[str, Any] = field(default_factory=dict)  # what each model was fitted on
 
 
 def labelled_sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
@@ -94,6 +97,7 @@ def labelled_sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
 
 
 def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants) -> StoredModels:
+    """Both models fitted on the development sets, with what they were fitted on."""
     pairs = [p for path in cfg.dev_pairs for p in load_conflict_pairs(path, cfg.on_error)[0]]
     detector = CONFLICT_DETECTORS.build(cfg.detector)
     detector.fit(labelled_sides(pairs), [p.conflict for p in pairs])
@@ -112,7 +116,10 @@ def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants) -> StoredModel
                          "other records; the development records hold one kind only")
     model = fit_trust_model(np.asarray(rows, dtype=float), np.asarray(trusted, dtype=float),
                             TERMS, cfg.trust)
-    return StoredModels(cfg, detector, model, signals, mqs)
+    fitted_on = {"pairs": len(pairs), "records": len(rows),
+                 "fingerprints": {Path(path).name: file_fingerprint(path)
+                                  for path in (*cfg.dev_pairs, *cfg.dev_records)}}
+    return StoredModels(cfg, detector, model, signals, mqs, fitted_on)
 
 
 def _superseder(detector: PairDetector, pairs: Sequence[Pair], kinds: Sequence[str],
@@ -165,7 +172,7 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
     summary = {
         "memories": len(memories), "candidate_pairs": len(candidates),
         "neighbours": models.cfg.neighbours, "min_similarity": models.cfg.min_similarity,
-        "detector": str(models.cfg.detector["name"]),
+        "detector": str(models.cfg.detector["name"]), "fitted_on": models.fitted_on,
         "conflicts_by_kind": {kind: sum(1 for k in kinds if k == kind) for kind in KINDS},
         "in_conflict_share": _mean(in_conflict),
         "in_conflict_share_ci95": _finite(bootstrap_ci(in_conflict, resamples, seed)),

@@ -140,6 +140,9 @@ def test_the_fit_reads_every_development_file(fitted: StoredModels) -> None:
     detector = fitted.detector
     assert isinstance(detector, LearnedConflictDetector) and detector.model is not None
     assert len(fitted.trust.terms) == len(TERMS)
+    assert set(fitted.fitted_on["fingerprints"]) == {"memory_pairs_v1.jsonl",
+                                                     "memory_records_v1.jsonl"}
+    assert fitted.fitted_on["pairs"] > 0 and fitted.fitted_on["records"] > 0
 
 
 @pytest.mark.bad_input
