@@ -119,3 +119,85 @@ def test_a_worsened_mqs_constant_fails_the_gate_naming_the_metric(tmp_path: Path
     assert done.returncode == 1
     assert "memeval gate: REGRESSION: mqs.configured." in done.stderr
     assert "REGRESSION" in done.stdout  # the table marks it too
+
+
+# The quality models' checks: each on an independent test split or out of fold.
+MODEL_CHECKS = {
+    "conflicts": {"sections.conflicts_learned.test.any_conflict.precision",
+                  "sections.conflicts_learned.test.any_conflict.recall",
+                  "sections.conflicts_learned.test.temporal_newer_recall",
+                  "sections.conflicts_learned.cv.any_conflict.precision",
+                  "sections.conflicts_learned.cv.any_conflict.recall",
+                  "sections.conflicts_learned.cv.temporal_newer_recall"},
+    "calibration": {"sections.trust_score.test.trust.spearman",
+                    "sections.trust_score.test.trust.brier",
+                    "sections.trust_score.dev.trust_out_of_fold.spearman",
+                    "sections.trust_score.dev.trust_out_of_fold.brier"},
+    "attribution": {"sections.test.learned.accuracy", "sections.test.learned.macro_f1",
+                    "sections.development.learned.accuracy",
+                    "sections.golden.learned.accuracy", "sections.golden.rubric.accuracy"},
+}
+
+
+def _put(doc: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        doc = doc.setdefault(part, {})
+    doc[last] = value
+
+
+def shipped_results(spec: dict[str, Any], runs: set[str]) -> dict[str, Any]:
+    """metrics.json as the gated runs would write it: each figure exactly at its threshold, the
+    data the thresholds were derived on."""
+    doc: dict[str, Any] = {}
+    for name in runs:
+        for path, fingerprint in spec["runs"][name]["fingerprints"].items():
+            _put(doc, path, fingerprint)
+    for raw in spec["checks"]:
+        if raw["run"] in runs:
+            _put(doc, raw["metric"], raw["threshold"])
+    return doc
+
+
+def test_the_quality_models_are_gated_on_test_splits_and_out_of_fold() -> None:
+    shipped = load()
+    for run, metrics in MODEL_CHECKS.items():
+        assert metrics <= {c["metric"] for c in shipped["checks"] if c["run"] == run}, run
+        assert len(shipped["runs"][run]["fingerprints"]) >= 3  # dev files and the test split
+    assert shipped["runs"]["conflicts"]["overrides"] == ["+experiment=conflict_detection"]
+    assert shipped["runs"]["attribution"]["overrides"] == ["+experiment=mai_calibration"]
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("metric", sorted(set().union(*MODEL_CHECKS.values())))
+def test_a_quality_model_figure_that_drops_fails_the_gate_by_name(
+        metric: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shipped = load()
+    runs = set(MODEL_CHECKS)
+    at_threshold = shipped_results(shipped, runs)
+    monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: at_threshold)
+    rows, failures = evaluate(shipped, {}, runs, Runs(tmp_path))
+    assert failures == [] and {r["metric"] for r in rows} >= MODEL_CHECKS["conflicts"]
+
+    check = next(c for c in shipped["checks"] if c["metric"] == metric)
+    worse = check["threshold"] + (-0.05 if check["direction"] == "at_least" else 0.05)
+    dropped = shipped_results(shipped, runs)
+    _put(dropped, metric, worse)
+    monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: dropped)
+    rows, failures = evaluate(shipped, {}, runs, Runs(tmp_path / "worse"))
+    assert [r["metric"] for r in rows if r["verdict"] == "REGRESSION"] == [metric]
+    assert len(failures) == 1 and failures[0].startswith(f"{metric} = {worse:.4f}, needs ")
+
+
+@pytest.mark.faults
+def test_without_memledger_the_golden_checks_are_absent_not_failed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shipped = load()
+    results = shipped_results(shipped, {"attribution"})
+    results["sections"]["golden"] = {"skipped": "memledger is not installed"}
+    monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: results)
+    rows, failures = evaluate(shipped, {}, {"attribution"}, Runs(tmp_path))
+    assert failures == []
+    assert {r["metric"] for r in rows if r["verdict"] == "absent"} == {
+        "sections.golden.learned.accuracy", "sections.golden.rubric.accuracy"}
+    assert "—" in regression_gate.table(rows)

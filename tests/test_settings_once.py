@@ -48,7 +48,10 @@ SHARED = [("mqs_calibration", "mai", "memledger", "experiment.mai"),
           ("mai_calibration", "mai", "memledger", "experiment.mai"),
           ("mqs_calibration", "trust", "content_aware", "experiment.trust"),
           ("conflict_detection", "conflict_rules", "openclaw", "experiment.rules"),
-          ("conflict_detection", "conflict_detector", "learned", "experiment.detector")]
+          ("conflict_detection", "conflict_detector", "learned", "experiment.detector"),
+          ("three_pass", "conflict_detector", "learned", "experiment.stored_models.detector"),
+          ("three_pass", "trust", "content_aware", "experiment.stored_models.trust"),
+          ("three_pass_mixed", "trust", "content_aware", "experiment.stored_models.trust")]
 
 
 @pytest.mark.parametrize(("experiment", "group", "option", "place"), SHARED)

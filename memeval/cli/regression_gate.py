@@ -42,6 +42,7 @@ class Check:
     why: str
     threshold: float | None = None
     measured: dict[str, Any] | None = None
+    optional: bool = False  # the run may lack the figure (e.g. an optional extra not installed)
 
     def worst(self, values: list[float]) -> float:
         return min(values) if self.direction == "at_least" else max(values)
@@ -60,6 +61,16 @@ def lookup(result: Any, path: str, check: Check) -> float:
         return float(_at(result, path))
     return check.worst([lookup(item, rest.lstrip("."), check)
                         for item in _at(result, prefix.rstrip("."))])
+
+
+def figure(result: Any, check: Check) -> float | None:
+    """The check's figure; None when an optional check's figure is absent from the run."""
+    try:
+        return lookup(result, check.metric, check)
+    except (KeyError, IndexError, AttributeError):
+        if check.optional:
+            return None
+        raise
 
 
 def _at(node: Any, path: str) -> Any:
@@ -131,7 +142,12 @@ def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] |
             check = Check(**raw)
             if check.run != name:
                 continue
-            value = lookup(result, check.metric, check)
+            value = figure(result, check)
+            if value is None:
+                rows.append({"metric": check.metric, "run": name, "value": None,
+                             "direction": check.direction, "threshold": check.threshold,
+                             "verdict": "absent", "why": check.why})
+                continue
             ok = check.passes(value)
             rows.append({"metric": check.metric, "run": name, "value": value,
                          "direction": check.direction, "threshold": check.threshold,
@@ -152,7 +168,10 @@ def derive(spec: dict[str, Any], runs: Runs) -> dict[str, Any]:
             if raw["run"] != name:
                 continue
             check = Check(**raw)
-            values = [lookup(m, check.metric, check) for m in seeded]
+            present = [figure(m, check) for m in seeded]
+            values = [v for v in present if v is not None]
+            if len(values) < len(present):
+                continue  # an optional figure this install does not produce: left as it was
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
             margin = max(settings["sd_multiplier"] * spread, settings["min_margin"])
             worst = check.worst(values)
@@ -167,7 +186,7 @@ def derive(spec: dict[str, Any], runs: Runs) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     header = ("metric", "run", "value", "threshold", "verdict")
-    cells = [(r["metric"], r["run"], f"{r['value']:.4f}",
+    cells = [(r["metric"], r["run"], "—" if r["value"] is None else f"{r['value']:.4f}",
               ("≥ " if r["direction"] == "at_least" else "≤ ") + f"{r['threshold']:.4f}",
               r["verdict"]) for r in rows]
     return aligned(header, cells)

@@ -30,6 +30,7 @@ TRUST_LABELS = ("untrusted", "questionable", "trusted")  # ordinal, worst first
 TRUST_GRADE = "a number in [0, 1]: 0 never act on it, 1 act on it without re-checking"
 # The data cards' grade scale: below the first edge untrusted, below the second questionable.
 TRUST_BANDS = (0.35, 0.7)
+TRUSTED_GRADE = TRUST_BANDS[-1]  # the data cards' lowest grade of a trusted record
 
 
 def trust_band(grade: float) -> int:
@@ -70,6 +71,14 @@ class LabelledRecord:
         if self.label is None:
             raise ValueError(f"record '{self.record.id}' has a trust grade, not a label")
         return TRUST_LABELS.index(self.label)
+
+    @property
+    def trusted(self) -> bool:
+        """The outcome a trust score predicts: labelled trusted, else graded at least
+        TRUSTED_GRADE."""
+        if self.label is not None:
+            return self.label == "trusted"
+        return (self.trust or 0.0) >= TRUSTED_GRADE
 
 
 @dataclass(frozen=True)

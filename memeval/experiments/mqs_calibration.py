@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from memeval.data.quality_sets import (
-    TRUST_BANDS,
     TRUST_GRADE,
     TRUST_LABELS,
     LabelledRecord,
@@ -55,7 +54,6 @@ from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 
 METRICS = ("spearman", "kendall", "brier", "ece")
-TRUSTED_GRADE = TRUST_BANDS[-1]  # the data cards' lowest grade of a trusted record
 
 
 @dataclass
@@ -262,8 +260,7 @@ class MQSCalibration:
                 sources.append(report.source)
                 items.append(item)
         graded = all(item.trust is not None for item in items)
-        trusted = [item.label == "trusted" if item.label is not None
-                   else (item.trust or 0.0) >= TRUSTED_GRADE for item in items]
+        trusted = [item.trusted for item in items]
         target = [item.trust if graded and item.trust is not None else _rank(item)
                   for item in items]
         return TrustSet(ids, sources, items, np.array(rows, dtype=float).reshape(-1, len(TERMS)),
@@ -300,6 +297,7 @@ class MQSCalibration:
             "terms": list(TERMS), "folds": folds, "intercept": model.intercept,
             "weights": {t: float(w) for t, w in zip(TERMS, model.weights, strict=True)},
             "dev": {"sources": sorted(set(dev.sources)), "records": len(dev.ids),
+                    "fingerprints": [file_fingerprint(path) for path in self.cfg.dev_records],
                     "skipped": dev.skipped, "problems": dev.problems,
                     "trust_out_of_fold": self._report(ctx, oof, dev),
                     "mqs": self._report(ctx, dev.mqs, dev)},
@@ -311,6 +309,7 @@ class MQSCalibration:
             scores = model.score(test.x)
             found: dict[str, Any] = {
                 "source": test.sources[0] if test.sources else self.cfg.test_records,
+                "fingerprint": file_fingerprint(self.cfg.test_records),
                 "records": len(test.ids), "skipped": test.skipped, "problems": test.problems,
                 "trust": self._report(ctx, scores, test), "mqs": self._report(ctx, test.mqs, test)}
             summary["test"] = found

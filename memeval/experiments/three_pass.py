@@ -1,6 +1,8 @@
 """memoryd's three-pass protocol: pass 1 fresh; memories wiped, rejection store kept, twice more.
 
-Before each wipe, the pass's stored memories are scored with MQS (`stored_memories` table).
+Before each wipe, the pass's stored memories are scored with MQS, and with the learned conflict
+detector and content-aware trust score fitted once per run on the development sets
+(`stored_memories` table; `experiment.stored_models.enabled=false` leaves the latter out).
 
 Caveat the seed itself notes: from pass 2 on, the learned prototypes contain the very texts being
 evaluated (train/test leakage). `three_pass_holdout` is the leakage-free variant.
@@ -17,17 +19,20 @@ from memeval.experiments.checkpoint import PassRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded
 from memeval.systems.base import Capability, Ingestor, StoredQuality
+from memeval.systems.stored_models import StoredModels, StoredModelsConfig, fit_stored_models
 
 
 @dataclass
 class ThreePassConfig:
     passes: int = bounded(3, 1)
     stored_mqs: StoredMQSConfig = field(default_factory=StoredMQSConfig)
+    stored_models: StoredModelsConfig = field(default_factory=StoredModelsConfig)
 
     def validate(self) -> None:
         if self.passes < 1:
             raise ValueError("passes must be at least 1")
         self.stored_mqs.validate()
+        self.stored_models.validate()
 
 
 class ThreePass:
@@ -35,6 +40,13 @@ class ThreePass:
 
     def __init__(self, cfg: ThreePassConfig) -> None:
         self.cfg = cfg
+        self._models: StoredModels | None = None
+
+    def models(self) -> StoredModels:
+        """Fitted on the development sets once per run, when a pass first needs them."""
+        if self._models is None:
+            self._models = fit_stored_models(self.cfg.stored_models, self.cfg.stored_mqs.mqs)
+        return self._models
 
     def run(self, ctx: RunContext) -> ExperimentResult:
         gate = ctx.ingestor([Capability.RESET], "three_pass")
@@ -55,9 +67,15 @@ class ThreePass:
         metrics = ctx.measure(rows, gate, pass_no)
         if not isinstance(gate, StoredQuality):  # only the reference engine exposes its store
             return PassRecord(metrics, rows, {"stored": []})
-        quality, memories = gate.stored_quality(
-            rows, self.cfg.stored_mqs, resamples=int(ctx.cfg.bootstrap), seed=ctx.seed + pass_no)
-        return PassRecord({**metrics, "stored_mqs": quality}, rows, {"stored": memories})
+        common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed + pass_no}
+        quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
+        metrics = {**metrics, "stored_mqs": quality}
+        if self.cfg.stored_models.enabled:
+            learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, self.models(),
+                                                  **common)
+            metrics["stored_models"] = learned
+            memories = [{**row, **columns[row["memory_id"]]} for row in memories]
+        return PassRecord(metrics, rows, {"stored": memories})
 
 
 @EXPERIMENTS.register("three_pass", ThreePassConfig)

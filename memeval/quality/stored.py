@@ -64,6 +64,23 @@ def earlier_conflicts(vectors: np.ndarray, similarity: float,
     return found
 
 
+def nearest_earlier(vectors: np.ndarray, neighbours: int, floor: float,
+                    chunk: int = 1024) -> list[list[tuple[int, float]]]:
+    """For each row, up to `neighbours` EARLIER rows whose cosine exceeds `floor`, most similar
+    first, with that cosine: the candidate pairs a pair detector is asked about (a memory is
+    checked against what was stored before it, as memledger does on add)."""
+    found: list[list[tuple[int, float]]] = []
+    for start in range(0, len(vectors), chunk):
+        stop = min(start + chunk, len(vectors))
+        sims = vectors[start:stop] @ vectors[:stop].T
+        rows = np.arange(stop - start)
+        sims[np.arange(stop)[None, :] >= (start + rows)[:, None]] = -np.inf  # earlier rows only
+        nearest = np.argsort(-sims, axis=1, kind="stable")[:, :neighbours]
+        found += [[(int(c), float(sims[row, c])) for c in nearest[row] if sims[row, c] > floor]
+                  for row in rows]
+    return found
+
+
 def records_from_store(memories: Sequence[StoredText], vectors: np.ndarray,
                        confidences: Sequence[float | None],
                        cfg: StoredMQSConfig) -> list[MemoryRecord]:

@@ -59,8 +59,11 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
         _failures(passes, "judge", lambda p: p.judge_calls, "calls"),
         _failures(passes, "embedding", lambda p: p.entries, "entries")) if block]
     stored = stored_mqs_table(passes)
+    models = stored_models_table(passes)
     return (aligned(header, rows) + "".join(f"\n{block}" for block in failures)
-            + (f"\n\nMQS of stored memories\n{stored}" if stored else ""))
+            + (f"\n\nMQS of stored memories\n{stored}" if stored else "")
+            + (f"\n\nLearned conflicts and trust score of stored memories (fitted on the "
+               f"development sets)\n{models}" if models else ""))
 
 
 def _failures(passes: Sequence[PassMetrics], what: str,
@@ -132,6 +135,33 @@ def stored_mqs_table(passes: Sequence[PassMetrics]) -> str:
             _pct(sum(s.conflicted_share * s.memories for s in every) / total),
             actions["substantive"], actions["low"],
         ))
+    return aligned(header, rows)
+
+
+def stored_models_table(passes: Sequence[PassMetrics]) -> str:
+    """Per pass: the learned detector's conflicts among stored memories and the trust score's
+    spread; empty when no pass scored them."""
+    scored = [(p, p.stored_models) for p in passes if p.stored_models is not None]
+    if not scored:
+        return ""
+    kinds = sorted({kind for _, q in scored for kind in q.conflicts_by_kind})
+    header = ("pass", "stored", "pairs checked", *kinds, "in a conflict [95% CI]", "superseded",
+              "trust mean [95% CI]", "trust p10/p50/p90", "AUROC trust subst. vs low")
+    rows = []
+    for p, quality in scored:
+        trust = quality.trust
+        mean = trust.get("mean")
+        low, high = trust.get("mean_ci95") or (None, None)
+        rows.append((
+            p.label, str(quality.memories), str(quality.candidate_pairs),
+            *(str(quality.conflicts_by_kind.get(kind, 0)) for kind in kinds),
+            _pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
+            str(quality.superseded),
+            "—" if mean is None else f"{mean:.1f}" + (
+                f" [{low:.1f}–{high:.1f}]" if low is not None and high is not None else ""),
+            "/".join("—" if trust.get(q) is None else f"{trust[q]:.0f}"
+                     for q in ("p10", "p50", "p90")),
+            _auroc(quality.trust_separation)))
     return aligned(header, rows)
 
 

@@ -132,6 +132,28 @@ class StoredQuality:
 
 
 @dataclass(frozen=True)
+class StoredModelsQuality:
+    """The learned conflict detector and the content-aware trust score on one pass's stored
+    memories."""
+
+    memories: int
+    candidate_pairs: int
+    conflicts_by_kind: Mapping[str, int]
+    in_conflict_share: float | None
+    in_conflict_share_ci95: CI
+    superseded: int
+    trust: Mapping[str, Any]  # mean, p10, p50, p90, each with its `_ci95`
+    trust_separation: Separation
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoredModelsQuality:
+        return cls(data["memories"], data["candidate_pairs"], _map(data["conflicts_by_kind"]),
+                   data.get("in_conflict_share"), as_ci(data.get("in_conflict_share_ci95")),
+                   data["superseded"], _map(data["trust"]),
+                   Separation.from_dict(data["trust_separation"]))
+
+
+@dataclass(frozen=True)
 class RankingScores:
     """One arm of a retrieval replay pass: ranking quality on held-out queries, and how
     concentrated recall became."""
@@ -176,13 +198,14 @@ class PassMetrics:
     rejection_store_size: int | None = None
     rejection_store_by_label: Mapping[str, int] = field(default_factory=dict)
     stored_mqs: StoredQuality | None = None
+    stored_models: StoredModelsQuality | None = None
     ranking: Mapping[str, RankingScores] = field(default_factory=dict)  # by RANKING_ARMS arm
     sections: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the pass as written
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PassMetrics:
         threshold = data.get("content_score_threshold")
-        stored = data.get("stored_mqs")
+        stored, models = data.get("stored_mqs"), data.get("stored_models")
         return cls(
             pass_no=int(data["pass"]), arm=data.get("arm"),
             gated="content_score_threshold" in data, entries=data.get("entries"),
@@ -205,6 +228,7 @@ class PassMetrics:
             rejection_store_size=data.get("rejection_store_size"),
             rejection_store_by_label=_map(data.get("rejection_store_by_label")),
             stored_mqs=StoredQuality.from_dict(stored) if stored else None,
+            stored_models=StoredModelsQuality.from_dict(models) if models else None,
             ranking={arm: RankingScores.from_dict(data[arm]) for arm in RANKING_ARMS
                      if arm in data},
             sections=dict(data))

@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.gate.gate import Decision, Gate
+from memeval.engine.store.memory_store import Memory
 from memeval.metrics.separation import separation
 from memeval.quality.mqs import compute_mqs
+from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig, records_from_store
 
 
@@ -28,14 +30,20 @@ def gate_confidences(gate: Gate, scores: Sequence[float | None]) -> list[float |
     return confidences
 
 
-def stored_memory_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConfig, *,
-                          resamples: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One pass's stored memories scored: a summary for metrics.json and a row per memory."""
+def stored_records(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConfig
+                   ) -> tuple[list[Memory], list[Decision], list[MemoryRecord]]:
+    """The pass's stored memories, the decision that wrote each, and the record MQS scores."""
     memories = gate.memories.memories
     by_entry = {d.entry_id: d for d in decisions}
     written = [by_entry[m.source_id] for m in memories]
-    records = records_from_store(memories, gate.memories.vectors,
-                                 gate_confidences(gate, [d.score for d in written]), cfg)
+    return memories, written, records_from_store(
+        memories, gate.memories.vectors, gate_confidences(gate, [d.score for d in written]), cfg)
+
+
+def stored_memory_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConfig, *,
+                          resamples: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One pass's stored memories scored: a summary for metrics.json and a row per memory."""
+    memories, written, records = stored_records(gate, decisions, cfg)
     breakdowns = [compute_mqs(record, None, cfg.mqs) for record in records]
     rows = [{"pass": memory.pass_no, "memory_id": memory.id, "entry_id": memory.source_id,
              "label": decision.label, "label_source": decision.label_source,

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from memeval.engine.store.memory_store import Memory
-from memeval.quality.stored import StoredMQSConfig, earlier_conflicts, records_from_store
+from memeval.quality.stored import (
+    StoredMQSConfig,
+    earlier_conflicts,
+    nearest_earlier,
+    records_from_store,
+)
 
 
 def unit(*rows: list[float]) -> np.ndarray:
@@ -55,3 +60,25 @@ def test_records_carry_confidence_conflicts_and_hedging() -> None:
 def test_conflict_similarity_is_a_cosine(value: float) -> None:
     with pytest.raises(ValueError, match="cosine"):
         StoredMQSConfig(conflict_similarity=value).validate()
+
+
+def test_candidates_are_the_k_nearest_earlier_memories_above_the_floor() -> None:
+    vectors = unit([1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [1, 0.05, 0], [0, 0, 1])
+    found = nearest_earlier(vectors, 2, 0.5)
+    assert [[i for i, _ in row] for row in found] == [[], [0], [], [0, 1], []]
+    for row_no, row in enumerate(found):  # each cosine is the pair's own, most similar first
+        assert [c for _, c in row] == pytest.approx([float(vectors[row_no] @ vectors[i])
+                                                     for i, _ in row])
+        assert [c for _, c in row] == sorted((c for _, c in row), reverse=True)
+    assert [[i for i, _ in row] for row in nearest_earlier(vectors, 1, 0.5)] == \
+        [[], [0], [], [0], []]
+
+
+def test_the_floor_is_strict_and_chunking_does_not_change_the_candidates() -> None:
+    vectors = unit([1, 0], [0.65, np.sqrt(1 - 0.65**2)])
+    cosine = float(vectors[0] @ vectors[1])
+    assert nearest_earlier(vectors, 3, cosine) == [[], []]
+    assert [[i for i, _ in row] for row in nearest_earlier(vectors, 3, cosine - 1e-4)] == [[], [0]]
+    many = unit(*np.random.default_rng(1).normal(size=(40, 4)).tolist())
+    assert nearest_earlier(many, 3, 0.2, chunk=7) == nearest_earlier(many, 3, 0.2)
+    assert nearest_earlier(many[:0], 3, 0.2) == []
