@@ -6,6 +6,11 @@ each scored out of fold on the development scenarios (stratified, seeded folds).
 model is then fitted on every development scenario, once, and scored on the independent split
 (`test_scenarios`, null to skip) beside the rubric, and on memledger's own golden set. Every
 figure carries a 95% bootstrap CI; the CV − test gap says how far cross-validation flattered.
+
+The development scenarios' decisions name the memories they used ("per m1, …"); a set whose
+decisions name none (memledger's golden set, many systems' logs) follows another convention, so
+its decision text is not read the same way: such a set is scored by the learned model over the
+metadata features alone (mai_features.METADATA), also fitted on the development scenarios.
 """
 
 from __future__ import annotations
@@ -23,7 +28,13 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import bootstrap
 from memeval.metrics.classification import per_class_report
 from memeval.quality.mai import MAI_LABELS, AttributedMemory, MAIRubric, evaluate_mai
-from memeval.quality.mai_features import FEATURES, MAIFeatures, MAIFeatureWords
+from memeval.quality.mai_features import (
+    FEATURES,
+    METADATA,
+    MAIFeatures,
+    MAIFeatureWords,
+    names_a_memory,
+)
 from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
 from memeval.registry import bounded, input_file
 
@@ -119,47 +130,59 @@ class MAICalibration:
             raise ValueError("the development scenarios need at least 2 of each label")
         x = self.matrix(dev)
         oof = out_of_fold(x, truth, self.cfg.learned, folds, seed)
+        oof_metadata = out_of_fold(x, truth, self.cfg.learned, folds, seed, METADATA)
         rubric_dev = self.rubric(dev)
         extra: dict[str, Any] = {
             "development": {"sources": sources, "scenarios": len(dev), "folds": folds,
                             "labels": dict(Counter(truth)),
                             "rubric": scored(truth, rubric_dev, resamples, seed),
-                            "learned": scored(truth, oof, resamples, seed)},
-            "features": list(FEATURES),
+                            "learned": scored(truth, oof, resamples, seed),
+                            "learned_metadata": scored(truth, oof_metadata, resamples, seed)},
+            "features": list(FEATURES), "metadata_features": list(METADATA),
         }
-        model = LearnedMAI(self.cfg.learned, seed).fit(x, truth)
+        models = {"all": LearnedMAI(self.cfg.learned, seed).fit(x, truth),
+                  "metadata": LearnedMAI(self.cfg.learned, seed, METADATA).fit(x, truth)}
         tables = {"mai_development": [
-            {"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned_oof": o}
-            for c, r, o in zip(dev, rubric_dev, oof, strict=True)]}
+            {"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned_oof": o,
+             "learned_metadata_oof": m}
+            for c, r, o, m in zip(dev, rubric_dev, oof, oof_metadata, strict=True)]}
         extra["test"] = None
         if self.cfg.test_scenarios is not None:
             test, source = self._load(self.cfg.test_scenarios)
-            extra["test"], tables["mai_test"] = self._held_out(model, test, resamples, seed)
+            extra["test"], tables["mai_test"] = self._held_out(models, test, resamples, seed)
             extra["test"]["source"] = source
             extra["cv_minus_test"] = {
                 scorer: {m: extra["development"][scorer][m] - extra["test"][scorer][m]
                          for m in ("accuracy", "macro_f1")} for scorer in SCORERS}
-        extra["golden"] = self._golden(model, resamples, seed) if self.cfg.golden else None
+        extra["golden"] = self._golden(models, resamples, seed) if self.cfg.golden else None
+        model = models["all"]
         extra["chosen_c"] = float(model.model.C)  # by inner CV on every development scenario
         extra["coefficients"] = {
-            str(label): dict(zip(FEATURES, map(float, coef), strict=True))
-            for label, coef in zip(model.model.classes_, model.model.coef_, strict=True)}
+            view: {str(label): dict(zip(fitted.features, map(float, coef), strict=True))
+                   for label, coef in zip(fitted.model.classes_, fitted.model.coef_,
+                                          strict=True)}
+            for view, fitted in models.items()}
         return ExperimentResult([], [], extra, summary=summarise(extra), tables=tables)
 
-    def _held_out(self, model: LearnedMAI, cases: list[Scenario], resamples: int,
+    def _held_out(self, models: dict[str, LearnedMAI], cases: list[Scenario], resamples: int,
                   seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Scores the model fitted on the development scenarios alone; nothing here is fitted."""
+        """Scores the models fitted on the development scenarios alone; nothing here is fitted.
+        A set whose decisions name none of their memories is read by the metadata model."""
         truth = [c.ground_truth for c in cases]
         x = self.matrix(cases)
+        view = "all" if any(names_a_memory(c.memories, c.decision) for c in cases) \
+            else "metadata"
+        model = models[view]
         learned, rubric = model.predict(x), self.rubric(cases)
         rows = [{"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned": p,
                  **{f"contribution_{name}": value for name, value
                     in model.contributions(row)[p].items()}}
                 for c, r, p, row in zip(cases, rubric, learned, x, strict=True)]
         return {"rubric": scored(truth, rubric, resamples, seed),
-                "learned": scored(truth, learned, resamples, seed)}, rows
+                "learned": scored(truth, learned, resamples, seed), "features": view}, rows
 
-    def _golden(self, model: LearnedMAI, resamples: int, seed: int) -> dict[str, Any]:
+    def _golden(self, models: dict[str, LearnedMAI], resamples: int,
+                seed: int) -> dict[str, Any]:
         try:
             from memeval.systems.conformance import as_memeval, golden_set
 
@@ -170,7 +193,7 @@ class MAICalibration:
                      for case in golden_set()]
         except ImportError as err:
             return {"skipped": f"memledger is not installed ({err})"}
-        scores, _ = self._held_out(model, cases, resamples, seed)
+        scores, _ = self._held_out(models, cases, resamples, seed)
         return scores
 
 
@@ -182,9 +205,10 @@ def _ci(value: float | None, bounds: Sequence[float | None]) -> str:
         else f"{value:.3f}"
 
 
-def _lines(title: str, block: dict[str, Any]) -> list[str]:
+def _lines(title: str, block: dict[str, Any],
+           scorers: Sequence[str] = SCORERS) -> list[str]:
     lines = [title]
-    for scorer in SCORERS:
+    for scorer in scorers:
         s = block[scorer]
         correct = round(s["accuracy"] * s["n"])
         lines.append(f"  {scorer:8} accuracy {_ci(s['accuracy'], s['accuracy_ci95'])} "
@@ -195,10 +219,15 @@ def _lines(title: str, block: dict[str, Any]) -> list[str]:
     return lines
 
 
+_VIEWS = {"all": "every feature",
+          "metadata": "metadata features: no decision names a memory"}
+
+
 def summarise(extra: dict[str, Any]) -> str:
     dev = extra["development"]
     lines = _lines(f"MAI on {dev['scenarios']} development scenarios "
-                   f"({dev['folds']}-fold out of fold for the learned model)", dev)
+                   f"({dev['folds']}-fold out of fold for the learned models)", dev,
+                   (*SCORERS, "learned_metadata"))
     lines.append(f"learned model for the test split: fitted on all {dev['scenarios']} development "
                  f"scenarios, inverse L2 strength {extra['chosen_c']:g} (chosen by inner CV)")
     test = extra["test"]
@@ -206,7 +235,8 @@ def summarise(extra: dict[str, Any]) -> str:
         lines.append("test split: skipped (experiment.test_scenarios=null)")
     else:
         lines += _lines(f"MAI on the test split ({test['source']['scenarios']} scenarios; "
-                        f"learned model fitted on the development scenarios)", test)
+                        f"learned model fitted on the development scenarios, "
+                        f"{_VIEWS[test['features']]})", test)
         lines.append("CV − test: " + "; ".join(
             f"{scorer} accuracy {gap['accuracy']:+.3f}, macro-F1 {gap['macro_f1']:+.3f}"
             for scorer, gap in extra["cv_minus_test"].items()))
@@ -216,7 +246,8 @@ def summarise(extra: dict[str, Any]) -> str:
     elif "skipped" in golden:
         lines.append(f"memledger golden set: skipped: {golden['skipped']}")
     else:
-        lines += _lines("memledger's golden set (30 scenarios)", golden)
+        lines += _lines(f"memledger's golden set (30 scenarios; {_VIEWS[golden['features']]})",
+                        golden)
     return "\n".join(lines)
 
 

@@ -24,7 +24,16 @@ FEATURES = (
     "confidence_min", "confidence_mean", "confidence_max",
     "cited_share", "decision_relies", "decision_empty", "decision_hedged",
 )
+# What the decision text says. Read only where decisions name the memories they used: the
+# development scenarios' convention, which a system's logs may not follow.
+DECISION_TEXT = ("cited_share", "decision_relies", "decision_empty", "decision_hedged")
+METADATA = tuple(name for name in FEATURES if name not in DECISION_TEXT)
 _WORD = re.compile(r"[\w-]+")  # memory ids as the decision names them ("m1")
+
+
+def names_a_memory(memories: Sequence[AttributedMemory], decision: str) -> bool:
+    """Whether the decision text names one of the memories it was given, by id."""
+    return bool({m.id for m in memories} & set(_WORD.findall(decision)))
 
 
 @dataclass

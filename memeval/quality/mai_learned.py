@@ -1,4 +1,5 @@
-"""A learned MAI: multinomial logistic regression over the scenario features (mai_features).
+"""A learned MAI: multinomial logistic regression over the scenario features (mai_features), all
+of them or a named subset (e.g. METADATA, for decisions that name no memory).
 
 Standardised features and a linear model keep it decomposable: a scenario's score for a label
 is the intercept plus one contribution per feature (coefficient × standardised value), so a
@@ -34,11 +35,14 @@ class LearnedMAIConfig:
 
 
 class LearnedMAI:
-    def __init__(self, cfg: LearnedMAIConfig, seed: int) -> None:
+    def __init__(self, cfg: LearnedMAIConfig, seed: int,
+                 features: Sequence[str] = FEATURES) -> None:
         self.cfg = cfg
         self.seed = seed
-        self.mean = np.zeros(len(FEATURES))
-        self.scale = np.ones(len(FEATURES))
+        self.features = tuple(features)
+        self.columns = [FEATURES.index(name) for name in self.features]
+        self.mean = np.zeros(len(self.features))
+        self.scale = np.ones(len(self.features))
         self.model = self._model(cfg.c[0])
 
     def _model(self, c: float) -> LogisticRegression:
@@ -55,6 +59,8 @@ class LearnedMAI:
         return self.cfg.c[int(np.argmax(accuracy))]
 
     def fit(self, x: np.ndarray, labels: Sequence[str]) -> LearnedMAI:
+        """`x` has every FEATURES column; the model reads its own."""
+        x = x[:, self.columns]
         missing = set(MAI_LABELS) - set(labels)
         if missing:
             raise ValueError(f"the learned MAI needs every label to train; none is "
@@ -70,25 +76,25 @@ class LearnedMAI:
         return (x - self.mean) / self.scale
 
     def predict(self, x: np.ndarray) -> list[str]:
-        return [str(label) for label in self.model.predict(self._standard(x))]
+        return [str(label) for label in self.model.predict(self._standard(x[:, self.columns]))]
 
     def contributions(self, row: np.ndarray) -> dict[str, dict[str, float]]:
         """Per label: the intercept and each feature's signed share of that label's logit."""
-        z = self._standard(row.reshape(1, -1))[0]
+        z = self._standard(row[self.columns].reshape(1, -1))[0]
         return {str(label): {"intercept": float(b),
-                             **{name: float(w * v) for name, w, v in zip(FEATURES, coef, z,
+                             **{name: float(w * v) for name, w, v in zip(self.features, coef, z,
                                                                          strict=True)}}
                 for label, coef, b in zip(self.model.classes_, self.model.coef_,
                                           self.model.intercept_, strict=True)}
 
 
 def out_of_fold(x: np.ndarray, labels: Sequence[str], cfg: LearnedMAIConfig, folds: int,
-                seed: int) -> list[str]:
+                seed: int, features: Sequence[str] = FEATURES) -> list[str]:
     """Each scenario's label from a model fitted on the other folds only (stratified, seeded)."""
     y = np.array(labels)
     predicted = np.empty(len(y), dtype=object)
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     for train, held in splitter.split(x, y):
-        model = LearnedMAI(cfg, seed).fit(x[train], list(y[train]))
+        model = LearnedMAI(cfg, seed, features).fit(x[train], list(y[train]))
         predicted[held] = model.predict(x[held])
     return [str(label) for label in predicted]

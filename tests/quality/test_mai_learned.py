@@ -15,7 +15,14 @@ from memeval.config import validate
 from memeval.data.quality_sets import load_scenarios
 from memeval.paths import data_path
 from memeval.quality.mai import MAI_LABELS, AttributedMemory, MAIRubric
-from memeval.quality.mai_features import FEATURES, MAIFeatures, MAIFeatureWords
+from memeval.quality.mai_features import (
+    DECISION_TEXT,
+    FEATURES,
+    METADATA,
+    MAIFeatures,
+    MAIFeatureWords,
+    names_a_memory,
+)
 from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_table
@@ -158,14 +165,42 @@ def test_the_test_split_never_reaches_the_fit(tmp_path: Path, monkeypatch: pytes
     experiment = MAICalibration(validate(cfg).experiment)
     test_rows = {r.tobytes() for r in experiment.matrix(load_scenarios(test)[0])}
     dev_rows = {r.tobytes() for r in experiment.matrix(load_scenarios(dev)[0])}
-    assert len(fitted) == 4  # three folds, then the final model on every development scenario
-    assert fitted[-1] == dev_rows and all(not rows & test_rows for rows in fitted)
+    # Three folds for each view (every feature, metadata only), then both final models on every
+    # development scenario.
+    assert len(fitted) == 8
+    assert fitted[-2] == fitted[-1] == dev_rows and all(not rows & test_rows for rows in fitted)
+    assert metrics["test"]["features"] == "all"  # its decisions name their memories
     assert metrics["development"]["scenarios"] == 30 and metrics["test"]["learned"]["n"] == 9
     table = read_table(tmp_path / "run", "mai_test")
     assert len(table) == 9 and "contribution_intercept" in table
     gap = metrics["cv_minus_test"]["learned"]["accuracy"]
     assert gap == pytest.approx(metrics["development"]["learned"]["accuracy"]
                                 - metrics["test"]["learned"]["accuracy"])
+
+
+def test_names_a_memory_reads_ids_as_whole_words() -> None:
+    memories = [AttributedMemory("m1", 0.9, [], "user", "s1")]
+    assert names_a_memory(memories, "Pinned it per m1.")
+    assert not names_a_memory(memories, "Pinned it per m12 and the runbook.")
+    assert not names_a_memory([], "per m1")
+
+
+def test_a_set_whose_decisions_name_no_memory_is_read_by_the_metadata_model(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    dev, _ = _sets(tmp_path)
+    uncited = _write(tmp_path / "uncited.jsonl", [
+        _scenario(f"u{i}", MAI_LABELS[i % 3], 0.52 + i / 100, f"Shipped fix {i} as planned.")
+        for i in range(9)])
+    metrics = run_experiment(fast_config(
+        "+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
+        f"experiment.test_scenarios={uncited}", "experiment.golden=false", "experiment.folds=3",
+        "bootstrap=20"), tmp_path / "run")
+    assert metrics["test"]["features"] == "metadata"
+    columns = set(read_table(tmp_path / "run", "mai_test"))
+    assert {f"contribution_{name}" for name in METADATA} <= columns
+    assert not {f"contribution_{name}" for name in DECISION_TEXT} & columns
+    assert "learned_metadata" in metrics["development"]
+    assert set(metrics["coefficients"]) == {"all", "metadata"}
 
 
 def test_the_experiment_composes_and_runs_without_a_test_split(
