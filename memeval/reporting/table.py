@@ -145,7 +145,8 @@ def stored_models_table(passes: Sequence[PassMetrics]) -> str:
     if not scored:
         return ""
     kinds = sorted({kind for _, q in scored for kind in q.conflicts_by_kind})
-    header = ("pass", "stored", "pairs checked", *kinds, "in a conflict [95% CI]", "superseded",
+    header = ("pass", "stored", "pairs checked", "too long", *kinds, "in a conflict [95% CI]",
+              "superseded",
               "trust mean [95% CI]", "trust p10/p50/p90", "AUROC trust subst. vs low")
     rows = []
     for p, quality in scored:
@@ -154,6 +155,7 @@ def stored_models_table(passes: Sequence[PassMetrics]) -> str:
         low, high = trust.get("mean_ci95") or (None, None)
         rows.append((
             p.label, str(quality.memories), str(quality.candidate_pairs),
+            str(quality.pairs_too_long),
             *(str(quality.conflicts_by_kind.get(kind, 0)) for kind in kinds),
             _pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
             str(quality.superseded),

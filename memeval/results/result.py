@@ -144,13 +144,15 @@ class StoredModelsQuality:
     superseded: int
     trust: Mapping[str, Any]  # mean, p10, p50, p90, each with its `_ci95`
     trust_separation: Separation
+    pairs_too_long: int = 0  # candidate pairs with a memory longer than the detector's range
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StoredModelsQuality:
         return cls(data["memories"], data["candidate_pairs"], _map(data["conflicts_by_kind"]),
                    data.get("in_conflict_share"), as_ci(data.get("in_conflict_share_ci95")),
                    data["superseded"], _map(data["trust"]),
-                   Separation.from_dict(data["trust_separation"]))
+                   Separation.from_dict(data["trust_separation"]),
+                   int(data.get("pairs_too_long", 0)))
 
 
 @dataclass(frozen=True)

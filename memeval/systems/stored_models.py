@@ -54,6 +54,9 @@ class StoredModelsConfig:
     enabled: bool = True
     neighbours: int = bounded(3, 1, 100)  # earlier memories each stored memory is paired with
     min_similarity: float = bounded(0.5, -1, 1)  # a candidate pair's cosine must exceed this
+    # The detector learned from memories of 5-40 words; a longer one (a whole turn stating many
+    # values) is out of its range: pairs with one are counted, not labelled.
+    max_words: int = bounded(60, 1)
     dev_pairs: list[str] = field(default_factory=list)
     dev_records: list[str] = field(default_factory=list)
     on_error: str = "skip"
@@ -141,9 +144,11 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
     for the `stored_memories` table."""
     memories, written, records = stored_records(gate, decisions, cfg)
     ids = [m.id for m in memories]
-    candidates = [(earlier, later, cosine) for later, found in enumerate(
+    nearest = [(earlier, later, cosine) for later, found in enumerate(
         nearest_earlier(gate.memories.vectors, models.cfg.neighbours, models.cfg.min_similarity))
         for earlier, cosine in found]
+    short = [len(m.text.split()) <= models.cfg.max_words for m in memories]
+    candidates = [(a, b, cosine) for a, b, cosine in nearest if short[a] and short[b]]
     pairs = [(Memory(memories[a].text), Memory(memories[b].text)) for a, b, _ in candidates]
     kinds = models.detector.predict(pairs) if pairs else []
     winners = _superseder(models.detector, pairs, kinds, [ids[a] for a, _, _ in candidates],
@@ -171,7 +176,9 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
     common = {"resamples": resamples, "seed": seed}
     summary = {
         "memories": len(memories), "candidate_pairs": len(candidates),
+        "pairs_too_long": len(nearest) - len(candidates),
         "neighbours": models.cfg.neighbours, "min_similarity": models.cfg.min_similarity,
+        "max_words": models.cfg.max_words,
         "detector": str(models.cfg.detector["name"]), "fitted_on": models.fitted_on,
         "conflicts_by_kind": {kind: sum(1 for k in kinds if k == kind) for kind in KINDS},
         "in_conflict_share": _mean(in_conflict),

@@ -83,8 +83,9 @@ def fitted() -> StoredModels:
 
 
 def scored(fitted: StoredModels, detector: Scripted, labels: Sequence[str],
-           neighbours: int = 3) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    cfg = StoredModelsConfig(neighbours=neighbours, min_similarity=0.5)
+           neighbours: int = 3, max_words: int = 60
+           ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    cfg = StoredModelsConfig(neighbours=neighbours, min_similarity=0.5, max_words=max_words)
     models = StoredModels(cfg, detector, fitted.trust, fitted.signals, fitted.mqs)
     return stored_model_quality(stand_in_gate(), decisions(labels),  # type: ignore[arg-type]
                                 StoredMQSConfig(), models, resamples=50, seed=0)
@@ -98,6 +99,16 @@ def test_each_memory_is_asked_about_its_near_earlier_memories_only(
     assert summary["candidate_pairs"] == 2
     assert summary["conflicts_by_kind"] == {"contradiction": 0, "temporal": 0, "semantic": 0}
     assert summary["in_conflict_share"] == 0.0 and summary["superseded"] == 0
+
+
+def test_a_pair_with_a_memory_longer_than_the_detectors_range_is_counted_not_labelled(
+        fitted: StoredModels) -> None:
+    """"CI moved to GitHub Actions." is 5 words, the other pair's memories at most 4."""
+    detector = Scripted({(TEXTS[0], TEXTS[1]): "temporal"})
+    summary, columns = scored(fitted, detector, ["substantive"] * 5, max_words=4)
+    assert detector.asked == [(TEXTS[2], TEXTS[3])]
+    assert (summary["candidate_pairs"], summary["pairs_too_long"]) == (1, 1)
+    assert columns["m1"]["learned_conflicts"] == []
 
 
 def test_conflicts_land_on_both_memories_and_a_temporal_one_names_the_superseder(
