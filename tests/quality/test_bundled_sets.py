@@ -19,6 +19,7 @@ PAIRS_TEST = "conflicts/memory_pairs_heldout_v1.jsonl"
 # Written later, to test the detector changed after PAIRS_TEST scored it: apart from every other
 # conflict set, heldout v1 included.
 PAIRS_TEST_2 = "conflicts/memory_pairs_heldout_v2.jsonl"
+PAIRS_TEST_3 = "conflicts/memory_pairs_heldout_v3.jsonl"  # written after v2 had been read
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
@@ -67,6 +68,7 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
 
 @pytest.mark.parametrize(("test", "dev", "texts"), [
     (PAIRS_TEST, PAIRS_DEV, _pair_texts), (PAIRS_TEST_2, [*PAIRS_DEV, PAIRS_TEST], _pair_texts),
+    (PAIRS_TEST_3, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2], _pair_texts),
     (RECORDS_TEST, RECORDS_DEV, _record_texts),
     (SCENARIOS_TEST, SCENARIOS_DEV, _decisions)])
 def test_the_independent_split_shares_nothing_with_development(
@@ -81,16 +83,18 @@ def test_the_independent_split_shares_nothing_with_development(
         assert not ids & {_id(row) for row in _rows(name)}
 
 
-def test_the_second_conflict_split_is_whole_and_balanced() -> None:
-    pairs, report = load_conflict_pairs(data_path(PAIRS_TEST_2), "raise")
-    assert len(pairs) == 219 and report.skipped == 0
+@pytest.mark.parametrize(("name", "contradictions"), [(PAIRS_TEST_2, 43), (PAIRS_TEST_3, 44)])
+def test_the_later_conflict_splits_are_whole_and_balanced(name: str, contradictions: int) -> None:
+    pairs, report = load_conflict_pairs(data_path(name), "raise")
+    assert report.skipped == 0
     counts = {label: sum(p.conflict == label for p in pairs)
               for label in ("none", "contradiction", "semantic", "temporal")}
-    assert counts == {"none": 88, "contradiction": 43, "semantic": 44, "temporal": 44}
+    assert counts == {"none": 88, "contradiction": contradictions, "semantic": 44,
+                      "temporal": 44}
 
 
 def test_temporal_pairs_name_the_newer_side_by_its_later_date() -> None:
-    for name in [*PAIRS_DEV[1:], PAIRS_TEST, PAIRS_TEST_2]:
+    for name in [*PAIRS_DEV[1:], PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3]:
         for row in _rows(name):
             newer = row["newer"]
             if row["conflict"] != "temporal":
