@@ -23,11 +23,9 @@ from memeval.data.quality_sets import (
 from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
-from memeval.quality.conflict_features import Memory
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
     LearnedConflictDetector,
-    Pair,
     PairDetector,
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
@@ -35,6 +33,7 @@ from memeval.registry import bounded, input_file
 from memeval.reporting.table import aligned
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
+from memeval.systems.stored_models import labelled_sides
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
 
@@ -140,18 +139,18 @@ class ConflictDetection:
             "detector": self.cfg.detector["name"], "dev": dev_sources, "folds": self.cfg.folds,
             "embed": self.cfg.embed, "labels": dict(Counter(p.conflict for p in dev)),
             "cv": score(dev, oof, dev_newer, resamples, seed),
-            "rules_dev": score(dev, rules.predict(_sides(dev)), None, resamples, seed),
+            "rules_dev": score(dev, rules.predict(labelled_sides(dev)), None, resamples, seed),
             "rules_modes": {}}
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
-            learned.fit(_sides(dev), [p.conflict for p in dev], dev_cos)
-            guessed = learned.predict(_sides(test), self._cosines(ctx, test))
+            learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos)
+            guessed = learned.predict(labelled_sides(test), self._cosines(ctx, test))
             test_newer = _newer(learned, test)
             section["test_source"] = test_sources[0]
             section["test"] = score(test, guessed, test_newer, resamples, seed)
-            section["rules_test"] = score(test, rules.predict(_sides(test)), None, resamples,
-                                          seed)
+            section["rules_test"] = score(test, rules.predict(labelled_sides(test)), None,
+                                          resamples, seed)
             rows += self._split_rows("test", test, guessed, test_newer, section, resamples, seed)
             section["gap"] = {k: _minus(section["cv"]["headline"][k],
                                         section["test"]["headline"][k])
@@ -209,13 +208,8 @@ def _plain(rules: ConflictRules) -> dict[str, Any]:
     return {f: getattr(rules, f) for f in rules.__dataclass_fields__}
 
 
-def _sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
-    return [(Memory(p.a.content, p.a.timestamp, p.a.path),
-             Memory(p.b.content, p.b.timestamp, p.b.path)) for p in pairs]
-
-
 def _newer(detector: PairDetector, pairs: Sequence[LabelledPair]) -> list[str] | None:
-    return detector.newer(_sides(pairs)) if isinstance(detector, LearnedConflictDetector) \
+    return detector.newer(labelled_sides(pairs)) if isinstance(detector, LearnedConflictDetector) \
         else None
 
 
@@ -237,7 +231,7 @@ def folds_of(labels: Sequence[str], folds: int, seed: int) -> list[np.ndarray]:
 def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
                 cosines: Sequence[float] | None = None) -> list[str]:
     """Each pair's label from a model fitted on the other folds only."""
-    sides, labels = _sides(pairs), [p.conflict for p in pairs]
+    sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
     guessed = ["none"] * len(pairs)
     for held in folds_of(labels, folds, seed):
         kept = np.setdiff1d(np.arange(len(pairs)), held)

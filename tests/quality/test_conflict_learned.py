@@ -29,6 +29,7 @@ from memeval.quality.conflict_model import (
 )
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.runner import run_experiment
+from memeval.systems.stored_models import labelled_sides
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "conflict_detector" / "learned.yaml"
 
@@ -268,7 +269,7 @@ def test_the_embedder_cosine_is_a_feature_when_asked(
                       f"experiment.dev_pairs=[{dev}]", "experiment.test_pairs=null")
     section = run_experiment(cfg, tmp_path / "run")["conflicts_learned"]
     assert section["embed"] is True and section["cv"]["pairs"] == 20
-    sides = experiment._sides(load_conflict_pairs(dev)[0])
+    sides = labelled_sides(load_conflict_pairs(dev)[0])
     detector = LearnedConflictDetector(LearnedConflictConfig(words=_words()))
     column = FEATURES.index("cosine")
     assert detector.features(sides, [0.25] * 20)[:, column].tolist() == [0.25] * 20
