@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -141,6 +142,10 @@ class ConflictDetection:
             "cv": score(dev, oof, dev_newer, resamples, seed),
             "rules_dev": score(dev, rules.predict(labelled_sides(dev)), None, resamples, seed),
             "rules_modes": {}}
+        if len(dev_sources) > 1:  # each file written apart: how the detector carries to new data
+            section["cv_by_file"] = score(dev, out_of_fold(
+                learned, dev, self.cfg.folds, seed, dev_cos,
+                by_file([s["pairs"] for s in dev_sources])), dev_newer, resamples, seed)
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
@@ -228,12 +233,20 @@ def folds_of(labels: Sequence[str], folds: int, seed: int) -> list[np.ndarray]:
     return [np.flatnonzero(assigned == k) for k in range(folds)]
 
 
+def by_file(sizes: Sequence[int]) -> list[np.ndarray]:
+    """One fold per development file, in order: each file's pairs held out in turn."""
+    edges = np.cumsum([0, *sizes])
+    return [np.arange(start, stop) for start, stop in pairwise(edges)]
+
+
 def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
-                cosines: Sequence[float] | None = None) -> list[str]:
-    """Each pair's label from a model fitted on the other folds only."""
+                cosines: Sequence[float] | None = None,
+                held_out: Sequence[np.ndarray] | None = None) -> list[str]:
+    """Each pair's label from a model fitted on the other folds only: stratified, seeded folds,
+    or the given ones (e.g. `by_file`)."""
     sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
     guessed = ["none"] * len(pairs)
-    for held in folds_of(labels, folds, seed):
+    for held in held_out if held_out is not None else folds_of(labels, folds, seed):
         kept = np.setdiff1d(np.arange(len(pairs)), held)
         detector.fit([sides[i] for i in kept], [labels[i] for i in kept],
                      None if cosines is None else [cosines[i] for i in kept])
@@ -283,7 +296,10 @@ def _with_ci(stats: dict[str, Any], key: str) -> str:
 
 def summarise_learned(section: dict[str, Any]) -> str:
     """CV, test and the rules' figures side by side, then the CV − test gap."""
-    columns = {f"{section['detector']} CV": section["cv"], "rules dev": section["rules_dev"]}
+    columns = {f"{section['detector']} CV": section["cv"]}
+    if "cv_by_file" in section:
+        columns[f"{section['detector']} by file"] = section["cv_by_file"]
+    columns["rules dev"] = section["rules_dev"]
     if "test" in section:
         columns[f"{section['detector']} test"] = section["test"]
         columns["rules test"] = section["rules_test"]
@@ -297,8 +313,10 @@ def summarise_learned(section: dict[str, Any]) -> str:
                                              for c in columns.values())))
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
+    by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
+                    if "cv_by_file" in section else "")
     lines = [f"{section['detector']} detector: {section['folds']}-fold CV on {dev} development "
-             f"pairs, test split {test}", aligned(("", *columns), rows)]
+             f"pairs{by_file_note}, test split {test}", aligned(("", *columns), rows)]
     if "gap" in section:
         lines.append("CV − test gap: " + ", ".join(
             f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None))

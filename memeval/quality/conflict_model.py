@@ -9,6 +9,7 @@ semantic); `fit` is a no-op for the rules.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -51,6 +52,10 @@ class LearnedConflictConfig:
     min_samples_leaf: int = bounded(5, 1)
     # logistic: scikit-learn's C, on standardised features.
     inverse_regularisation: float = bounded(0.1, 1e-6)
+    # A pair is `none` when the model gives none at least this probability, else its most
+    # probable conflict type; null: the most probable label. Below 0.5 it trades recall for
+    # precision (the classes are weighted equally in training).
+    none_probability: float | None = bounded(None, 0, 1)
 
     def validate(self) -> None:
         self.words.validate()
@@ -97,11 +102,12 @@ class LearnedConflictDetector:
     def __init__(self, cfg: LearnedConflictConfig) -> None:
         self.cfg = cfg
         self.reader = ValueReader(cfg.words)
+        self.read = functools.lru_cache(maxsize=None)(self.reader.read)  # texts recur across folds
         self.model: Any = None
 
     def features(self, pairs: Sequence[Pair],
                  cosines: Sequence[float] | None = None) -> np.ndarray:
-        rows = [pair_features(self.reader.read(a.content), self.reader.read(b.content), a, b,
+        rows = [pair_features(self.read(a.content), self.read(b.content), a, b,
                               cosines[i] if cosines is not None else 0.0)
                 for i, (a, b) in enumerate(pairs)]
         return np.asarray(rows, dtype=float)
@@ -115,11 +121,20 @@ class LearnedConflictDetector:
                 cosines: Sequence[float] | None = None) -> list[str]:
         if self.model is None:
             raise RuntimeError("the learned conflict detector predicts only after fit()")
-        return [str(label) for label in self.model.predict(self.features(pairs, cosines))]
+        x = self.features(pairs, cosines)
+        if self.cfg.none_probability is None:
+            return [str(label) for label in self.model.predict(x)]
+        classes = [str(c) for c in self.model.classes_]
+        probabilities = self.model.predict_proba(x)
+        none = classes.index("none")
+        conflicts = probabilities.copy()
+        conflicts[:, none] = -1.0
+        return ["none" if row[none] >= self.cfg.none_probability else classes[int(best)]
+                for row, best in zip(probabilities, conflicts.argmax(axis=1), strict=True)]
 
     def newer(self, pairs: Sequence[Pair]) -> list[str]:
         """Per pair, the side ("a" or "b") that supersedes the other."""
-        return [newer_side(self.reader.read(a.content), self.reader.read(b.content), a, b)
+        return [newer_side(self.read(a.content), self.read(b.content), a, b)
                 for a, b in pairs]
 
 

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
+import conf
 from memeval.data.quality_sets import load_conflict_pairs, load_memory_records, load_scenarios
 from memeval.paths import data_path
 
@@ -20,6 +22,8 @@ PAIRS_TEST = "conflicts/memory_pairs_heldout_v1.jsonl"
 # conflict set, heldout v1 included.
 PAIRS_TEST_2 = "conflicts/memory_pairs_heldout_v2.jsonl"
 PAIRS_TEST_3 = "conflicts/memory_pairs_heldout_v3.jsonl"  # written after v2 had been read
+# Written after v1-v3 had joined the development pairs: the held-out split today.
+PAIRS_TEST_4 = "conflicts/memory_pairs_heldout_v4.jsonl"
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
@@ -69,6 +73,7 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
 @pytest.mark.parametrize(("test", "dev", "texts"), [
     (PAIRS_TEST, PAIRS_DEV, _pair_texts), (PAIRS_TEST_2, [*PAIRS_DEV, PAIRS_TEST], _pair_texts),
     (PAIRS_TEST_3, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2], _pair_texts),
+    (PAIRS_TEST_4, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3], _pair_texts),
     (RECORDS_TEST, RECORDS_DEV, _record_texts),
     (SCENARIOS_TEST, SCENARIOS_DEV, _decisions)])
 def test_the_independent_split_shares_nothing_with_development(
@@ -83,18 +88,28 @@ def test_the_independent_split_shares_nothing_with_development(
         assert not ids & {_id(row) for row in _rows(name)}
 
 
-@pytest.mark.parametrize(("name", "contradictions"), [(PAIRS_TEST_2, 43), (PAIRS_TEST_3, 44)])
-def test_the_later_conflict_splits_are_whole_and_balanced(name: str, contradictions: int) -> None:
+@pytest.mark.parametrize(("name", "nones", "contradictions"), [
+    (PAIRS_TEST_2, 88, 43), (PAIRS_TEST_3, 88, 44), (PAIRS_TEST_4, 87, 44)])
+def test_the_later_conflict_splits_are_whole_and_balanced(name: str, nones: int,
+                                                          contradictions: int) -> None:
     pairs, report = load_conflict_pairs(data_path(name), "raise")
     assert report.skipped == 0
     counts = {label: sum(p.conflict == label for p in pairs)
               for label in ("none", "contradiction", "semantic", "temporal")}
-    assert counts == {"none": 88, "contradiction": contradictions, "semantic": 44,
+    assert counts == {"none": nones, "contradiction": contradictions, "semantic": 44,
                       "temporal": 44}
 
 
+def test_the_development_pairs_are_the_files_named_once() -> None:
+    """The former held-out splits are development data now; the held-out split is not."""
+    named = yaml.safe_load((Path(conf.__file__).parent / "dev_sets" / "bundled.yaml").read_text())
+    files = [entry.removeprefix("${memeval_data:").removesuffix("}")
+             for entry in named["conflict_pairs"]]
+    assert files == [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3]
+
+
 def test_temporal_pairs_name_the_newer_side_by_its_later_date() -> None:
-    for name in [*PAIRS_DEV[1:], PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3]:
+    for name in [*PAIRS_DEV[1:], PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4]:
         for row in _rows(name):
             newer = row["newer"]
             if row["conflict"] != "temporal":

@@ -17,6 +17,7 @@ from memeval.experiments import conflict_detection as experiment
 from memeval.experiments.conflict_detection import (
     ConflictDetection,
     ConflictDetectionConfig,
+    by_file,
     folds_of,
     out_of_fold,
 )
@@ -28,6 +29,7 @@ from memeval.quality.conflict_model import (
     Pair,
 )
 from memeval.quality.conflict_values import ConflictWords, ValueReader
+from memeval.registry import ConfigError, to_dataclass
 from memeval.runner import run_experiment
 from memeval.systems.stored_models import labelled_sides
 
@@ -114,6 +116,32 @@ def test_the_combiner_learns_a_separable_toy_set(classifier: str) -> None:
     detector.fit(train, labels)
     held, truth = _toy(5, offset=100)
     assert detector.predict(held) == truth
+
+
+def test_by_file_holds_out_each_development_file_in_turn() -> None:
+    assert [fold.tolist() for fold in by_file([2, 3, 1])] == [[0, 1], [2, 3, 4], [5]]
+
+
+def test_a_none_probability_floor_trades_conflicts_for_none() -> None:
+    """At floor 0 every pair is none (P(none) >= 0 always); at 1 only a certain none is."""
+    train, labels = _toy(10)
+    held, truth = _toy(5, offset=100)
+    guessed = {}
+    for floor in (0.0, None, 1.0):
+        detector = LearnedConflictDetector(LearnedConflictConfig(words=_words(),
+                                                                 none_probability=floor))
+        detector.fit(train, labels)
+        guessed[floor] = detector.predict(held)
+    assert guessed[0.0] == ["none"] * len(held)
+    assert guessed[None] == truth
+    assert [g for g, t in zip(guessed[1.0], truth, strict=True) if t != "none"] == \
+        [t for t in truth if t != "none"]
+
+
+@pytest.mark.bad_input
+def test_a_none_probability_outside_zero_to_one_is_refused() -> None:
+    with pytest.raises(ConfigError, match="none_probability must be null or"):
+        to_dataclass(LearnedConflictConfig, {"none_probability": 1.5}, "experiment.detector")
 
 
 @pytest.mark.bad_input
@@ -259,7 +287,8 @@ def test_the_reference_section_keeps_the_documented_figures(
         stats = conflicts[mode]["any_conflict"]
         assert (round(stats["precision"], 2), round(stats["recall"], 2)) == (p, r)
     learned = metrics["conflicts_learned"]
-    assert learned["cv"]["pairs"] == 84 + 366 and "test" not in learned
+    assert learned["cv"]["pairs"] == 84 + 366 + 165 + 219 + 220 and "test" not in learned
+    assert learned["cv_by_file"]["pairs"] == learned["cv"]["pairs"]  # each file held out once
 
 
 def test_the_embedder_cosine_is_a_feature_when_asked(
