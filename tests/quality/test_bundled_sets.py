@@ -22,8 +22,9 @@ PAIRS_TEST = "conflicts/memory_pairs_heldout_v1.jsonl"
 # conflict set, heldout v1 included.
 PAIRS_TEST_2 = "conflicts/memory_pairs_heldout_v2.jsonl"
 PAIRS_TEST_3 = "conflicts/memory_pairs_heldout_v3.jsonl"  # written after v2 had been read
-# Written after v1-v3 had joined the development pairs: the held-out split today.
-PAIRS_TEST_4 = "conflicts/memory_pairs_heldout_v4.jsonl"
+PAIRS_TEST_4 = "conflicts/memory_pairs_heldout_v4.jsonl"  # written after v1-v3 were joined
+# Written after v4 had scored a detector and before any later change: the held-out split today.
+PAIRS_TEST_5 = "conflicts/memory_pairs_heldout_v5.jsonl"
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
@@ -74,6 +75,8 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
     (PAIRS_TEST, PAIRS_DEV, _pair_texts), (PAIRS_TEST_2, [*PAIRS_DEV, PAIRS_TEST], _pair_texts),
     (PAIRS_TEST_3, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2], _pair_texts),
     (PAIRS_TEST_4, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3], _pair_texts),
+    (PAIRS_TEST_5, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4],
+     _pair_texts),
     (RECORDS_TEST, RECORDS_DEV, _record_texts),
     (SCENARIOS_TEST, SCENARIOS_DEV, _decisions)])
 def test_the_independent_split_shares_nothing_with_development(
@@ -89,7 +92,8 @@ def test_the_independent_split_shares_nothing_with_development(
 
 
 @pytest.mark.parametrize(("name", "nones", "contradictions"), [
-    (PAIRS_TEST_2, 88, 43), (PAIRS_TEST_3, 88, 44), (PAIRS_TEST_4, 87, 44)])
+    (PAIRS_TEST_2, 88, 43), (PAIRS_TEST_3, 88, 44), (PAIRS_TEST_4, 87, 44),
+    (PAIRS_TEST_5, 87, 45)])
 def test_the_later_conflict_splits_are_whole_and_balanced(name: str, nones: int,
                                                           contradictions: int) -> None:
     pairs, report = load_conflict_pairs(data_path(name), "raise")
@@ -109,7 +113,8 @@ def test_the_development_pairs_are_the_files_named_once() -> None:
 
 
 def test_temporal_pairs_name_the_newer_side_by_its_later_date() -> None:
-    for name in [*PAIRS_DEV[1:], PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4]:
+    for name in [*PAIRS_DEV[1:], PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4,
+                 PAIRS_TEST_5]:
         for row in _rows(name):
             newer = row["newer"]
             if row["conflict"] != "temporal":
