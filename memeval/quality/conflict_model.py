@@ -23,6 +23,7 @@ from sklearn.preprocessing import StandardScaler
 from memeval.quality.conflict_features import Memory, newer_side, pair_features
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
+from memeval.quality.difference_words import DifferenceWords
 from memeval.registry import Registry, bounded
 
 Pair = tuple[Memory, Memory]
@@ -56,6 +57,11 @@ class LearnedConflictConfig:
     # probable conflict type; null: the most probable label. Below 0.5 it trades recall for
     # precision (the classes are weighted equally in training).
     none_probability: float | None = bounded(None, 0, 1)
+    # Stack a logistic model over the words only one memory says (quality/difference_words.py):
+    # its scikit-learn C, and the folds its probabilities on the training pairs come from.
+    difference_words: bool = True
+    difference_regularisation: float = bounded(3.0, 1e-6)
+    difference_folds: int = bounded(5, 2)
 
     def validate(self) -> None:
         self.words.validate()
@@ -104,18 +110,27 @@ class LearnedConflictDetector:
         self.reader = ValueReader(cfg.words)
         self.read = functools.lru_cache(maxsize=None)(self.reader.read)  # texts recur across folds
         self.model: Any = None
+        self.words = DifferenceWords(cfg.difference_regularisation, cfg.difference_folds,
+                                     cfg.seed) if cfg.difference_words else None
 
-    def features(self, pairs: Sequence[Pair],
-                 cosines: Sequence[float] | None = None) -> np.ndarray:
-        rows = [pair_features(self.read(a.content), self.read(b.content), a, b,
-                              cosines[i] if cosines is not None else 0.0)
-                for i, (a, b) in enumerate(pairs)]
-        return np.asarray(rows, dtype=float)
+    def features(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
+                 words: np.ndarray | None = None) -> np.ndarray:
+        """One row per pair: `pair_features`, then (when stacked) the difference-word model's
+        class probabilities, `words` if given, else from the fitted model."""
+        rows = np.asarray([pair_features(self.read(a.content), self.read(b.content), a, b,
+                                         cosines[i] if cosines is not None else 0.0)
+                           for i, (a, b) in enumerate(pairs)], dtype=float)
+        if self.words is None:
+            return rows
+        if words is None:
+            words = self.words.probabilities(_texts(pairs))
+        return np.hstack([rows.reshape(len(pairs), -1), words])
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
             cosines: Sequence[float] | None = None) -> None:
+        held_out = self.words.fit(_texts(pairs), labels) if self.words is not None else None
         self.model = CLASSIFIERS[self.cfg.classifier](self.cfg)
-        self.model.fit(self.features(pairs, cosines), np.asarray(labels))
+        self.model.fit(self.features(pairs, cosines, held_out), np.asarray(labels))
 
     def predict(self, pairs: Sequence[Pair],
                 cosines: Sequence[float] | None = None) -> list[str]:
@@ -136,6 +151,10 @@ class LearnedConflictDetector:
         """Per pair, the side ("a" or "b") that supersedes the other."""
         return [newer_side(self.read(a.content), self.read(b.content), a, b)
                 for a, b in pairs]
+
+
+def _texts(pairs: Sequence[Pair]) -> list[tuple[str, str]]:
+    return [(a.content, b.content) for a, b in pairs]
 
 
 @CONFLICT_DETECTORS.register("rules", ConflictRules)

@@ -109,7 +109,7 @@ def test_the_development_pairs_are_the_files_named_once() -> None:
     named = yaml.safe_load((Path(conf.__file__).parent / "dev_sets" / "bundled.yaml").read_text())
     files = [entry.removeprefix("${memeval_data:").removesuffix("}")
              for entry in named["conflict_pairs"]]
-    assert files == [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3]
+    assert files == [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4]
 
 
 def test_temporal_pairs_name_the_newer_side_by_its_later_date() -> None:

@@ -29,6 +29,7 @@ from memeval.quality.conflict_model import (
     Pair,
 )
 from memeval.quality.conflict_values import ConflictWords, ValueReader
+from memeval.quality.difference_words import DifferenceWords, said_by_one
 from memeval.registry import ConfigError, to_dataclass
 from memeval.runner import run_experiment
 from memeval.systems.stored_models import labelled_sides
@@ -287,7 +288,7 @@ def test_the_reference_section_keeps_the_documented_figures(
         stats = conflicts[mode]["any_conflict"]
         assert (round(stats["precision"], 2), round(stats["recall"], 2)) == (p, r)
     learned = metrics["conflicts_learned"]
-    assert learned["cv"]["pairs"] == 84 + 366 + 165 + 219 + 220 and "test" not in learned
+    assert learned["cv"]["pairs"] == 84 + 366 + 165 + 219 + 220 + 219 and "test" not in learned
     assert learned["cv_by_file"]["pairs"] == learned["cv"]["pairs"]  # each file held out once
 
 
@@ -298,7 +299,39 @@ def test_the_embedder_cosine_is_a_feature_when_asked(
                       f"experiment.dev_pairs=[{dev}]", "experiment.test_pairs=null")
     section = run_experiment(cfg, tmp_path / "run")["conflicts_learned"]
     assert section["embed"] is True and section["cv"]["pairs"] == 20
-    sides = labelled_sides(load_conflict_pairs(dev)[0])
+    pairs = load_conflict_pairs(dev)[0]
+    sides = labelled_sides(pairs)
     detector = LearnedConflictDetector(LearnedConflictConfig(words=_words()))
+    detector.fit(sides, [p.conflict for p in pairs], [0.5] * 20)
     column = FEATURES.index("cosine")
     assert detector.features(sides, [0.25] * 20)[:, column].tolist() == [0.25] * 20
+
+
+def test_difference_words_are_the_words_one_side_says() -> None:
+    assert said_by_one("User hates emoji in commits", "User likes emoji in commits") == \
+        said_by_one("User likes emoji in commits", "User hates emoji in commits") == "hat lik"
+
+
+def test_difference_word_probabilities_on_the_training_pairs_come_out_of_fold() -> None:
+    """Each pair says one word nothing else says: a model that saw the pair is sure of its label,
+    one that did not cannot be, so the training-pair probabilities show which one gave them."""
+    texts = [(f"shared words w{i}", "shared words") for i in range(40)]
+    labels = ["none" if i % 2 else "semantic" for i in range(40)]
+    model = DifferenceWords(inverse_regularisation=100.0, folds=5, seed=0)
+    held_out = model.fit(texts, labels)
+    seen = model.probabilities(texts)
+    truth = np.array([0 if label == "none" else 1 for label in labels])  # columns: none, semantic
+    assert (seen[np.arange(40), truth] > 0.9).all()
+    assert np.allclose(held_out, 0.5, atol=0.05)
+
+
+def test_the_stacked_words_add_one_column_per_label(tmp_path: Path) -> None:
+    pairs = load_conflict_pairs(_write(tmp_path / "dev.jsonl", _rows("dev", 20)))[0]
+    sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
+    widths = {}
+    for stacked in (True, False):
+        detector = LearnedConflictDetector(LearnedConflictConfig(words=_words(),
+                                                                 difference_words=stacked))
+        detector.fit(sides, labels)
+        widths[stacked] = detector.features(sides).shape[1]
+    assert widths == {True: len(FEATURES) + 4, False: len(FEATURES)}
