@@ -213,7 +213,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "settings altered": (lambda c: _rewrite(c / "settings.yaml", lambda b: b + b"# edited\n"),
                          "settings.yaml", "differs from what pass-1.json"),
     "missing settings": (lambda c: (c / "settings.yaml").unlink(), "settings.yaml", "is missing"),
-    "truncated pass file": (lambda c: _rewrite(c / "pass-1.json", lambda b: b[: len(b) // 2]),
+    # cut inside the first key, so the parser's complaint does not depend on the file's length
+    "truncated pass file": (lambda c: _rewrite(c / "pass-1.json", lambda b: b[: b.index(b'"') + 2]),
                             "pass-1.json", "is damaged (Unterminated string"),
     "pass file not a checkpoint": (lambda c: (c / "pass-2.json").write_text("[]"),
                                    "pass-2.json", "is damaged (not a pass checkpoint)"),
