@@ -110,7 +110,7 @@ def test_each_input_file_is_listed_with_the_fields_its_lines_take(listed: dict[s
     inputs = {i["setting"]: i for e in listed["experiments"] for i in e["inputs"]}
     assert set(inputs) == {"experiment.records", "experiment.scenarios", "experiment.pairs",
                            "experiment.queries", "experiment.corpus",
-                           "experiment.test_scenarios"}
+                           "experiment.test_scenarios", "experiment.golden_style_scenarios"}
     assert inputs["experiment.pairs"]["default"] == "data/conflicts/memory_pairs_v1.jsonl"
 
     def names(setting: str, required: bool) -> set[str]:

@@ -4,8 +4,9 @@ The rubric (memeval/quality/mai.py) and a multinomial logistic regression over t
 plus the metadata and decision-text signals it ignores (memeval/quality/mai_features.py) are
 each scored out of fold on the development scenarios (stratified, seeded folds). The learned
 model is then fitted on every development scenario, once, and scored on the independent split
-(`test_scenarios`, null to skip) beside the rubric, and on memledger's own golden set. Every
-figure carries a 95% bootstrap CI; the CV − test gap says how far cross-validation flattered.
+(`test_scenarios`, null to skip) beside the rubric, on an independent split in memledger's
+golden-set convention (`golden_style_scenarios`) and on memledger's own golden set. Every figure
+carries a 95% bootstrap CI; the CV − test gap says how far cross-validation flattered.
 
 The development scenarios' decisions name the memories they used ("per m1, …"); a set whose
 decisions name none (memledger's golden set, many systems' logs) follows another convention, so
@@ -45,6 +46,9 @@ SCORERS = ("rubric", "learned")
 class MAICalibrationConfig:
     scenarios: list[str] = field(default_factory=list)  # development sets, pooled
     test_scenarios: str | None = input_file(load_scenarios, None)
+    # Written apart in memledger's golden-set convention (decisions name no memory): the
+    # metadata model's figure on such data, which nothing was chosen on (null to skip).
+    golden_style_scenarios: str | None = input_file(load_scenarios, None)
     golden: bool = True  # also score memledger's 30 golden scenarios (needs memledger)
     folds: int = bounded(5, 2)
     on_error: str = "skip"
@@ -55,11 +59,14 @@ class MAICalibrationConfig:
     def validate(self) -> None:
         if not self.scenarios:
             raise ValueError("scenarios must list at least one development scenario file")
-        for path in [*self.scenarios, *([self.test_scenarios] if self.test_scenarios else [])]:
-            check_source(path, self.on_error, "scenarios")
-        if self.test_scenarios in self.scenarios:
-            raise ValueError(f"test_scenarios {self.test_scenarios} is also a development set: "
-                             f"the test split must be kept out of training")
+        held_out = {"test_scenarios": self.test_scenarios,
+                    "golden_style_scenarios": self.golden_style_scenarios}
+        for source in [*self.scenarios, *(p for p in held_out.values() if p)]:
+            check_source(source, self.on_error, "scenarios")
+        for key, split in held_out.items():
+            if split in self.scenarios:
+                raise ValueError(f"{key} {split} is also a development set: a test split must "
+                                 f"be kept out of training")
         if self.folds < 2:
             raise ValueError("folds must be at least 2")
         self.mai.validate()
@@ -146,11 +153,14 @@ class MAICalibration:
             {"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned_oof": o,
              "learned_metadata_oof": m}
             for c, r, o, m in zip(dev, rubric_dev, oof, oof_metadata, strict=True)]}
-        extra["test"] = None
-        if self.cfg.test_scenarios is not None:
-            test, source = self._load(self.cfg.test_scenarios)
-            extra["test"], tables["mai_test"] = self._held_out(models, test, resamples, seed)
-            extra["test"]["source"] = source
+        extra["test"] = extra["golden_style"] = None
+        for key, split in (("test", self.cfg.test_scenarios),
+                           ("golden_style", self.cfg.golden_style_scenarios)):
+            if split is not None:
+                cases, source = self._load(split)
+                extra[key], tables[f"mai_{key}"] = self._held_out(models, cases, resamples, seed)
+                extra[key]["source"] = source
+        if extra["test"] is not None:
             extra["cv_minus_test"] = {
                 scorer: {m: extra["development"][scorer][m] - extra["test"][scorer][m]
                          for m in ("accuracy", "macro_f1")} for scorer in SCORERS}
@@ -240,6 +250,10 @@ def summarise(extra: dict[str, Any]) -> str:
         lines.append("CV − test: " + "; ".join(
             f"{scorer} accuracy {gap['accuracy']:+.3f}, macro-F1 {gap['macro_f1']:+.3f}"
             for scorer, gap in extra["cv_minus_test"].items()))
+    style = extra["golden_style"]
+    if style is not None:
+        lines += _lines(f"MAI on the golden-style test split ({style['source']['scenarios']} "
+                        f"scenarios, memledger's convention; {_VIEWS[style['features']]})", style)
     golden = extra["golden"]
     if golden is None:
         lines.append("memledger golden set: skipped (experiment.golden=false)")

@@ -16,7 +16,7 @@ from memeval.reporting.figures import confusion_matrix, save
 from memeval.results.result import METRICS
 
 SETS = {"development": "development, out of fold", "test": "test split",
-        "golden": "memledger's golden set"}
+        "golden_style": "golden-style test split", "golden": "memledger's golden set"}
 
 
 def make_mai_figures(run_dir: str | Path) -> list[Path]:

@@ -29,6 +29,8 @@ RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
 SCENARIOS_TEST = "mai/attribution_scenarios_heldout_v1.jsonl"
+# In memledger's golden-set convention (decisions name no memory), written apart from all three.
+SCENARIOS_GOLDEN_STYLE = "mai/attribution_scenarios_golden_style_v1.jsonl"
 
 
 def _rows(name: str) -> list[dict[str, object]]:
@@ -78,7 +80,8 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
     (PAIRS_TEST_5, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4],
      _pair_texts),
     (RECORDS_TEST, RECORDS_DEV, _record_texts),
-    (SCENARIOS_TEST, SCENARIOS_DEV, _decisions)])
+    (SCENARIOS_TEST, SCENARIOS_DEV, _decisions),
+    (SCENARIOS_GOLDEN_STYLE, [*SCENARIOS_DEV, SCENARIOS_TEST], _decisions)])
 def test_the_independent_split_shares_nothing_with_development(
         test: str, dev: list[str], texts: Callable[[str], set[str]]) -> None:
     held = texts(test)

@@ -203,15 +203,35 @@ def test_a_set_whose_decisions_name_no_memory_is_read_by_the_metadata_model(
     assert set(metrics["coefficients"]) == {"all", "metadata"}
 
 
+def test_the_golden_style_split_is_scored_beside_the_test_split_by_the_metadata_model(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    dev, test = _sets(tmp_path)
+    uncited = _write(tmp_path / "uncited.jsonl", [
+        _scenario(f"u{i}", MAI_LABELS[i % 3], 0.52 + i / 100, f"Shipped fix {i} as planned.")
+        for i in range(9)])
+    metrics = run_experiment(fast_config(
+        "+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
+        f"experiment.test_scenarios={test}", f"experiment.golden_style_scenarios={uncited}",
+        "experiment.golden=false", "experiment.folds=3", "bootstrap=20", "plots=true"),
+        tmp_path / "run")
+    style = metrics["golden_style"]
+    assert style["features"] == "metadata" and metrics["test"]["features"] == "all"
+    assert style["source"]["source"] == uncited and style["learned"]["n"] == 9
+    assert len(read_table(tmp_path / "run", "mai_golden_style")) == 9
+    assert (tmp_path / "run" / "figures" / "mai_confusion_golden_style.png").is_file()
+
+
 def test_the_experiment_composes_and_runs_without_a_test_split(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     dev, _ = _sets(tmp_path)
     metrics = run_experiment(fast_config(
         "+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
-        "experiment.test_scenarios=null", "experiment.golden=false", "experiment.folds=3",
-        "bootstrap=20", "plots=true"), tmp_path / "run")
+        "experiment.test_scenarios=null", "experiment.golden_style_scenarios=null",
+        "experiment.golden=false", "experiment.folds=3", "bootstrap=20", "plots=true"),
+        tmp_path / "run")
     dev_block = metrics["development"]
-    assert metrics["test"] is None and metrics["golden"] is None
+    assert metrics["test"] is None and metrics["golden_style"] is None
+    assert metrics["golden"] is None
     for scorer in ("rubric", "learned"):
         s = dev_block[scorer]
         low, high = s["accuracy_ci95"]
@@ -221,12 +241,13 @@ def test_the_experiment_composes_and_runs_without_a_test_split(
     assert figures == {"mai_confusion_development.png"}
 
 
+@pytest.mark.parametrize("split", ["test_scenarios", "golden_style_scenarios"])
 def test_a_test_split_among_the_development_sets_is_a_config_error(
-        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+        tmp_path: Path, fast_config: Callable[..., DictConfig], split: str) -> None:
     dev, _ = _sets(tmp_path)
     cfg = fast_config("+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
-                      f"experiment.test_scenarios={dev}")
-    with pytest.raises(ConfigError, match="kept out of training"):
+                      f"experiment.{split}={dev}")
+    with pytest.raises(ConfigError, match=f"{split} .* kept out of training"):
         validate(cfg)
 
 
