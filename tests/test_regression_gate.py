@@ -70,6 +70,22 @@ def test_each_run_is_made_once_per_command(monkeypatch: pytest.MonkeyPatch,
     assert calls == [0]
 
 
+def test_derive_with_only_leaves_the_other_runs_as_they_were(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    both = spec()
+    both["derive"] = {"seeds": [0, 1], "sd_multiplier": 2.0, "min_margin": 0.01}
+    both["runs"]["other"] = {"overrides": ["x=1"], "fingerprints": {"mqs.fingerprint": "old"}}
+    both["checks"].append({"metric": "mqs.configured.ece", "run": "other",
+                           "direction": "at_most", "why": "kept", "threshold": 0.5})
+    made: list[tuple[str, ...]] = []
+    monkeypatch.setattr(regression_gate, "run_metrics",
+                        lambda overrides, seed, work: made.append(tuple(overrides)) or METRICS)
+    derived = regression_gate.derive(both, Runs(tmp_path), {"r"})
+    assert set(made) == {()}  # the "other" run was never made
+    assert derived["checks"][0]["threshold"] == 0.09 and derived["checks"][2]["threshold"] == 0.5
+    assert derived["runs"]["other"]["fingerprints"] == {"mqs.fingerprint": "old"}
+
+
 def test_shipped_thresholds_are_derived_and_complete() -> None:
     shipped = load()
     for raw in shipped["checks"]:

@@ -159,9 +159,13 @@ def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] |
     return rows, failures
 
 
-def derive(spec: dict[str, Any], runs: Runs) -> dict[str, Any]:
+def derive(spec: dict[str, Any], runs: Runs, only: set[str] | None = None) -> dict[str, Any]:
+    """Every run's thresholds and fingerprints, or only those of the runs in `only` (the others
+    are left as they were)."""
     settings = spec["derive"]
     for name, run in spec["runs"].items():
+        if only and name not in only:
+            continue
         seeded = [runs(run["overrides"], seed) for seed in settings["seeds"]]
         run["fingerprints"] = _fingerprints(seeded[0], list(run.get("fingerprints", {})))
         for raw in spec["checks"]:
@@ -199,7 +203,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=Path("reports/gate.json"),
                         help="where the verdict table is written as JSON")
     parser.add_argument("--only", action="append", metavar="RUN",
-                        help="check only this run (repeatable)")
+                        help="check (with --derive: re-derive) only this run (repeatable)")
     parser.add_argument("--override", action="append", default=[], metavar="RUN:KEY=VALUE",
                         help="a config override for one run, e.g. to see the gate fail")
     parser.add_argument("--derive", action="store_true",
@@ -221,7 +225,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="memeval-gate-") as tmp:
         runs = Runs(Path(tmp))
         if args.derive:
-            derived = derive(spec, runs)
+            derived = derive(spec, runs, set(args.only) if args.only else None)
             header = ("# CI regression thresholds, derived by `python -m memeval gate --derive`"
                       " (see\n# docs/operations.md, 'Regression gate'); edit `why`, runs and derive"
                       " settings, not the numbers.\n")
