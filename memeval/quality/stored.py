@@ -10,7 +10,7 @@ zero until a retrieval replay supplies them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,17 +49,24 @@ class StoredMQSConfig:
         self.policy.validate()
 
 
-def earlier_conflicts(vectors: np.ndarray, similarity: float,
-                      chunk: int = 1024) -> list[int | None]:
-    """For each row, the most similar EARLIER row when its cosine exceeds `similarity` (memledger
-    checks on add, against what is already stored); in row chunks, so memory stays O(n·chunk)."""
-    found: list[int | None] = []
+def _earlier_similarities(vectors: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
+    """Each row's cosine to every row, EARLIER rows only (later ones and itself -inf), in row
+    chunks so memory stays O(n·chunk): what a memory is checked against on add."""
     for start in range(0, len(vectors), chunk):
         stop = min(start + chunk, len(vectors))
         sims = vectors[start:stop] @ vectors[:stop].T
         rows = np.arange(stop - start)
-        sims[np.arange(stop)[None, :] >= (start + rows)[:, None]] = -np.inf  # earlier rows only
-        for row, column in zip(rows, sims.argmax(axis=1), strict=True):
+        sims[np.arange(stop)[None, :] >= (start + rows)[:, None]] = -np.inf
+        yield sims
+
+
+def earlier_conflicts(vectors: np.ndarray, similarity: float,
+                      chunk: int = 1024) -> list[int | None]:
+    """For each row, the most similar EARLIER row when its cosine exceeds `similarity` (memledger
+    checks on add, against what is already stored)."""
+    found: list[int | None] = []
+    for sims in _earlier_similarities(vectors, chunk):
+        for row, column in enumerate(sims.argmax(axis=1)):
             found.append(int(column) if sims[row, column] > similarity else None)
     return found
 
@@ -70,14 +77,10 @@ def nearest_earlier(vectors: np.ndarray, neighbours: int, floor: float,
     first, with that cosine: the candidate pairs a pair detector is asked about (a memory is
     checked against what was stored before it, as memledger does on add)."""
     found: list[list[tuple[int, float]]] = []
-    for start in range(0, len(vectors), chunk):
-        stop = min(start + chunk, len(vectors))
-        sims = vectors[start:stop] @ vectors[:stop].T
-        rows = np.arange(stop - start)
-        sims[np.arange(stop)[None, :] >= (start + rows)[:, None]] = -np.inf  # earlier rows only
+    for sims in _earlier_similarities(vectors, chunk):
         nearest = np.argsort(-sims, axis=1, kind="stable")[:, :neighbours]
         found += [[(int(c), float(sims[row, c])) for c in nearest[row] if sims[row, c] > floor]
-                  for row in rows]
+                  for row in range(len(sims))]
     return found
 
 
