@@ -48,7 +48,7 @@ from memeval.quality.mai import MAI_LABELS, MAIRubric, evaluate_mai
 from memeval.quality.mqs import MQSConstants, compute_mqs
 from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
-from memeval.quality.trust_terms import TERMS, trust_terms
+from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded, input_file
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
@@ -243,7 +243,7 @@ class MQSCalibration:
         ids: list[str] = []
         sources: list[str] = []
         items: list[LabelledRecord] = []
-        rows: list[list[float]] = []
+        blocks: list[np.ndarray] = []
         mqs: list[float] = []
         skipped = 0
         problems: list[str] = []
@@ -251,19 +251,19 @@ class MQSCalibration:
             loaded, report = load_memory_records(path, self.cfg.on_error)
             skipped += report.skipped
             problems += report.problems
-            ledger = {item.record.id: item.record for item in loaded}  # one file, one ledger
-            for item in loaded:
-                terms = trust_terms(item.record, ledger, self.cfg.mqs, signals)
-                rows.append([terms[t] for t in TERMS])
-                mqs.append(compute_mqs(item.record, ledger, self.cfg.mqs).score)
-                ids.append(item.record.id)
-                sources.append(report.source)
-                items.append(item)
+            records = [item.record for item in loaded]
+            blocks.append(term_matrix(records, self.cfg.mqs, signals))  # one file, one ledger
+            ledger = {record.id: record for record in records}
+            mqs += [compute_mqs(record, ledger, self.cfg.mqs).score for record in records]
+            ids += [record.id for record in records]
+            sources += [report.source] * len(loaded)
+            items += loaded
         graded = all(item.trust is not None for item in items)
         trusted = [item.trusted for item in items]
         target = [item.trust if graded and item.trust is not None else _rank(item)
                   for item in items]
-        return TrustSet(ids, sources, items, np.array(rows, dtype=float).reshape(-1, len(TERMS)),
+        x = np.vstack(blocks)  # one file at least: the split is named
+        return TrustSet(ids, sources, items, x,
                         np.array(mqs, dtype=float), np.array(trusted, dtype=float),
                         np.array(target, dtype=float), "grade" if graded else "label", skipped,
                         problems[:100])

@@ -10,9 +10,11 @@ own MQS falls short of 100, ancestors missing from the ledger) and the content s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+
+import numpy as np
 
 from memeval.quality.content_signals import SIGNALS, ContentSignals
 from memeval.quality.mqs import MQSConstants, compute_mqs
@@ -65,3 +67,12 @@ def trust_terms(record: MemoryRecord, ledger: Mapping[str, MemoryRecord],
         "missing_ancestors": float(len(b.missing_ancestors)),
         **signals(record),
     }
+
+
+def term_matrix(records: Sequence[MemoryRecord], constants: MQSConstants,
+                signals: ContentSignals) -> np.ndarray:
+    """One row of TERMS per record, the records read as one ledger (one file, one store)."""
+    ledger = {record.id: record for record in records}
+    rows = [trust_terms(record, ledger, constants, signals) for record in records]
+    return np.asarray([[row[t] for t in TERMS] for row in rows], dtype=float).reshape(-1,
+                                                                                      len(TERMS))

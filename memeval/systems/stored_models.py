@@ -41,7 +41,7 @@ from memeval.quality.conflict_model import (
 from memeval.quality.content_signals import ContentSignals
 from memeval.quality.mqs import MQSConstants
 from memeval.quality.stored import StoredMQSConfig, nearest_earlier
-from memeval.quality.trust_terms import TERMS, trust_terms
+from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded
 from memeval.systems.stored_quality import stored_records
 
@@ -105,21 +105,15 @@ def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants) -> StoredModel
     detector = CONFLICT_DETECTORS.build(cfg.detector)
     detector.fit(labelled_sides(pairs), [p.conflict for p in pairs])
     signals = ContentSignals(cfg.trust.content)
-    rows: list[list[float]] = []
-    trusted: list[bool] = []
-    for path in cfg.dev_records:
-        items = load_memory_records(path, cfg.on_error)[0]
-        ledger = {item.record.id: item.record for item in items}  # one file, one ledger
-        for item in items:
-            terms = trust_terms(item.record, ledger, mqs, signals)
-            rows.append([terms[t] for t in TERMS])
-            trusted.append(item.trusted)
+    files = [load_memory_records(path, cfg.on_error)[0] for path in cfg.dev_records]
+    trusted = [item.trusted for items in files for item in items]
     if len(set(trusted)) < 2:
         raise ValueError("stored_models.dev_records: fitting the trust score needs trusted and "
                          "other records; the development records hold one kind only")
-    model = fit_trust_model(np.asarray(rows, dtype=float), np.asarray(trusted, dtype=float),
-                            TERMS, cfg.trust)
-    fitted_on = {"pairs": len(pairs), "records": len(rows),
+    x = np.vstack([term_matrix([item.record for item in items], mqs, signals)
+                   for items in files])
+    model = fit_trust_model(x, np.asarray(trusted, dtype=float), TERMS, cfg.trust)
+    fitted_on = {"pairs": len(pairs), "records": len(trusted),
                  "fingerprints": {Path(path).name: file_fingerprint(path)
                                   for path in (*cfg.dev_pairs, *cfg.dev_records)}}
     return StoredModels(cfg, detector, model, signals, mqs, fitted_on)
@@ -162,11 +156,7 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
                                    "newer": winner})
     superseded = [any(c["newer"] is not None and c["newer"] != ids[i] for c in found)
                   for i, found in enumerate(conflicts)]
-    ledger = {r.id: r for r in records}
-    x = np.asarray([[terms[t] for t in TERMS] for terms in (
-        trust_terms(r, ledger, models.mqs, models.signals) for r in records)],
-        dtype=float).reshape(-1, len(TERMS))
-    trust = models.trust.score(x)
+    trust = models.trust.score(term_matrix(records, models.mqs, models.signals))
     columns = {ids[i]: {"learned_conflicts": conflicts[i],
                         "learned_conflict_kinds": sorted({c["kind"] for c in conflicts[i]}),
                         "superseded": superseded[i], "trust_score": float(trust[i])}
