@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from memeval.engine.gate.gate import Decision
@@ -23,13 +25,17 @@ DECISIONS = "decisions.parquet"
 PROVENANCE = "provenance.json"
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A value as plain JSON: mappings and sequences (numpy arrays too) recursively, numpy
+    scalars as Python's, NaN and infinities as null."""
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray | list | tuple):
+        return [jsonable(v) for v in value]
     return value
 
 
@@ -60,8 +66,8 @@ def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
     for name, rows in (tables or {}).items():
         _write_parquet(pd.DataFrame(rows), run_dir / f"{name}.parquet")
     write_text_atomic(run_dir / "config.yaml", redact(config_yaml))  # URLs may hold passwords
-    write_text_atomic(run_dir / PROVENANCE, json.dumps(_jsonable(provenance), indent=2))
-    body = _jsonable({"schema_version": SCHEMA_VERSION, **metrics})
+    write_text_atomic(run_dir / PROVENANCE, json.dumps(jsonable(provenance), indent=2))
+    body = jsonable({"schema_version": SCHEMA_VERSION, **metrics})
     write_text_atomic(run_dir / METRICS, json.dumps(body, indent=2, ensure_ascii=False))
     return RunResult.from_dict(body, str(run_dir / METRICS))
 

@@ -10,16 +10,13 @@ Which views a run has is read from which tables it holds: `VIEWS`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from memeval.data.quality_sets import TRUST_LABELS, trust_band
-from memeval.results.run_dir import read_table
+from memeval.results.run_dir import jsonable, read_table
 
 Evaluation = dict[str, Any]  # {"name", "label", "score", "explanation"}
 
@@ -46,21 +43,8 @@ class ItemSet:
     evaluation_names: tuple[str, ...]
 
 
-def plain(value: Any) -> Any:
-    """A parquet cell as JSON: arrays as lists, numpy scalars as Python's, NaN as null."""
-    if isinstance(value, np.ndarray | list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _rows(run_dir: Path, table: str) -> list[dict[str, Any]]:
-    return [{str(k): plain(v) for k, v in row.items()}
+    return [{str(k): jsonable(v) for k, v in row.items()}
             for row in read_table(run_dir, table).to_dict("records")]
 
 
@@ -71,7 +55,7 @@ def _key(i: int) -> str:
 
 def _ci_headline(stats: Mapping[str, Any], names: Sequence[str],
                  prefix: str = "") -> dict[str, Any]:
-    return {f"{prefix}{name}{suffix}": plain(stats.get(f"{name}{suffix}"))
+    return {f"{prefix}{name}{suffix}": jsonable(stats.get(f"{name}{suffix}"))
             for name in names for suffix in ("", "_ci95")}
 
 
