@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -75,15 +75,10 @@ class ConflictDetection:
         resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
         results: dict[str, Any] = {}
         for mode, predicted in guesses.items():
-            flagged = [g != "none" for g in predicted]
-            actual = [t != "none" for t in truth]
-            any_conflict = per_class_report(["yes" if a else "no" for a in actual],
-                                            ["yes" if f else "no" for f in flagged], ["yes"],
-                                            resamples=resamples, seed=seed)["yes"]
+            any_conflict, per_type = _reports(truth, predicted, resamples, seed)
             correct = np.array([t == g for t, g in zip(truth, predicted, strict=True)], float)
             results[mode] = {
-                "per_type": per_class_report(truth, predicted, CONFLICT_TYPES,
-                                             resamples=resamples, seed=seed),
+                "per_type": per_type,
                 "any_conflict": any_conflict,
                 "accuracy": float(correct.mean()) if correct.size else None,
                 "accuracy_ci95": list(bootstrap_ci(correct, resamples, seed)),
@@ -132,7 +127,7 @@ class ConflictDetection:
         dev, dev_sources = self._load(self.cfg.dev_pairs)
         resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
         learned = CONFLICT_DETECTORS.build(self.cfg.detector)
-        rules = CONFLICT_DETECTORS.build({"name": "rules", **_plain(self.cfg.rules)})
+        rules = CONFLICT_DETECTORS.build({"name": "rules", **asdict(self.cfg.rules)})
         dev_cos = self._cosines(ctx, dev)
         oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos)
         dev_newer = _newer(learned, dev)
@@ -209,10 +204,6 @@ def pair_row(pair: LabelledPair) -> dict[str, Any]:
             "b_timestamp": pair.b.timestamp, "note": pair.note}
 
 
-def _plain(rules: ConflictRules) -> dict[str, Any]:
-    return {f: getattr(rules, f) for f in rules.__dataclass_fields__}
-
-
 def _newer(detector: PairDetector, pairs: Sequence[LabelledPair]) -> list[str] | None:
     return detector.newer(labelled_sides(pairs)) if isinstance(detector, LearnedConflictDetector) \
         else None
@@ -257,17 +248,22 @@ def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: in
     return guessed
 
 
-def score(pairs: Sequence[LabelledPair], predicted: Sequence[str], newer: Sequence[str] | None,
-          resamples: int, seed: int) -> dict[str, Any]:
-    """Any-conflict precision and recall, per-type report, and temporal recall with the newer
-    side right, each with a 95% bootstrap CI."""
-    truth = [p.conflict for p in pairs]
+def _reports(truth: Sequence[str], predicted: Sequence[str], resamples: int,
+             seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Precision and recall of "is there a conflict" and of each conflict type, with CIs."""
     actual = ["yes" if t != "none" else "no" for t in truth]
     flagged = ["yes" if g != "none" else "no" for g in predicted]
     any_conflict = per_class_report(actual, flagged, ["yes"], resamples=resamples,
                                     seed=seed)["yes"]
-    per_type = per_class_report(truth, predicted, CONFLICT_TYPES, resamples=resamples,
-                                seed=seed)
+    return any_conflict, per_class_report(truth, predicted, CONFLICT_TYPES,
+                                          resamples=resamples, seed=seed)
+
+
+def score(pairs: Sequence[LabelledPair], predicted: Sequence[str], newer: Sequence[str] | None,
+          resamples: int, seed: int) -> dict[str, Any]:
+    """Any-conflict precision and recall, per-type report, and temporal recall with the newer
+    side right, each with a 95% bootstrap CI."""
+    any_conflict, per_type = _reports([p.conflict for p in pairs], predicted, resamples, seed)
     out: dict[str, Any] = {"pairs": len(pairs), "any_conflict": any_conflict,
                            "per_type": per_type}
     headline = {"any_precision": any_conflict["precision"],
