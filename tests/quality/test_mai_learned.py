@@ -185,12 +185,17 @@ def test_names_a_memory_reads_ids_as_whole_words() -> None:
     assert not names_a_memory([], "per m1")
 
 
+def _uncited(tmp_path: Path) -> str:
+    """Nine scenarios whose decisions name none of their memories (memledger's convention)."""
+    return _write(tmp_path / "uncited.jsonl", [
+        _scenario(f"u{i}", MAI_LABELS[i % 3], 0.52 + i / 100, f"Shipped fix {i} as planned.")
+        for i in range(9)])
+
+
 def test_a_set_whose_decisions_name_no_memory_is_read_by_the_metadata_model(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     dev, _ = _sets(tmp_path)
-    uncited = _write(tmp_path / "uncited.jsonl", [
-        _scenario(f"u{i}", MAI_LABELS[i % 3], 0.52 + i / 100, f"Shipped fix {i} as planned.")
-        for i in range(9)])
+    uncited = _uncited(tmp_path)
     metrics = run_experiment(fast_config(
         "+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
         f"experiment.test_scenarios={uncited}", "experiment.golden=false", "experiment.folds=3",
@@ -206,9 +211,7 @@ def test_a_set_whose_decisions_name_no_memory_is_read_by_the_metadata_model(
 def test_the_golden_style_split_is_scored_beside_the_test_split_by_the_metadata_model(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     dev, test = _sets(tmp_path)
-    uncited = _write(tmp_path / "uncited.jsonl", [
-        _scenario(f"u{i}", MAI_LABELS[i % 3], 0.52 + i / 100, f"Shipped fix {i} as planned.")
-        for i in range(9)])
+    uncited = _uncited(tmp_path)
     metrics = run_experiment(fast_config(
         "+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
         f"experiment.test_scenarios={test}", f"experiment.golden_style_scenarios={uncited}",
