@@ -115,6 +115,7 @@ def test_a_sweep_logs_and_saves_no_password_from_a_configured_url(tmp_path: Path
     done = subprocess.run(
         [sys.executable, "-m", "memeval", "run", "-m", "+experiment=conflict_detection",
          "judge=openai_chat", url, "seed=0,1", "plots=false",
+         "experiment.dev_pairs=[]",  # the rules' table only: the sweep's logging is the point
          f"hydra.sweep.dir={tmp_path / 'sweep'}"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
