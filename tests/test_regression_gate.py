@@ -150,6 +150,7 @@ MODEL_CHECKS = {
                     "sections.trust_score.dev.trust_out_of_fold.spearman",
                     "sections.trust_score.dev.trust_out_of_fold.brier"},
     "attribution": {"sections.test.learned.accuracy", "sections.test.learned.macro_f1",
+                    "sections.golden_style.learned.accuracy",
                     "sections.development.learned.accuracy",
                     "sections.golden.learned.accuracy", "sections.golden.rubric.accuracy"},
 }
