@@ -15,6 +15,7 @@ from memeval.data.labeled_jsonl import DatasetError
 from memeval.registry import ConfigError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data/claude_code/vsla"
+LABELLED = CORPUS.parents[1] / "labeled/claude_code_vsla_v1.jsonl"
 KNOWN_SESSION = "2cba43de-c8d2-4a69-add8-9fae3ad93900"
 SESSION = "s-1"
 
@@ -45,6 +46,26 @@ def test_real_corpus_counts_and_meta(corpus: Path) -> None:
         assert e.meta["model"].startswith("claude-")
         assert e.id == f"{e.meta['session_id']}:{e.meta['uuid']}:{e.meta['block_index']}"
         assert e.meta["is_sidechain"] is False
+
+
+def test_the_labelled_real_turns_are_every_turn_the_loader_reads(corpus: Path) -> None:
+    """claude_code_vsla_v1.jsonl labels each loaded turn once, with its text as loaded, split by
+    whole sessions, with the doubly-labelled subset its card quotes agreement on."""
+    rows = [json.loads(line) for line in LABELLED.read_text().splitlines()]
+    entries = load_claude_code(corpus).entries
+    assert [r["id"] for r in rows] == [e.id for e in entries]
+    for row, entry in zip(rows, entries, strict=True):
+        assert (row["user_prompt"], row["assistant_response"]) == \
+            (entry.user_prompt, entry.assistant_response)
+        assert row["session"] == entry.meta["session_id"]
+    splits: dict[str, set[str]] = {"learn": set(), "evaluate": set()}
+    for row in rows:
+        splits[row["split"]].add(row["session"])
+    assert splits["learn"] and splits["evaluate"] and not splits["learn"] & splits["evaluate"]
+    second = [(r["label"], r["second_label"]) for r in rows if r["second_label"] is not None]
+    assert len(second) == 150
+    assert sum(a == b for a, b in second) == 138  # 92.0%, as the card says
+    assert {r["label"] for r in rows} == {"noise", "low_value", "substantive"}
 
 
 def test_real_corpus_prompts_are_real_user_text(corpus: Path) -> None:
