@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
+from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.paths import data_path
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_decisions, read_metrics
@@ -93,6 +94,39 @@ def test_holdout_never_learns_from_evaluated_texts(
     stored_sources = {r["source_id"] for records in _stores(run).values() for r in records}
     assert stored_sources and stored_sources <= learn_ids
     assert all(p["audits"] == 0 for p in metrics["passes"])  # no audits while evaluating
+
+
+def test_sessions_split_learns_and_evaluates_on_different_sessions(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    run = tmp_path / "run"
+    metrics = run_experiment(fast_config("+experiment=three_pass_sessions",
+                                         "experiment.passes=1"), run)
+    assert metrics["split"] == {"learn": 478, "eval": 187, "left_out": 0, "by": "split",
+                                "learn_values": ["learn"], "eval_values": ["evaluate"]}
+    session = {e.id: e.meta["session"] for e in load_labeled_jsonl(
+        data_path("labeled/claude_code_vsla_v1.jsonl")).entries}
+    decisions = read_decisions(run)
+    learned = {session[i] for i in decisions[decisions["phase"] == "learn"]["entry_id"]}
+    evaluated = {session[i] for i in decisions[decisions["phase"] == "eval"]["entry_id"]}
+    assert len(learned) == 3 and len(evaluated) == 10 and not learned & evaluated
+    (evaluation,) = metrics["passes"]
+    assert evaluation["entries"] == 187
+    low, high = evaluation["prejudge_filter_rate_ci95"]
+    assert low < evaluation["prejudge_filter_rate"] < high
+
+
+@pytest.mark.parametrize(("overrides", "match"), [
+    (["experiment.split_field=session", "experiment.learn_values=[nobody]"],
+     "leaves the learn split empty"),
+    (["experiment.split_field=session", "experiment.learn_values=[]"], "needs learn_values"),
+    (["experiment.split_field=team", "experiment.learn_values=[a]"], "has no field 'team'"),
+])
+def test_a_field_split_that_cannot_work_is_a_config_error(
+        tmp_path: Path, fast_config: Callable[..., DictConfig], overrides: list[str],
+        match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        run_experiment(fast_config("+experiment=three_pass_sessions", *overrides),
+                       tmp_path / "run")
 
 
 def test_feedback_loop_only_self_feeding_arm_learns_from_content_score(

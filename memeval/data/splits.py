@@ -25,3 +25,23 @@ def stratified_split(entries: Sequence[Entry], fraction: float,
     first = [e for i, e in enumerate(entries) if i in chosen]
     second = [e for i, e in enumerate(entries) if i not in chosen]
     return first, second
+
+
+def field_split(entries: Sequence[Entry], field: str, learn: Sequence[str],
+                evaluate: Sequence[str] = ()) -> tuple[list[Entry], list[Entry]]:
+    """(learn, evaluate) by an entry field (e.g. `session`): whole groups go one way, so an
+    evaluated turn never shares its session with a learned one. Empty `evaluate`: every entry
+    whose value is not in `learn`; otherwise entries with a value in neither list are left out
+    (e.g. a development fold that must not touch the test sessions). An entry without the field
+    is an error, not silently dropped."""
+    first: list[Entry] = []
+    second: list[Entry] = []
+    for entry in entries:
+        if field not in entry.meta:
+            raise ValueError(f"entry '{entry.id}' has no field '{field}' to split by")
+        value = str(entry.meta[field])
+        if value in learn:
+            first.append(entry)
+        elif not evaluate or value in evaluate:
+            second.append(entry)
+    return first, second

@@ -47,6 +47,9 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
     substantive = np.array([d.retained for d in human if d.label == "substantive"], dtype=float)
     low, high = bootstrap_ci(substantive, resamples, seed)
     prejudge = sum(stage_counts[s] for s in PREJUDGE_STAGES)
+    # per-entry flags, resampled like recall's: a pre-judge rate from 187 turns is a draw too
+    filtered = np.array([d.outcome in PREJUDGE_STAGES for d in decisions], dtype=float)
+    noise = np.array([d.retained for d in human if d.label == "noise"], dtype=float)
     judge_calls = sum(d.judge_called for d in decisions)
     thresholds = [d.threshold for d in decisions if d.threshold is not None]
     return {
@@ -54,10 +57,12 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
         "substantive_recall": float(substantive.mean()) if substantive.size else None,
         "substantive_recall_ci95": [low, high],
         "noise_stored": per_label["noise"]["retained"],
+        "noise_stored_rate_ci95": list(bootstrap_ci(noise, resamples, seed)),
         "low_value_filtered_rate": per_label["low_value"]["filtered_rate"],
         "per_label": per_label,
         "stage_counts": {stage: stage_counts.get(stage, 0) for stage in OUTCOMES},
         "prejudge_filter_rate": _rate(prejudge, total),
+        "prejudge_filter_rate_ci95": list(bootstrap_ci(filtered, resamples, seed)),
         "judge_calls": judge_calls,
         "judge_calls_judge_only": total,
         "judge_call_saving": _rate(total - judge_calls, total),

@@ -32,7 +32,7 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
     their own (agreement with that labeller, not ground truth)."""
     others = _other_sources(passes)
     header = ("pass", "subst. recall [95% CI]", *(f"kept ({s})" for s in others),
-              "noise stored", "low filtered", "pre-judge",
+              "noise stored", "low filtered", "pre-judge [95% CI]",
               "judge calls", "judge err.", "saved", "prefilter", "length", "content", "judge SKIP",
               "dedup", "stored", "threshold", "rej. store")
     rows = []
@@ -45,7 +45,8 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
             _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
             *(_pct(p.recall_by_label_source.get(s)) for s in others),
             str(p.noise_stored), _pct(p.low_value_filtered_rate),
-            _pct(p.prejudge_filter_rate), str(p.judge_calls), str(judge.errors if judge else 0),
+            _pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
+            str(p.judge_calls), str(judge.errors if judge else 0),
             _pct(p.judge_call_saving), str(counts["prefilter"]), str(counts["length"]),
             str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
             str(counts["stored"]),

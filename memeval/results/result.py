@@ -190,6 +190,7 @@ class PassMetrics:
     noise_stored: int | None = None
     low_value_filtered_rate: float | None = None
     prejudge_filter_rate: float | None = None
+    prejudge_filter_rate_ci95: CI = NO_CI
     judge_calls: int | None = None
     judge_call_saving: float | None = None
     stage_counts: Mapping[str, int] = field(default_factory=dict)
@@ -216,6 +217,7 @@ class PassMetrics:
             noise_stored=data.get("noise_stored"),
             low_value_filtered_rate=data.get("low_value_filtered_rate"),
             prejudge_filter_rate=data.get("prejudge_filter_rate"),
+            prejudge_filter_rate_ci95=as_ci(data.get("prejudge_filter_rate_ci95")),
             judge_calls=data.get("judge_calls"), judge_call_saving=data.get("judge_call_saving"),
             stage_counts=_map(data.get("stage_counts")),
             content_score_threshold=ContentThreshold(threshold["first"], threshold["last"])

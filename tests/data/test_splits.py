@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from memeval.data.splits import stratified_split
+from memeval.data.splits import field_split, stratified_split
 from memeval.entry import Entry
 
 
@@ -50,3 +50,27 @@ def test_extreme_fractions() -> None:
     data = entries()
     assert stratified_split(data, 0.0, seed=0) == ([], data)
     assert stratified_split(data, 1.0, seed=0) == (data, [])
+
+
+def sessions() -> list[Entry]:
+    return [Entry(f"t{i}", "q", f"text {i}", "noise", meta={"session": f"s{i % 3}"})
+            for i in range(9)]
+
+
+def test_field_split_keeps_groups_whole_and_order() -> None:
+    learn, evaluate = field_split(sessions(), "session", ["s0", "s2"])
+    assert [e.id for e in learn] == ["t0", "t2", "t3", "t5", "t6", "t8"]
+    assert [e.id for e in evaluate] == ["t1", "t4", "t7"]  # empty evaluate: all the others
+
+
+def test_field_split_leaves_out_values_in_neither_list() -> None:
+    learn, evaluate = field_split(sessions(), "session", ["s0"], ["s1"])
+    assert {e.meta["session"] for e in learn} == {"s0"}
+    assert {e.meta["session"] for e in evaluate} == {"s1"}
+    assert len(learn) + len(evaluate) == 6
+
+
+def test_field_split_refuses_an_entry_without_the_field() -> None:
+    data = [*sessions(), Entry("bare", "q", "text", "noise")]
+    with pytest.raises(ValueError, match="entry 'bare' has no field 'session'"):
+        field_split(data, "session", ["s0"])
