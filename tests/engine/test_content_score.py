@@ -10,6 +10,7 @@ import pytest
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.engine.gate.base import STAGES, Candidate
 from memeval.engine.gate.content_score import ContentScoreConfig, ContentScoreGate
+from memeval.engine.gate.narration import Narration, NarrationConfig
 from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.store.ring_store import RingStore
 from memeval.entry import Entry
@@ -32,7 +33,7 @@ def make(scorer: FakeScorer | None = None, embedder: object | None = None,
     settings = ContentScoreConfig(**{"rebuild_every": 3, "audit_rate": 0.0, **cfg})  # type: ignore[arg-type]
     gate = ContentScoreGate(settings, threshold or ThresholdConfig(policy="fixed", value=0.0),
                             scorer or FakeScorer(), embedder or HashingEmbedder(DIM),
-                            rejections, accepts)
+                            rejections, accepts, Narration(NarrationConfig(plans=["let me"])))
     return gate, rejections, accepts
 
 

@@ -261,7 +261,8 @@ def test_prepare_embeds_once_only_when_a_content_gate_exists(tmp_path: Path) -> 
     counting = CountingEmbedder(HashingEmbedder(64))
     gate = make(tmp_path, embedder=counting)
     items = gate.prepare([SUBST, NOISE])
-    assert counting.batches == [[SUBST.assistant_response, NOISE.assistant_response]]
+    # the content stage's view (claims, the shipped default): NOISE's "Let me know…" is a plan
+    assert counting.batches == [[SUBST.assistant_response, "Happy to help with that!"]]
     assert all(i.vector is not None and i.vector.shape == (64,) for i in items)
     no_scorer = config(order=["prefilter", "length", "judge"])
     counting2 = CountingEmbedder(HashingEmbedder(64))
@@ -269,6 +270,33 @@ def test_prepare_embeds_once_only_when_a_content_gate_exists(tmp_path: Path) -> 
     assert plain.content_gate is None
     assert all(i.vector is None for i in plain.prepare([SUBST]))
     assert counting2.batches == []
+
+
+FINDING = Entry("f1", "why does the paper not build?",
+                "Perfect! The issue is the percent sign in \"68%\", which LaTeX reads as a "
+                "comment. Let me fix it.", "substantive", "human")
+
+
+@pytest.mark.parametrize(("view", "embedded"), [
+    ("claims", "The issue is the percent sign in \"68%\", which LaTeX reads as a comment."),
+    ("whole", FINDING.assistant_response),
+])
+def test_the_scorer_reads_its_view_and_the_store_the_whole_text(
+        tmp_path: Path, view: str, embedded: str) -> None:
+    counting = CountingEmbedder(HashingEmbedder(64))
+    gate = make(tmp_path, config(stages__content_score__view=view), embedder=counting)
+    gate.restart()
+    (item,) = gate.prepare([FINDING])
+    assert item.embedded == embedded and counting.batches[-1] == [embedded]
+    counting.batches.clear()
+    (decision,) = gate.run_pass([item], 1)
+    assert decision.outcome == "stored"
+    # a memory is the whole turn, embedded as such: the view's vector is reused only if equal
+    assert counting.batches == ([] if view == "whole" else [[FINDING.assistant_response]])
+    (memory,) = gate.memories.memories
+    assert memory.text == FINDING.assistant_response
+    expected = HashingEmbedder(64).embed([FINDING.assistant_response])[0]
+    assert gate.memories.vectors[0] == pytest.approx(expected)
 
 
 def test_embedding_failure_degrades_to_judge_only(tmp_path: Path) -> None:
@@ -288,6 +316,8 @@ def test_embedding_failure_degrades_to_judge_only(tmp_path: Path) -> None:
     ({"stages__length__min_char": 5}, "did you mean 'min_chars'"),
     ({"stages__judge__on_error": "retry"}, "on_error"),
     ({"write__dedup_scale": "raw"}, "dedup_scale"),
+    ({"stages__content_score__view": "sentences"}, "view must be one of whole, claims"),
+    ({"narration__plans": []}, "narration.plans is empty"),
 ])
 def test_gate_config_validation(changes: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from memeval.engine.gate.base import STAGES, Candidate
+from memeval.engine.gate.gate import GateConfig
 from memeval.engine.gate.length import LengthConfig, LengthGate
+from memeval.engine.gate.narration import Narration
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
-from tests.engine.fakes import stage_node
+from tests.engine.fakes import gate_node, stage_node
 
 
 def candidate(text: str) -> Candidate:
@@ -20,31 +22,48 @@ def gate() -> LengthGate:
     return LengthGate(to_dataclass(LengthConfig, stage_node("length"), "length"))
 
 
-def test_shipped_minimum_is_80(gate: LengthGate) -> None:
-    assert gate.min_chars == 80
+def test_shipped_minimum_is_the_write_paths_floor(gate: LengthGate) -> None:
+    gate_node = stage_node("length")
+    assert gate.min_chars == gate_node["min_chars"] == 40  # write.min_chars; memoryd: 80
 
 
 def test_exactly_min_chars_passes(gate: LengthGate) -> None:
-    result = gate(candidate("x" * 80))
+    result = gate(candidate("x" * 40))
     assert result.passed
-    assert result.score == 80.0
-    assert result.threshold == 80.0
+    assert result.score == 40.0
+    assert result.threshold == 40.0
 
 
 def test_one_short_rejects(gate: LengthGate) -> None:
-    result = gate(candidate("x" * 79))
+    result = gate(candidate("x" * 39))
     assert not result.passed
     assert result.stage == "length"
-    assert result.score == 79.0
+    assert result.score == 39.0
 
 
 def test_length_is_measured_after_trimming(gate: LengthGate) -> None:
-    padded = "   \n" + "x" * 79 + "\t\n   "
-    assert len(padded) > 80
+    padded = "   \n" + "x" * 39 + "\t\n   "
+    assert len(padded) > 40
     assert not gate(candidate(padded)).passed
-    assert gate(candidate("  " + "x" * 80 + "  ")).passed
+    assert gate(candidate("  " + "x" * 40 + "  ")).passed
 
 
 def test_negative_minimum_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="min_chars"):
         STAGES.validate({"name": "length", "min_chars": -1})
+
+
+def test_measuring_claims_counts_what_the_turn_claims() -> None:
+    narration = Narration(to_dataclass(GateConfig, gate_node(), "gate").narration)
+    gate = LengthGate(LengthConfig(min_chars=40, measure="claims"), narration)
+    plan = "Perfect! Now let me run the full benchmark with competitors to test everything:"
+    finding = "Perfect! The issue is `\\qedhere` inside an align environment. Let me fix it."
+    assert len(plan) > 40 and gate(candidate(plan)).score == 0.0
+    result = gate(candidate(finding))
+    assert result.passed and result.score == len("The issue is `\\qedhere` inside an align "
+                                                 "environment.")
+
+
+def test_unknown_measure_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="view must be one of whole, claims"):
+        STAGES.validate({"name": "length", "min_chars": 40, "measure": "words"})

@@ -5,15 +5,27 @@ from __future__ import annotations
 import pytest
 
 from memeval.engine.gate.base import STAGES, Candidate
+from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.narration import Narration
 from memeval.engine.gate.prefilter import Prefilter, PrefilterConfig
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
-from tests.engine.fakes import stage_node
+from tests.engine.fakes import gate_node, stage_node
 
 
 @pytest.fixture(scope="module")
 def shipped() -> Prefilter:
+    """memoryd's rule alone: no narration to read, so narration_only cannot fire."""
     return Prefilter(to_dataclass(PrefilterConfig, stage_node("prefilter"), "prefilter"))
+
+
+@pytest.fixture(scope="module")
+def with_narration() -> Prefilter:
+    """The shipped default: memoryd's rule, then narration_only over the shipped lists."""
+    gate = to_dataclass(GateConfig, gate_node(), "gate")
+    settings = to_dataclass(PrefilterConfig, stage_node("prefilter"), "prefilter")
+    assert settings.narration_only
+    return Prefilter(settings, Narration(gate.narration))
 
 
 def candidate(user: str, text: str) -> Candidate:
@@ -100,3 +112,35 @@ def test_literal_entries_are_not_regexes() -> None:
     pre = Prefilter(PrefilterConfig(acks=["o.k"], openers=["i'll "]))
     assert fires(pre, "o.k", "I'll do it")
     assert not fires(pre, "ook", "I'll do it")  # '.' is literal, not a wildcard
+
+
+@pytest.mark.parametrize("text", [
+    "Let me check the CMakeLists.txt to see the current GPU configuration:",
+    "Perfect! Now let me run the full benchmark with competitors to test everything:",
+    "Great. I'll start with the settings page and then work through the remaining screens.",
+])
+def test_narration_only_fires_whatever_the_user_said(with_narration: Prefilter,
+                                                      text: str) -> None:
+    result = with_narration(candidate("why is the GPU build slow?", text))
+    assert not result.passed
+    assert result.detail == "narration only"
+
+
+@pytest.mark.parametrize("text", [
+    "Perfect! The issue is `\\qedhere` inside an align environment. Let me fix it.",
+    "I'll pin numpy because 2.0 breaks the ABI.",
+    "Great! CUDA 12.6 is installed. Let me also check the gcc version:",
+])
+def test_narration_only_spares_a_claim(with_narration: Prefilter, text: str) -> None:
+    assert with_narration(candidate("why is the GPU build slow?", text)).passed
+
+
+def test_ack_rule_is_checked_first(with_narration: Prefilter) -> None:
+    assert with_narration(candidate("ok", "I'll run it.")).detail == "ack + procedural opener"
+
+
+def test_narration_only_off_is_memoryd_rule_alone() -> None:
+    gate = to_dataclass(GateConfig, gate_node(), "gate")
+    pre = Prefilter(PrefilterConfig(acks=["ok"], openers=["i'll "], narration_only=False),
+                    Narration(gate.narration))
+    assert pre(candidate("why?", "Let me check the logs.")).passed

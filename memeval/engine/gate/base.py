@@ -14,12 +14,19 @@ from memeval.registry import Registry
 
 @dataclass
 class Candidate:
-    """An entry as the gate sees it: texts already redacted, whole text embedded once."""
+    """An entry as the gate sees it: texts already redacted, embedded once. `vector` embeds
+    `view` (the content stage's view of `text`), which is `text` itself unless set."""
 
     entry: Entry
     user_prompt: str
     text: str
     vector: np.ndarray | None
+    view: str | None = None
+
+    @property
+    def embedded(self) -> str:
+        """The text `vector` embeds."""
+        return self.text if self.view is None else self.view
 
 
 @dataclass

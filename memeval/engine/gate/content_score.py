@@ -22,6 +22,7 @@ from threadpoolctl import ThreadpoolController
 
 from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.engine.gate.base import STAGES, Candidate, StageResult
+from memeval.engine.gate.narration import VIEWS, Narration, check_view
 from memeval.engine.gate.threshold import ThresholdConfig, resolve_policy
 from memeval.engine.scorers.base import ContentScorer, Prototypes
 from memeval.engine.store.ring_store import RingStore
@@ -48,20 +49,24 @@ class ContentScoreConfig:
     audit_rate: float = bounded(0.0, 0, 1)
     seed: int = bounded(0, *SEEDS)
     calibrate_every: int = bounded(1, 1)
+    view: str = "whole"
 
     def validate(self) -> None:
         if self.learn_last < 1 or self.rebuild_every < 1 or self.calibrate_every < 1:
             raise ValueError("learn_last, rebuild_every and calibrate_every must be at least 1")
         if not 0.0 <= self.audit_rate <= 1.0:
             raise ValueError("audit_rate must be in [0, 1]")
+        check_view(self.view)
 
 
 class ContentScoreGate:
     name = "content_score"
 
     def __init__(self, cfg: ContentScoreConfig, threshold: ThresholdConfig, scorer: ContentScorer,
-                 embedder: Embedder, rejections: RingStore, accepts: RingStore) -> None:
+                 embedder: Embedder, rejections: RingStore, accepts: RingStore,
+                 narration: Narration) -> None:
         self.cfg = cfg
+        self.narration = narration
         self.threshold_cfg = threshold  # the top-level `threshold` settings (conf/threshold/)
         self.scorer = scorer
         self.policy = resolve_policy(threshold.policy)
@@ -100,6 +105,11 @@ class ContentScoreGate:
         self._audit_draws.bit_generator.state = state["audit_draws"]
         self.threshold = state["threshold"]
 
+    def view(self, text: str) -> str:
+        """The part of `text` this stage embeds and scores, lexical features included (`view`;
+        the whole text when it claims nothing)."""
+        return VIEWS[self.cfg.view](self.narration, text) or text
+
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
@@ -108,7 +118,7 @@ class ContentScoreGate:
     def _embed_learned(self, store: RingStore) -> tuple[np.ndarray, list[str]]:
         """The store's recent texts that can be embedded now: one text the embedding server
         never saw must not switch the whole gate off (none at all does)."""
-        texts = store.recent_texts(self.cfg.learn_last)
+        texts = [self.view(text) for text in store.recent_texts(self.cfg.learn_last)]
         vectors = embed_available(self.embedder, texts) if texts else []
         kept = [(v, t) for v, t in zip(vectors, texts, strict=True) if v is not None]
         if len(kept) < len(texts):
@@ -189,7 +199,7 @@ class ContentScoreGate:
             return StageResult(self.name, passed=True, detail=f"skipped: {self.unavailable}")
         if item.vector is None:
             return StageResult(self.name, passed=True, detail="skipped: no embedding")
-        score = float(self.scorer.score(item.vector[None, :], [item.text])[0])
+        score = float(self.scorer.score(item.vector[None, :], [item.embedded])[0])
         passed = score >= self.threshold
         audited = (not passed and self.auditing and self.cfg.audit_rate > 0
                    and self._audit_draws.random() < self.cfg.audit_rate)
@@ -200,5 +210,6 @@ class ContentScoreGate:
 @STAGES.register("content_score", ContentScoreConfig)
 def build_content_score(cfg: ContentScoreConfig, *, threshold: ThresholdConfig,
                         scorer: ContentScorer, embedder: Embedder, rejections: RingStore,
-                        accepts: RingStore, **_: object) -> ContentScoreGate:
-    return ContentScoreGate(cfg, threshold, scorer, embedder, rejections, accepts)
+                        accepts: RingStore, narration: Narration,
+                        **_: object) -> ContentScoreGate:
+    return ContentScoreGate(cfg, threshold, scorer, embedder, rejections, accepts, narration)

@@ -20,6 +20,7 @@ from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_avai
 from memeval.backends.judges.base import Judge
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
 from memeval.engine.gate.content_score import ContentScoreGate
+from memeval.engine.gate.narration import Narration, NarrationConfig
 from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
 from memeval.engine.scorers.base import ContentScorer
@@ -60,8 +61,11 @@ class GateConfig:
     rejection_store: RejectionStoreConfig = field(default_factory=RejectionStoreConfig)
     accept_store: StoreConfig = field(default_factory=StoreConfig)
     max_embedding_failure_share: float = bounded(0.05, 0, 1)
+    # What counts as narration (narration.py): read by the stages that set it aside.
+    narration: NarrationConfig = field(default_factory=lambda: NarrationConfig(plans=["let me"]))
 
     def validate(self) -> None:
+        self.narration.validate()
         self.write.validate()
         self.rejection_store.validate()
         self.accept_store.validate()
@@ -146,7 +150,8 @@ class Gate:
         self.rejections = self._store(state_dir / "rejection_store.jsonl", cfg.rejection_store)
         self.accepts = self._store(state_dir / "accept_store.jsonl", cfg.accept_store)
         deps = {"embedder": embedder, "judge": judge, "scorer": scorer, "threshold": threshold,
-                "rejections": self.rejections, "accepts": self.accepts}
+                "rejections": self.rejections, "accepts": self.accepts,
+                "narration": Narration(cfg.narration)}
         self.stages: list[Stage] = [
             STAGES.build({"name": name, **(cfg.stages[name] or {})}, **deps) for name in cfg.order
         ]
@@ -200,13 +205,16 @@ class Gate:
             content.restore_learning_state(saved)
 
     def prepare(self, entries: Sequence[Entry]) -> list[Candidate]:
-        """Redact once, embed every whole text in one batch (cached): the scorer reads vectors."""
+        """Redact once, embed every text (the content stage's view of it) in one batch (cached):
+        the scorer reads vectors."""
         prompts = [self.redact(e.user_prompt) for e in entries]
         texts = [self.redact(e.assistant_response) for e in entries]
         vectors: list[np.ndarray | None] = [None] * len(texts)
-        if self.content_gate is not None:
+        content = self.content_gate
+        views = [content.view(text) for text in texts] if content is not None else texts
+        if content is not None:
             recorder = _FirstError(self.embedder)
-            vectors = embed_available(recorder, texts)
+            vectors = embed_available(recorder, views)
             reason = self.redact(recorder.error)
             for entry, vector in zip(entries, vectors, strict=True):
                 if vector is None:
@@ -217,8 +225,8 @@ class Gate:
             if failed:
                 log.warning("embedding %d of %d entries failed (%s); the content-score gate "
                             "passes them to the judge unscored", failed, len(texts), reason)
-        return [Candidate(e, p, t, v)
-                for e, p, t, v in zip(entries, prompts, texts, vectors, strict=True)]
+        return [Candidate(e, p, t, v, w)
+                for e, p, t, v, w in zip(entries, prompts, texts, vectors, views, strict=True)]
 
     def _learn(self, rejected_by: StageResult | None, item: Candidate,
                kept: StageResult | None) -> None:

@@ -78,7 +78,7 @@ class WritePipeline:
     def _vector(self, item: Candidate, text: str) -> tuple[np.ndarray, str]:
         """The candidate's own text was embedded at gate entry: reuse that vector. Hashing the
         text and looking it up in the cache again took about 45% of the write stage."""
-        if text == item.text and item.vector is not None:
+        if text == item.embedded and item.vector is not None:
             return item.vector, ""
         try:
             return self.embedder.embed([text])[0], ""
