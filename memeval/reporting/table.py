@@ -32,7 +32,7 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
     their own (agreement with that labeller, not ground truth)."""
     others = _other_sources(passes)
     header = ("pass", "subst. recall [95% CI]", *(f"kept ({s})" for s in others),
-              "noise stored", "low filtered", "pre-judge [95% CI]",
+              "noise stored", "low filtered", "pre-judge",
               "judge calls", "judge err.", "saved", "prefilter", "length", "content", "judge SKIP",
               "dedup", "stored", "threshold", "rej. store")
     rows = []
