@@ -42,7 +42,9 @@ def test_each_size_reports_throughput_ratios_and_memory(tmp_path: Path) -> None:
     assert [row["entries"] for row in rows] == [60, 120]
     for row in rows:
         n = row["entries"]
-        assert row["embedding_cache"]["misses"] == n  # every distinct text embedded once
+        # every entry's view is embedded once, and a stored turn whose claims differ from it
+        # once more, whole; nothing twice
+        assert n <= row["embedding_cache"]["misses"] <= 2 * n
         cold, cached = row["embedding_cold"], row["embedding_cached"]
         assert cold["texts"] == cached["texts"] == n
         assert (cached["hits"], cached["misses"]) == (n, 0)  # the warm pass never embeds

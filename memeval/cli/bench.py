@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.embedders.cache import CachedEmbedder
@@ -41,6 +41,10 @@ from memeval.cli.bench_scale import (
 )
 from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
+from memeval.engine.gate.content_score import scored_view
+from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.narration import Narration
+from memeval.registry import to_dataclass
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 from memeval.utils.redact import redact
@@ -119,14 +123,27 @@ def stage_throughput(decisions: pd.DataFrame) -> dict[str, dict[str, float | Non
     return stages
 
 
+def gate_texts(cfg: DictConfig, texts: list[str]) -> list[str]:
+    """What the gate embeds of each text (its content stage's view), so the embedding passes
+    time the same texts as the run."""
+    params = OmegaConf.to_container(cfg.gate, resolve=True)
+    assert isinstance(params, dict)
+    gate = to_dataclass(GateConfig, params, "gate")
+    content = gate.stage_config("content_score")
+    if content is None:
+        return texts
+    narration = Narration(gate.narration)
+    return [scored_view(content, narration, text) for text in texts]
+
+
 def measure(entries: int, embedder: str) -> dict[str, Any]:
     """One size, in this process (run it in a fresh one: the peak RSS is the process's)."""
     with tempfile.TemporaryDirectory(prefix="memeval-bench-") as tmp:
         work = Path(tmp)
         cfg = labelled_three_pass(work, entries, embedder, "reporting.phoenix.enabled=false")
         validate(cfg)
-        texts = [redact(e.assistant_response)
-                 for e in load_labeled_jsonl(cfg.dataset.path).entries]
+        texts = gate_texts(cfg, [redact(e.assistant_response)
+                                 for e in load_labeled_jsonl(cfg.dataset.path).entries])
         load_average = [os.getloadavg()[0]]  # other jobs on a shared machine skew both sides
         load_s, cold_s = _cold_embedding(cfg, texts)
         metrics, three_pass_s = _timed(partial(run_experiment, cfg, work / "run"))

@@ -59,6 +59,12 @@ class ContentScoreConfig:
         check_view(self.view)
 
 
+def scored_view(cfg: ContentScoreConfig, narration: Narration, text: str) -> str:
+    """The part of `text` the stage embeds and scores, lexical features included (`view`; the
+    whole text when it claims nothing)."""
+    return VIEWS[cfg.view](narration, text) or text
+
+
 class ContentScoreGate:
     name = "content_score"
 
@@ -106,9 +112,7 @@ class ContentScoreGate:
         self.threshold = state["threshold"]
 
     def view(self, text: str) -> str:
-        """The part of `text` this stage embeds and scores, lexical features included (`view`;
-        the whole text when it claims nothing)."""
-        return VIEWS[self.cfg.view](self.narration, text) or text
+        return scored_view(self.cfg, self.narration, text)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
