@@ -18,6 +18,7 @@ commands:
   phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
   report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
   sweep   a multirun as a table, Pareto front and default marked: python -m memeval sweep --help
+  cache   the embedding and judge caches, and clearing them: python -m memeval cache --help
   serve   memeval's engine as a memoryd daemon, its embedder as an OpenAI-compatible server:
           python -m memeval serve --help
 
@@ -139,6 +140,12 @@ def _serve(args: list[str]) -> int:
     return serve_main(args)
 
 
+def _cache(args: list[str]) -> int:
+    from memeval.cli.cache import main as cache_main
+
+    return cache_main(args)
+
+
 def _list(args: list[str]) -> int:
     from memeval.cli.listing import main as list_main
 
@@ -148,7 +155,7 @@ def _list(args: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "list": _list, "bench": _bench,
                                                    "gate": _gate, "phoenix": _phoenix,
                                                    "report": _report, "sweep": _sweep,
-                                                   "serve": _serve}
+                                                   "serve": _serve, "cache": _cache}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_CACHE
 from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.cli.bench_scale import (
     in_fresh_process,
@@ -148,7 +149,7 @@ def measure(entries: int, embedder: str) -> dict[str, Any]:
         load_s, cold_s = _cold_embedding(cfg, texts)
         metrics, three_pass_s = _timed(partial(run_experiment, cfg, work / "run"))
         load_average.append(os.getloadavg()[0])
-        cached = _cached_embedding(cfg, texts, work / "cache" / "embeddings.sqlite")
+        cached = _cached_embedding(cfg, texts, work / "cache" / EMBEDDING_CACHE)
         decisions = read_decisions(work / "run")
         heap_mb = _heap_peak_mb(cfg, work / "traced")
     split = time_split(metrics, decisions)

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_CACHE
 from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, redacted_names
@@ -81,7 +82,7 @@ class RunContext:
         """Built on first use; a service behind it is checked then (`preflight`), before work."""
         inner = EMBEDDERS.build(self.cfg.embedder)
         preflight(inner)
-        return CachedEmbedder(inner, self.cache_dir / "embeddings.sqlite")
+        return CachedEmbedder(inner, self.cache_dir / EMBEDDING_CACHE)
 
     @cached_property
     def checkpoints(self) -> Checkpoints:

@@ -20,6 +20,8 @@ from memeval.backends.embedders.base import Embedder, unit_rows
 from memeval.utils.kvcache import SqliteKV, content_key
 
 CHUNK = 64  # texts per call to the wrapped embedder
+CACHE_FILE = "embeddings.sqlite"  # under cache_dir
+CACHE_TABLE = "embeddings"
 log = logging.getLogger(__name__)
 
 
@@ -29,7 +31,7 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, path: str | Path) -> None:
         self.inner = inner
         self.identity = inner.identity
-        self.store = SqliteKV(path, "embeddings")
+        self.store = SqliteKV(path, CACHE_TABLE)
         self.hits = 0
         self.misses = 0
         self.invalid = 0  # stored values that were not usable vectors (counted in misses too)
