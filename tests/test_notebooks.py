@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,8 @@ FORBIDDEN = ("metrics.json", ".parquet", "read_parquet", "json.load", "results.r
              "read_metrics", "read_decisions", "read_table", ".metrics[", ".metrics.get")
 BASE = ["embedder=hashing", "progress=false", "plots=false", "bootstrap=50",
         "reporting.phoenix.enabled=false"]
-SWEEP = (0.9, 0.95, 0.98)
+SWEEP = ("seed=0,1", "threshold.target_recall=0.9,0.98")  # 4 runs
+SWEPT = 4
 
 
 def notebook_paths() -> list[Path]:
@@ -35,7 +38,8 @@ def code_cells(nb: Any) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A three_pass run, an mqs_calibration run and a three-run target_recall sweep."""
+    """A three_pass run, an mqs_calibration run and a real Hydra multirun over two settings
+    (seed and target_recall), so `seed` also changes every setting that follows from it."""
     from memeval.config import compose
     from memeval.runner import run_experiment
 
@@ -44,9 +48,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     gate = ["+experiment=three_pass", *base, "dataset.limit=80"]
     run_experiment(compose(gate), root / "three_pass")
     run_experiment(compose(["+experiment=mqs_calibration", *base]), root / "mqs_calibration")
-    for i, target in enumerate(SWEEP):
-        run_experiment(compose([*gate, f"threshold.target_recall={target}"]),
-                       root / "sweep" / str(i))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-m", "memeval", "run", "-m", *gate, *SWEEP,
+                    f"hydra.sweep.dir={root / 'sweep'}"], cwd=root, env=env, check=True,
+                   capture_output=True, timeout=600)
     return {"three_pass": root / "three_pass", "mqs_calibration": root / "mqs_calibration",
             "sweep": root / "sweep"}
 
@@ -126,13 +131,34 @@ def test_sweep_analysis(runs: dict[str, Path], kernel_env: pytest.MonkeyPatch) -
     nb = execute("sweep_analysis.ipynb")
     assert images(nb) >= 1
     text = stream_text(nb)
-    assert f"{len(SWEEP)} runs" in text
-    assert "threshold.target_recall" in text  # found as the swept setting
+    assert f"{SWEPT} runs" in text
+    # what was swept, not the settings that follow from the seed (scorer.seed, …)
+    assert "swept settings: seed, threshold.target_recall\n" in text
     found = re.search(r"Pareto-optimal runs \((\d+) of (\d+)\): (.+)", text)
     assert found, text
     optimal, total = int(found[1]), int(found[2])
-    assert 1 <= optimal <= total == len(SWEEP)
-    assert set(found[3].split(", ")) <= {str(i) for i in range(len(SWEEP))}
+    assert 1 <= optimal <= total == SWEPT
+    assert set(found[3].split(", ")) <= {str(i) for i in range(SWEPT)}
+
+
+def test_finds_the_newest_run_itself(runs: dict[str, Path], tmp_path: Path,
+                                     kernel_env: pytest.MonkeyPatch) -> None:
+    """With no run named, a notebook opens the newest run of its kind under runs/ (the newest
+    run of all is a three_pass run, which mqs_calibration.ipynb cannot read)."""
+    import shutil
+
+    kernel_env.delenv("MEMEVAL_RUN_DIR", raising=False)
+    workdir = tmp_path / "project"
+    for day in ("2026-01-01", "2026-01-03"):
+        shutil.copytree(runs["mqs_calibration"], workdir / "runs" / day / "10-00-00")
+    os.utime(workdir / "runs" / "2026-01-01" / "10-00-00" / "metrics.json", (1e9, 1e9))
+    shutil.copytree(runs["three_pass"], workdir / "runs" / "2026-01-04" / "10-00-00")
+    nb = nbformat.read(NOTEBOOKS / "mqs_calibration.ipynb", as_version=4)
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    assert "runs/2026-01-03/10-00-00: " in stream_text(nb)
 
 
 def test_missing_run_dir_is_explained(tmp_path: Path, kernel_env: pytest.MonkeyPatch) -> None:

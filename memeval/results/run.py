@@ -3,6 +3,7 @@ them parses run files by hand."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -48,6 +49,16 @@ class Run:
         assert isinstance(loaded, DictConfig)
         return loaded
 
+    @cached_property
+    def overrides(self) -> dict[str, str]:
+        """The settings given on the command line (Hydra's `.hydra/overrides.yaml`), by dotted
+        key: what a sweep varied, as opposed to everything that follows from it."""
+        path = self.path / ".hydra" / "overrides.yaml"
+        given = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else []
+        assert isinstance(given, list)
+        pairs = (str(item).split("=", 1) for item in given if "=" in str(item))
+        return {key.lstrip("+~"): value for key, value in pairs}
+
     def setting(self, key: str) -> Any:
         """A resolved config value by dotted key, e.g. `threshold.target_recall`."""
         return OmegaConf.select(self.config, key)
@@ -73,3 +84,20 @@ class Run:
 def find_runs(root: str | Path) -> list[Run]:
     """Every run directory under `root` (a sweep's directory, or `runs/`), sorted by path."""
     return [Run.load(path.parent) for path in sorted(Path(root).rglob(METRICS))]
+
+
+def latest_run(root: str | Path, experiments: Collection[str] = ()) -> Run:
+    """The most recently written run under `root` (e.g. `runs/`), of one of `experiments` if
+    given: what a notebook opens when it is not told which run to read."""
+    runs = [run for run in find_runs(root) if not experiments or run.experiment in experiments]
+    if not runs:
+        kinds = f" of {', '.join(sorted(experiments))}" if experiments else ""
+        raise FileNotFoundError(f"no run{kinds} under {root}: run one with `python -m memeval "
+                                f"run +experiment=...`, or name its directory")
+    return max(runs, key=lambda run: (run.path / METRICS).stat().st_mtime_ns)
+
+
+def swept_settings(runs: Sequence[Run]) -> list[str]:
+    """The command-line settings whose values differ between `runs`, in first-seen order."""
+    keys = dict.fromkeys(key for run in runs for key in run.overrides)
+    return [key for key in keys if len({run.overrides.get(key) for run in runs}) > 1]
