@@ -7,15 +7,19 @@ Thresholds are derived, not chosen: `--derive` runs every gated run under each s
 standard deviations across those seeds (at least `min_margin`), so seed-to-seed noise never
 fails the gate but a real regression does. The thresholds file records the data fingerprints
 they were derived on; a run on other data is refused rather than compared.
+
+The runs are kept (by default beside `--out`, in `<stem>-runs/`), so every run directory the gate
+prints still exists for CI to archive; each gate replaces the previous gate's runs there.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
-import tempfile
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,13 +29,26 @@ from typing import Any
 import yaml
 
 import conf
+from memeval.cli.gate_report import (
+    ABSENT,
+    ERROR,
+    OK,
+    REFUSED,
+    REGRESSION,
+    junit_xml,
+    report,
+    shortfall,
+)
 from memeval.config import compose
 from memeval.reporting.table import aligned
 from memeval.results.result import RunResult, load_result
 from memeval.runner import run_experiment
+from memeval.utils.atomic import write_atomic, write_text_atomic
 
 THRESHOLDS = Path(conf.__file__).parent / "regression" / "regression.yaml"
 DIRECTIONS = ("at_least", "at_most")
+LOOKUP_ERRORS = (KeyError, IndexError, AttributeError)  # a figure the run's results lack
+RUNS_MARKER = ".memeval-gate-runs"  # marks a directory of gated runs the next gate may replace
 
 
 @dataclass
@@ -67,7 +84,7 @@ def figure(result: Any, check: Check) -> float | None:
     """The check's figure; None when an optional check's figure is absent from the run."""
     try:
         return lookup(result, check.metric, check)
-    except (KeyError, IndexError, AttributeError):
+    except LOOKUP_ERRORS:
         if check.optional:
             return None
         raise
@@ -96,12 +113,27 @@ def load(path: Path = THRESHOLDS) -> dict[str, Any]:
     return spec
 
 
-def run_metrics(overrides: list[str], seed: int, work: Path) -> RunResult:
+def run_metrics(overrides: list[str], seed: int, run_dir: Path) -> RunResult:
     cfg = compose([*overrides, f"seed={seed}", "plots=false", "progress=false",
                    "reporting.phoenix.enabled=false"])
-    run_dir = work / f"seed{seed}-{len(list(work.iterdir()))}"
     run_experiment(cfg, run_dir)
     return load_result(run_dir)
+
+
+def fresh_runs_dir(path: Path) -> None:
+    """An empty directory for this gate's runs, replacing the previous gate's, so what it holds
+    matches the report; a directory the gate did not make is refused, never emptied."""
+    if path.exists():
+        if not (path / RUNS_MARKER).is_file() and (not path.is_dir() or any(path.iterdir())):
+            raise FileExistsError(f"{path} holds files the gate did not make: choose another "
+                                  f"directory for the runs (--runs-dir)")
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / RUNS_MARKER).write_text("runs made by `python -m memeval gate`; the next gate "
+                                    "writing here replaces them\n")
+
+
+Key = tuple[tuple[str, ...], int]
 
 
 class Runs:
@@ -110,12 +142,24 @@ class Runs:
 
     def __init__(self, work: Path) -> None:
         self.work = work
-        self._done: dict[tuple[tuple[str, ...], int], RunResult] = {}
+        self._done: dict[Key, RunResult] = {}
+        self._dirs: dict[Key, Path] = {}
 
-    def __call__(self, overrides: list[str], seed: int) -> RunResult:
+    def run_dir(self, name: str, overrides: list[str], seed: int) -> Path:
+        """`<run>-seed<seed>` under the work directory; numbered when the same run and seed
+        are also made with other overrides (`--derive` with `--override`)."""
+        key = (tuple(overrides), seed)
+        if key not in self._dirs:
+            path = self.work / f"{name}-seed{seed}"
+            if path in self._dirs.values():
+                path = path.with_name(f"{path.name}-{len(self._dirs)}")
+            self._dirs[key] = path
+        return self._dirs[key]
+
+    def __call__(self, name: str, overrides: list[str], seed: int) -> RunResult:
         key = (tuple(overrides), seed)
         if key not in self._done:
-            self._done[key] = run_metrics(overrides, seed, self.work)
+            self._done[key] = run_metrics(overrides, seed, self.run_dir(name, overrides, seed))
         return self._done[key]
 
 
@@ -123,39 +167,56 @@ def _fingerprints(result: RunResult, paths: list[str]) -> dict[str, str]:
     return {path: str(_at(result, path)) for path in paths}
 
 
+def _row(check: Check, value: float | None, verdict: str, run_dir: Path,
+         error: str | None = None) -> dict[str, Any]:
+    return {"metric": check.metric, "run": check.run, "value": value,
+            "direction": check.direction, "threshold": check.threshold, "verdict": verdict,
+            "why": check.why, "run_dir": str(run_dir), "error": error}
+
+
 def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] | None,
              runs: Runs) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per check of each run, and one failure line per regressed metric, run on other
+    data, run that failed and figure missing. A failed run fails its checks (verdict `error`)
+    and the other runs still go; on other data, the checks are `refused`, not compared."""
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
     for name, run in spec["runs"].items():
         if only and name not in only:
             continue
-        result = runs([*run["overrides"], *extra.get(name, [])], spec["seed"])
+        overrides = [*run["overrides"], *extra.get(name, [])]
+        checks = [Check(**raw) for raw in spec["checks"] if raw["run"] == name]
+        run_dir = runs.run_dir(name, overrides, spec["seed"])
+        try:
+            result = runs(name, overrides, spec["seed"])
+        except Exception as err:
+            print(f"memeval gate: the {name} run failed:\n{traceback.format_exc()}",
+                  file=sys.stderr)
+            error = f"the run failed: {type(err).__name__}: {err} (see {run_dir})"
+            failures.append(f"{name}: {error}")
+            rows += [_row(check, None, ERROR, run_dir, error) for check in checks]
+            continue
         expected = run.get("fingerprints", {})
-        actual = _fingerprints(result, list(expected))
-        for path, found in actual.items():
-            if found != expected[path]:
-                failures.append(f"{name}: {path} is {found}, but the thresholds were derived on "
-                                f"{expected[path]}: review the data change, then re-derive "
-                                f"(python -m memeval gate --derive)")
-        for raw in spec["checks"]:
-            check = Check(**raw)
-            if check.run != name:
+        mismatches = [f"{path} is {found}, but the thresholds were derived on {expected[path]}"
+                      for path, found in _fingerprints(result, list(expected)).items()
+                      if found != expected[path]]
+        failures += [f"{name}: {mismatch}: review the data change, then re-derive "
+                     f"(python -m memeval gate --derive)" for mismatch in mismatches]
+        for check in checks:
+            try:
+                value = figure(result, check)
+            except LOOKUP_ERRORS as err:
+                error = f"no such figure in the run's results ({type(err).__name__}: {err})"
+                failures.append(f"{check.metric}: {error}")
+                rows.append(_row(check, None, ERROR, run_dir, error))
                 continue
-            value = figure(result, check)
-            if value is None:
-                rows.append({"metric": check.metric, "run": name, "value": None,
-                             "direction": check.direction, "threshold": check.threshold,
-                             "verdict": "absent", "why": check.why})
+            if mismatches:
+                rows.append(_row(check, value, REFUSED, run_dir, "; ".join(mismatches)))
                 continue
-            ok = check.passes(value)
-            rows.append({"metric": check.metric, "run": name, "value": value,
-                         "direction": check.direction, "threshold": check.threshold,
-                         "verdict": "ok" if ok else "REGRESSION", "why": check.why})
-            if not ok:
-                sign = ">=" if check.direction == "at_least" else "<="
-                failures.append(f"{check.metric} = {value:.4f}, needs {sign} "
-                                f"{check.threshold:.4f} ({check.why})")
+            verdict = ABSENT if value is None else OK if check.passes(value) else REGRESSION
+            rows.append(_row(check, value, verdict, run_dir))
+            if verdict == REGRESSION:
+                failures.append(shortfall(rows[-1]))
     return rows, failures
 
 
@@ -166,7 +227,7 @@ def derive(spec: dict[str, Any], runs: Runs, only: set[str] | None = None) -> di
     for name, run in spec["runs"].items():
         if only and name not in only:
             continue
-        seeded = [runs(run["overrides"], seed) for seed in settings["seeds"]]
+        seeded = [runs(name, run["overrides"], seed) for seed in settings["seeds"]]
         run["fingerprints"] = _fingerprints(seeded[0], list(run.get("fingerprints", {})))
         for raw in spec["checks"]:
             if raw["run"] != name:
@@ -201,7 +262,15 @@ def main(argv: list[str]) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--thresholds", type=Path, default=THRESHOLDS)
     parser.add_argument("--out", type=Path, default=Path("reports/gate.json"),
-                        help="where the verdict table is written as JSON")
+                        help="where the verdict table is written as JSON, with a top-level "
+                             "`passed` and counts")
+    parser.add_argument("--junit-xml", type=Path, metavar="PATH",
+                        help="also write the verdicts as a JUnit XML report: one testsuite per "
+                             "gated run, one testcase per check")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR",
+                        help="where the gated runs are made and kept (default: beside --out, "
+                             "e.g. reports/gate-runs); the previous gate's runs there are "
+                             "replaced")
     parser.add_argument("--only", action="append", metavar="RUN",
                         help="check (with --derive: re-derive) only this run (repeatable)")
     parser.add_argument("--override", action="append", default=[], metavar="RUN:KEY=VALUE",
@@ -222,20 +291,28 @@ def main(argv: list[str]) -> int:
             parser.error(f"--override {item!r}: expected RUN:KEY=VALUE with RUN one of "
                          f"{', '.join(spec['runs'])}")
         extra.setdefault(run, []).append(override)
-    with tempfile.TemporaryDirectory(prefix="memeval-gate-") as tmp:
-        runs = Runs(Path(tmp))
-        if args.derive:
-            derived = derive(spec, runs, set(args.only) if args.only else None)
-            header = ("# CI regression thresholds, derived by `python -m memeval gate --derive`"
-                      " (see\n# docs/operations.md, 'Regression gate'); edit `why`, runs and derive"
-                      " settings, not the numbers.\n")
-            args.thresholds.write_text(header + yaml.safe_dump(
-                derived, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None))
-            print(f"thresholds re-derived into {args.thresholds}")
-        rows, failures = evaluate(spec, extra, set(args.only) if args.only else None, runs)
+    runs_dir = args.runs_dir or args.out.with_name(f"{args.out.stem}-runs")
+    try:
+        fresh_runs_dir(runs_dir)
+    except FileExistsError as err:
+        parser.error(str(err))
+    runs = Runs(runs_dir)
+    if args.derive:
+        derived = derive(spec, runs, set(args.only) if args.only else None)
+        header = ("# CI regression thresholds, derived by `python -m memeval gate --derive`"
+                  " (see\n# docs/operations.md, 'Regression gate'); edit `why`, runs and derive"
+                  " settings, not the numbers.\n")
+        args.thresholds.write_text(header + yaml.safe_dump(
+            derived, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None))
+        print(f"thresholds re-derived into {args.thresholds}")
+    rows, failures = evaluate(spec, extra, set(args.only) if args.only else None, runs)
     print(table(rows))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": rows, "failures": failures}, indent=2))
+    write_text_atomic(args.out, json.dumps(report(rows, failures, runs_dir), indent=2) + "\n")
+    written = [args.out]
+    if args.junit_xml:
+        write_atomic(args.junit_xml, junit_xml(rows))
+        written.append(args.junit_xml)
+    print(f"gate report: {', '.join(map(str, written))}; runs kept in {runs_dir}")
     for failure in failures:
         print(f"memeval gate: REGRESSION: {failure}", file=sys.stderr)
     return 1 if failures else 0
