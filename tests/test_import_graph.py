@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("results", {"results"}),
     ("reporting", {"reporting"}),
     ("experiments", {"experiments"}),
-    ("commands", {"__main__", "cli", "components", "config", "log_redaction", "plugins",
+    ("commands", {"__main__", "api", "cli", "components", "config", "log_redaction", "plugins",
                   "runner", "serve", "user_errors"}),
 ]
 
