@@ -78,3 +78,8 @@ def test_scale_reports_time_memory_and_shares(tmp_path: Path) -> None:
         parts = row["embedding_s"] + row["judge_s"] + row["gate_own_s"] + row["harness_s"]
         assert parts == pytest.approx(row["seconds"], abs=0.05)
         assert 0 < row["gate_own_share"] < 1 and row["peak_rss_mb"] > 0
+    table = [line for line in done.stdout.splitlines() if line.startswith("|")]
+    assert len(table) == 4  # header, rule, one row per size, as docs/datasets.md quotes it
+    assert table[0].startswith("| corpus rows | entries after empty-row filtering |")
+    assert table[2].startswith(f"| 150 | {small['entries']:,} | {small['seconds']:.1f} s |")
+    assert not any(line.startswith("{") for line in done.stdout.splitlines())

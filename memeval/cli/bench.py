@@ -35,6 +35,7 @@ from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.cli.bench_scale import (
     in_fresh_process,
     labelled_three_pass,
+    markdown_table,
     peak_rss_mb,
     run_one,
     scale,
@@ -178,20 +179,19 @@ def table(rows: list[dict[str, Any]]) -> str:
               "embedding cached (texts/s)", *(f"{s} (entries/s)" for s in stages),
               "three passes", "÷ one embedding pass", "gate's own work", "÷ one embedding pass",
               "peak RSS", "Python heap peak"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    cells: list[list[str]] = []
     for row in rows:
         rates = [row["stages"].get(s, {}).get("entries_per_s") for s in stages]
-        cells = [f"{row['entries']:,}", f"{row['model_load_s']:.1f} s",
-                 f"{row['embedding_cold']['texts_per_s']:,.0f}",
-                 f"{row['embedding_cached']['texts_per_s']:,.0f}",
-                 *("—" if r is None else f"{r:,.0f}" for r in rates),
-                 f"{row['three_pass_s']:.1f} s",
-                 f"{row['ratios']['three_passes_over_one_embedding_pass']:.2f}",
-                 f"{row['gate_own_s']:.1f} s",
-                 f"{row['ratios']['gate_own_over_one_embedding_pass']:.3f}",
-                 f"{row['peak_rss_mb']:,.0f} MB", f"{row['python_heap_peak_mb']:.1f} MB"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        cells.append([f"{row['entries']:,}", f"{row['model_load_s']:.1f} s",
+                      f"{row['embedding_cold']['texts_per_s']:,.0f}",
+                      f"{row['embedding_cached']['texts_per_s']:,.0f}",
+                      *("—" if r is None else f"{r:,.0f}" for r in rates),
+                      f"{row['three_pass_s']:.1f} s",
+                      f"{row['ratios']['three_passes_over_one_embedding_pass']:.2f}",
+                      f"{row['gate_own_s']:.1f} s",
+                      f"{row['ratios']['gate_own_over_one_embedding_pass']:.3f}",
+                      f"{row['peak_rss_mb']:,.0f} MB", f"{row['python_heap_peak_mb']:.1f} MB"])
+    return markdown_table(header, cells)
 
 
 def bench(sizes: list[int], embedder: str, out: Path | None) -> dict[str, Any]:
