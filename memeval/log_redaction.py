@@ -1,6 +1,6 @@
 """Logs hold no secrets: every record a handler emits is redacted, and HTTP clients do not log
 each request's URL (httpx logs every request at INFO, with the URL as configured: a
-`user:password@` in it included)."""
+`user:password@` in it included). The console shows other libraries' warnings only."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 from memeval.utils.redact import redact
 
 QUIET = ("httpx", "httpcore")
+OWN = ("memeval", "__main__")  # loggers whose INFO lines the console shows
 
 
 class RedactingFilter(logging.Filter):
@@ -26,6 +27,15 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
+
+
+class OwnInfoOnly(logging.Filter):
+    """Passes memeval's records and any library's warnings: a library's INFO line (a model being
+    loaded) would land among the progress bars. Set on the console only; the run's log file keeps
+    every record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN
 
 
 def redact_logs() -> None:

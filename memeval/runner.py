@@ -23,7 +23,7 @@ from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.metrics.gate_metrics import run_failures
 from memeval.registry import ConfigError
 from memeval.reporting.phoenix.config import PhoenixConfig
-from memeval.reporting.table import pass_table, threshold_footer
+from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import METRICS, write_run
 from memeval.utils.redact import redact
@@ -189,7 +189,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     print(result.summary or pass_table(written.passes))
     system = metrics.get("system", {})
     for key, value in system.get("notes", {}).items():  # e.g. a fallback the figures rest on
-        print(f"{system['name']}, {key}: {value}")
+        print(wrapped(f"{system['name']}, {key}: {value}"))
     if written.scorer is not None:
         print(threshold_footer(written.passes, written.scorer.threshold_rule))
     if checked.phoenix.enabled:

@@ -187,7 +187,7 @@ def test_the_example_plugin_runs_three_pass(example: Path, tmp_path: Path, overr
                 pythonpath=example)
     assert done.returncode == 0, done.stderr
     table = done.stdout.splitlines()
-    header = next(i for i, line in enumerate(table) if line.startswith("pass  subst. recall"))
+    header = next(i for i, line in enumerate(table) if line.startswith("pass  recall [95% CI]"))
     assert [line.split()[0] for line in table[header + 1:header + 4]] == ["1", "2", "3"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics[section]["name"] == name

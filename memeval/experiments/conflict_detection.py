@@ -31,7 +31,7 @@ from memeval.quality.conflict_model import (
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
-from memeval.reporting.table import aligned
+from memeval.reporting.table import aligned, wrapped
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 from memeval.systems.stored_models import labelled_sides
@@ -290,15 +290,8 @@ def _with_ci(stats: dict[str, Any], key: str) -> str:
     return f"{stats[key]:.2f} [{low:.2f}–{high:.2f}]"
 
 
-def summarise_learned(section: dict[str, Any]) -> str:
-    """CV, test and the rules' figures side by side, then the CV − test gap."""
-    columns = {f"{section['detector']} CV": section["cv"]}
-    if "cv_by_file" in section:
-        columns[f"{section['detector']} by file"] = section["cv_by_file"]
-    columns["rules dev"] = section["rules_dev"]
-    if "test" in section:
-        columns[f"{section['detector']} test"] = section["test"]
-        columns["rules test"] = section["rules_test"]
+def _learned_rows(columns: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row per figure, one column per detector and split."""
     rows = [("any-conflict precision", *(_with_ci(c["any_conflict"], "precision")
                                          for c in columns.values())),
             ("any-conflict recall", *(_with_ci(c["any_conflict"], "recall")
@@ -307,15 +300,30 @@ def summarise_learned(section: dict[str, Any]) -> str:
              for t in CONFLICT_TYPES]
     rows.append(("temporal + newer right", *(_with_ci(c, "temporal_newer_recall")
                                              for c in columns.values())))
+    return rows
+
+
+def summarise_learned(section: dict[str, Any]) -> str:
+    """The development figures (CV and the rules'), then the test split's beside the rules' (two
+    tables, as one would not fit a terminal), then the CV − test gap."""
+    dev_columns = {f"{section['detector']} CV": section["cv"]}
+    if "cv_by_file" in section:
+        dev_columns[f"{section['detector']} by file"] = section["cv_by_file"]
+    dev_columns["rules dev"] = section["rules_dev"]
+    tables = [dev_columns]
+    if "test" in section:
+        tables.append({f"{section['detector']} test": section["test"],
+                       "rules test": section["rules_test"]})
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
     by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
                     if "cv_by_file" in section else "")
-    lines = [f"{section['detector']} detector: {section['folds']}-fold CV on {dev} development "
-             f"pairs{by_file_note}, test split {test}", aligned(("", *columns), rows)]
+    lines = [wrapped(f"{section['detector']} detector: {section['folds']}-fold CV on {dev} "
+                     f"development pairs{by_file_note}, test split {test}"),
+             *(aligned(("", *columns), _learned_rows(columns)) for columns in tables)]
     if "gap" in section:
-        lines.append("CV − test gap: " + ", ".join(
-            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None))
+        lines.append(wrapped("CV − test gap: " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None)))
     return "\n".join(lines)
 
 

@@ -50,6 +50,7 @@ from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
 from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded, input_file
+from memeval.reporting.table import aligned, wrapped
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 
@@ -377,14 +378,14 @@ def _mqs_lines(mqs: dict[str, Any] | None) -> list[str]:
             lines.append(f"{metric:10} {_ci(configured[metric], configured[metric + '_ci95']):28} "
                          f"{fitted:28}")
     if mqs["constants"] is not None:
-        lines.append("constants (configured → fitted): " + ", ".join(
-            f"{k} {v['configured']:g} → {v['fitted']:g}" for k, v in mqs["constants"].items()))
+        lines.append(wrapped("constants (configured → fitted): " + ", ".join(
+            f"{k} {v['configured']:g} → {v['fitted']:g}" for k, v in mqs["constants"].items())))
     grade = mqs["trust_grade"]
     if grade is not None:
-        lines.append(f"MQS against the numeric trust grade on {grade['n']} records: spearman "
-                     f"{_ci(grade['spearman'], grade['spearman_ci95'])}, kendall "
-                     f"{_ci(grade['kendall'], grade['kendall_ci95'])}")
-    return lines + [f"note on {what}: {why}" for what, why in mqs["notes"].items()]
+        lines.append(wrapped(f"MQS against the numeric trust grade on {grade['n']} records: "
+                             f"spearman {_ci(grade['spearman'], grade['spearman_ci95'])}, kendall "
+                             f"{_ci(grade['kendall'], grade['kendall_ci95'])}"))
+    return lines + [wrapped(f"note on {what}: {why}") for what, why in mqs["notes"].items()]
 
 
 def _trust_lines(trust: dict[str, Any]) -> list[str]:
@@ -393,17 +394,17 @@ def _trust_lines(trust: dict[str, Any]) -> list[str]:
     columns = [("trust score, CV", dev["trust_out_of_fold"]), ("MQS, dev", dev["mqs"])]
     if test is not None:
         columns += [("trust score, test", test["trust"]), ("MQS, test", test["mqs"])]
-    lines = [f"Trust score on {dev['records']} dev records ({trust['folds']} folds)"
-             + ("" if test is None else f" and {test['records']} test records")
-             + f"; ranks against the dev {dev['mqs']['against']}"
-             + ("" if test is None else f", the test {test['mqs']['against']}"),
-             f"{'metric':10} " + " ".join(f"{name:28}" for name, _ in columns)]
-    for metric in METRICS:
-        lines.append(f"{metric:10} " + " ".join(
-            f"{_ci(r[metric], r[metric + '_ci95']):28}" for _, r in columns))
+    lines = [wrapped(f"Trust score on {dev['records']} dev records ({trust['folds']} folds)"
+                     + ("" if test is None else f" and {test['records']} test records")
+                     + f"; ranks against the dev {dev['mqs']['against']}"
+                     + ("" if test is None else f", the test {test['mqs']['against']}")),
+             aligned(("metric", *(name for name, _ in columns)),
+                     [(metric, *(_ci(r[metric], r[metric + "_ci95"]) for _, r in columns))
+                      for metric in METRICS])]
     if trust["gap"] is not None:
-        lines.append("test − CV: " + ", ".join(f"{m} {v:+.3f}" for m, v in trust["gap"].items()))
-    return [line.rstrip() for line in lines]
+        lines.append(wrapped("test − CV: " + ", ".join(
+            f"{m} {v:+.3f}" for m, v in trust["gap"].items())))
+    return lines
 
 
 def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memeval.reporting.table import aligned, ci_suffix
+from memeval.reporting.table import aligned, ci_suffix, titled, wrapped
 from memeval.results.result import (
     Comparison,
     ConflictTable,
@@ -35,18 +35,27 @@ def _delta(entry: Paired | None, pct: bool = False) -> str:
     return f"{scale * entry.delta:+.3g}{unit} [{scale * low:+.3g}, {scale * high:+.3g}]"
 
 
+WRITE_GATE_LEGEND = ("recall: human-labelled substantive entries kept; noise: noise entries "
+                     "stored; pre-judge: entries filtered before the judge; saved: judge calls "
+                     "saved, of all entries")
+
+
 def _write_gate(table: WriteGateTable) -> str:
-    header = ("system", "subst. recall [95% CI]", "noise stored", "pre-judge", "judge calls",
-              "saved", "recall Δ vs first [95% CI]", "McNemar p")
-    rows = []
-    for name, p in table.systems.items():
-        paired = table.paired.get(name)
-        rows.append((name, _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
-                     str(p.noise_stored), _pct(p.prejudge_filter_rate),
-                     str(p.judge_calls), _pct(p.judge_call_saving),
-                     _delta(paired.recall if paired else None, pct=True),
-                     _num(paired.mcnemar_p if paired else None)))
-    return f"write gate (pass {table.pass_no})\n{aligned(header, rows)}"
+    """The systems' figures, then each one's recall against the first's: one table would not fit
+    a terminal."""
+    header = ("system", "recall [95% CI]", "noise", "pre-judge", "judge calls", "saved")
+    rows = [(name, _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+             str(p.noise_stored), _pct(p.prejudge_filter_rate), str(p.judge_calls),
+             _pct(p.judge_call_saving)) for name, p in table.systems.items()]
+    paired = []
+    for name in table.systems:
+        entry = table.paired.get(name)
+        paired.append((name, _delta(entry.recall if entry else None, pct=True),
+                       _num(entry.mcnemar_p if entry else None)))
+    title = f"write gate (pass {table.pass_no})"
+    return (titled(title, aligned(header, rows), WRITE_GATE_LEGEND) + "\n\n"
+            + titled(f"{title}, recall against the first system",
+                     aligned(("system", "recall Δ vs first [95% CI]", "McNemar p"), paired)))
 
 
 def _trust(table: TrustTable) -> str:
@@ -90,9 +99,9 @@ def systems_summary(tables: Mapping[str, Any], skipped: dict[str, dict[str, str]
     left_out = [f"{what}: {name} {why}" for what, names in skipped.items()
                 for name, why in names.items()]
     if left_out:
-        blocks.append("not measured: " + "; ".join(left_out))
+        blocks.append(wrapped("not measured: " + "; ".join(left_out)))
     noted = [f"{name}, {key}: {value}" for name, said in notes.items()
              for key, value in said.items()]
     if noted:
-        blocks.append("notes\n" + "\n".join(f"  {line}" for line in noted))
+        blocks.append("notes\n" + "\n".join(wrapped(line, indent="  ") for line in noted))
     return "\n\n".join(blocks)

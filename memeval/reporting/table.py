@@ -1,7 +1,8 @@
-"""The per-pass table printed at the end of a run."""
+"""The per-pass tables printed at the end of a run, every line of them at most WIDTH columns."""
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
@@ -9,6 +10,7 @@ from memeval.results.result import ComponentFailures, LabelQuality, PassMetrics,
 
 REASONS_SHOWN = 3  # distinct failure reasons printed under the table; metrics.json has them all
 NO_FAILURES = ComponentFailures(0, {}, 0)
+WIDTH = 100  # columns of the narrowest terminal the printed results must fit
 
 
 def _pct(value: float | None) -> str:
@@ -27,44 +29,75 @@ def _other_sources(passes: Sequence[PassMetrics]) -> list[str]:
                    if source != "human" and rate is not None})
 
 
+OUTCOMES = ("pass", "recall [95% CI]", "noise", "low filt.", "pre-judge", "judge calls",
+            "judge err.", "saved")
+OUTCOMES_LEGEND = ("recall: human-labelled substantive entries kept (stored or deduplicated); "
+                   "noise: noise entries stored; low filt.: low-value entries filtered; pre-judge: "
+                   "entries filtered before the judge; saved: judge calls saved, of all entries; "
+                   "[lo–hi]: 95% CI")
+STAGES = ("pass", "prefilter", "length", "content", "judge SKIP", "dedup", "stored", "threshold",
+          "rej. store")
+STAGES_LEGEND = ("entries ended at each stage: rejected by the prefilter, the length cut, the "
+                 "content score or a judge SKIP, deduplicated or stored; threshold: the "
+                 "content-score cut at the pass's end; rej. store: entries in the rejection store")
+
+
 def pass_table(passes: Sequence[PassMetrics]) -> str:
-    """One row per pass. Recall is against human labels; rows labelled otherwise get a column of
-    their own (agreement with that labeller, not ground truth)."""
-    others = _other_sources(passes)
-    header = ("pass", "subst. recall [95% CI]", *(f"kept ({s})" for s in others),
-              "noise stored", "low filtered", "pre-judge",
-              "judge calls", "judge err.", "saved", "prefilter", "length", "content", "judge SKIP",
-              "dedup", "stored", "threshold", "rej. store")
-    rows = []
+    """One row per pass, in two tables narrow enough for a terminal: what the gate achieved, then
+    where the entries ended. Recall is against human labels; rows labelled otherwise get a table
+    of their own (agreement with that labeller, not ground truth)."""
+    outcomes, stages = [], []
     for p in passes:
         counts = p.stage_counts
         threshold = p.content_score_threshold
         judge = p.failures.get("judge")
-        rows.append((
+        outcomes.append((
             p.label,
             _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
-            *(_pct(p.recall_by_label_source.get(s)) for s in others),
             str(p.noise_stored), _pct(p.low_value_filtered_rate),
             _pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
-            str(p.judge_calls), str(judge.errors if judge else 0),
-            _pct(p.judge_call_saving), str(counts["prefilter"]), str(counts["length"]),
+            str(p.judge_calls), str(judge.errors if judge else 0), _pct(p.judge_call_saving)))
+        stages.append((
+            p.label, str(counts["prefilter"]), str(counts["length"]),
             str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
             str(counts["stored"]),
             f"{threshold.last:.3f}" if threshold else
             "skipped" if p.content_score_skipped else "off",
             "—" if p.rejection_store_size is None  # a system may keep no rejection store
-            else str(p.rejection_store_size),
-        ))
+            else str(p.rejection_store_size)))
+    blocks = [titled("write gate: outcomes", aligned(OUTCOMES, outcomes), OUTCOMES_LEGEND),
+              titled("write gate: where the entries ended", aligned(STAGES, stages),
+                     STAGES_LEGEND)]
+    others = _other_sources(passes)
+    if others:
+        blocks.append(titled(
+            "substantive entries kept, by other label sources (agreement with that labeller, "
+            "not ground truth)",
+            aligned(("pass", *(f"kept ({s})" for s in others)),
+                    [(p.label, *(_pct(p.recall_by_label_source.get(s)) for s in others))
+                     for p in passes])))
     failures = [block for block in (
         _failures(passes, "system", lambda p: p.entries, "entries"),
         _failures(passes, "judge", lambda p: p.judge_calls, "calls"),
         _failures(passes, "embedding", lambda p: p.entries, "entries")) if block]
-    stored = stored_mqs_table(passes)
-    models = stored_models_table(passes)
-    return (aligned(header, rows) + "".join(f"\n{block}" for block in failures)
-            + (f"\n\nMQS of stored memories\n{stored}" if stored else "")
-            + (f"\n\nLearned conflicts and trust score of stored memories (fitted on the "
-               f"development sets)\n{models}" if models else ""))
+    if failures:
+        blocks.append("\n".join(failures))
+    return "\n\n".join([*blocks, *stored_mqs_tables(passes), *stored_models_tables(passes)])
+
+
+def titled(title: str, table: str, legend: str = "") -> str:
+    """A table under its title, its abbreviations explained below it."""
+    return f"{wrapped(title)}\n{table}" + (f"\n{wrapped(legend)}" if legend else "")
+
+
+def wrapped(text: str, indent: str = "") -> str:
+    """Each line of `text` wrapped at WIDTH columns, continuations indented two more spaces than
+    `indent`: a sentence stays readable in a terminal instead of running off its edge. Words are
+    never broken, so a path or URL stays whole."""
+    return "\n".join(textwrap.fill(line, WIDTH, initial_indent=indent,
+                                   subsequent_indent=indent + "  ", break_long_words=False,
+                                   break_on_hyphens=False)
+                     for line in text.splitlines())
 
 
 def _failures(passes: Sequence[PassMetrics], what: str,
@@ -80,16 +113,22 @@ def _failures(passes: Sequence[PassMetrics], what: str,
     reasons: Counter[str] = Counter()
     for f in failed:
         reasons.update(f.reasons)
-    lines = [f"{what} errors ({noun}): {counts}"
-             + (f"; {unsent} not sent, the circuit breaker being open" if unsent else "")]
-    lines += [f"  {n}x {reason}" for reason, n in reasons.most_common(REASONS_SHOWN)]
+    lines = [wrapped(f"{what} errors ({noun}): {counts}"
+                     + (f"; {unsent} not sent, the circuit breaker being open" if unsent else ""))]
+    lines += [wrapped(f"{n}x {reason}", indent="  ")
+              for reason, n in reasons.most_common(REASONS_SHOWN)]
     if len(reasons) > REASONS_SHOWN:
         lines.append(f"  … {len(reasons) - REASONS_SHOWN} more reason(s) in metrics.json")
     return "\n".join(lines)
 
 
 def threshold_footer(passes: Sequence[PassMetrics], rule: str) -> str:
-    """The content-score threshold's rule when the stage set one; otherwise what happened."""
+    """The content-score threshold's rule when the stage set one; otherwise what happened. Wrapped
+    at WIDTH columns, as it is printed."""
+    return wrapped(_threshold_sentence(passes, rule))
+
+
+def _threshold_sentence(passes: Sequence[PassMetrics], rule: str) -> str:
     if not any(p.gated for p in passes) or any(p.content_score_threshold for p in passes):
         return f"content-score threshold: {rule}"
     skipped: Counter[str] = Counter()
@@ -110,62 +149,78 @@ def _auroc(separation: Separation) -> str:
     return f"{value:.3f}" + (f" [{bounds[0]:.2f}–{bounds[1]:.2f}]" if bounds[0] is not None else "")
 
 
-def stored_mqs_table(passes: Sequence[PassMetrics]) -> str:
-    """Per pass: how well MQS separates stored substantive memories from stored low-value ones;
-    empty when no pass scored its stored memories."""
+MQS_LEGEND = ("AUROC: how well MQS separates the stored substantive memories from the stored "
+              "low-value ones (confidence only: confidence alone); mean …: mean MQS of the "
+              "stored memories so labelled (low: low_value); [lo–hi]: 95% CI")
+POLICY_LEGEND = ("hedged, conflicted: shares of the stored memories; FILTER/FLAG/PASS: the "
+                 "confidence policy's actions on the substantive ones and on the rest (low_value "
+                 "and noise)")
+CONFLICTS_LEGEND = ("pairs: candidate pairs checked; too long: those with a memory longer than "
+                    "the detector's range; each kind: the conflicts of that kind found; in a "
+                    "conflict: share of the stored memories; [lo–hi]: 95% CI")
+
+
+def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[str]:
+    """Per pass: how well MQS separates stored substantive memories from stored low-value ones,
+    then what the confidence policy made of them; none when no pass scored its stored memories."""
     scored = [(p, p.stored_mqs) for p in passes if p.stored_mqs is not None]
     if not scored:
-        return ""
+        return []
     labels = ("substantive", "low_value", "noise")
-    header = ("pass", "stored", "AUROC subst. vs low [95% CI]", "confidence only",
-              *(f"mean MQS {label}" for label in labels), "hedged", "conflicted",
-              "FILTER/FLAG/PASS subst.", "FILTER/FLAG/PASS low")
-    rows = []
+    separation, policy = [], []
     for p, quality in scored:
         by_label = quality.by_label
         every = list(by_label.values())
         total = max(quality.memories, 1)
-        actions = {label: _actions(by_label, labels) for label, labels in (
-            ("substantive", ("substantive",)), ("low", ("low_value", "noise")))}
-        rows.append((
+        separation.append((
             p.label, str(quality.memories),
             _auroc(quality.mqs), _auroc(quality.confidence_only),
             *(f"{by_label[label].mean_mqs:.1f}" if label in by_label else "—"
-              for label in labels),
+              for label in labels)))
+        policy.append((
+            p.label,
             _pct(sum(s.hedged_share * s.memories for s in every) / total),
             _pct(sum(s.conflicted_share * s.memories for s in every) / total),
-            actions["substantive"], actions["low"],
-        ))
-    return aligned(header, rows)
+            _actions(by_label, ("substantive",)), _actions(by_label, ("low_value", "noise"))))
+    return [titled("MQS of stored memories",
+                   aligned(("pass", "stored", "AUROC [95% CI]", "confidence only", "mean subst.",
+                            "mean low", "mean noise"), separation), MQS_LEGEND),
+            titled("Confidence policy on stored memories",
+                   aligned(("pass", "hedged", "conflicted", "FILTER/FLAG/PASS subst.",
+                            "FILTER/FLAG/PASS low"), policy), POLICY_LEGEND)]
 
 
-def stored_models_table(passes: Sequence[PassMetrics]) -> str:
-    """Per pass: the learned detector's conflicts among stored memories and the trust score's
-    spread; empty when no pass scored them."""
+def stored_models_tables(passes: Sequence[PassMetrics]) -> list[str]:
+    """Per pass: the learned detector's conflicts among stored memories, then the trust score's
+    spread; none when no pass scored them."""
     scored = [(p, p.stored_models) for p in passes if p.stored_models is not None]
     if not scored:
-        return ""
+        return []
     kinds = sorted({kind for _, q in scored for kind in q.conflicts_by_kind})
-    header = ("pass", "stored", "pairs checked", "too long", *kinds, "in a conflict [95% CI]",
-              "superseded",
-              "trust mean [95% CI]", "trust p10/p50/p90", "AUROC trust subst. vs low")
-    rows = []
+    conflicts, trust_rows = [], []
     for p, quality in scored:
         trust = quality.trust
         mean = trust.get("mean")
         low, high = trust.get("mean_ci95") or (None, None)
-        rows.append((
-            p.label, str(quality.memories), str(quality.candidate_pairs),
-            str(quality.pairs_too_long),
+        conflicts.append((
+            p.label, str(quality.candidate_pairs), str(quality.pairs_too_long),
             *(str(quality.conflicts_by_kind.get(kind, 0)) for kind in kinds),
             _pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
-            str(quality.superseded),
+            str(quality.superseded)))
+        trust_rows.append((
+            p.label, str(quality.memories),
             "—" if mean is None else f"{mean:.1f}" + (
                 f" [{low:.1f}–{high:.1f}]" if low is not None and high is not None else ""),
             "/".join("—" if trust.get(q) is None else f"{trust[q]:.0f}"
                      for q in ("p10", "p50", "p90")),
             _auroc(quality.trust_separation)))
-    return aligned(header, rows)
+    return [titled("Learned conflicts among stored memories (detector fitted on the development "
+                   "sets)",
+                   aligned(("pass", "pairs", "too long", *kinds, "in a conflict [95% CI]",
+                            "superseded"), conflicts), CONFLICTS_LEGEND),
+            titled("Trust score of stored memories (fitted on the development sets)",
+                   aligned(("pass", "stored", "trust mean [95% CI]", "trust p10/p50/p90",
+                            "AUROC trust subst. vs low"), trust_rows))]
 
 
 def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str:

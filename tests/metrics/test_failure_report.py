@@ -12,11 +12,11 @@ from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.metrics.gate_metrics import pass_metrics, run_failures
 from memeval.registry import to_dataclass
-from memeval.reporting.table import pass_table, threshold_footer
+from memeval.reporting.table import WIDTH, pass_table, threshold_footer
 from memeval.results.result import PassMetrics
 from tests.engine.fakes import gate_node
 from tests.metrics.test_gate_metrics import d
-from tests.metrics.test_table import cells
+from tests.metrics.test_table import cells, table_under
 
 REFUSED = ("HTTP 401 Unauthorized from https://api.anthropic.com/v1/messages: check the key in "
            "ANTHROPIC_API_KEY")
@@ -55,8 +55,9 @@ def test_pass_metrics_count_reasons_and_breaker_short_circuits() -> None:
 def test_the_table_shows_error_counts_and_the_first_reasons() -> None:
     reasons = [REFUSED] * 5 + [NOT_SENT + REFUSED] * 3 + ["a", "b", "c"]
     printed = pass_table([summary(judged(1, reasons))])
-    assert cells("\n".join(printed.splitlines()[:2]))["judge err."] == "11"
-    lines = printed.splitlines()[2:]
+    assert cells(table_under(printed, "write gate: outcomes"))["judge err."] == "11"
+    assert max(len(line) for line in printed.splitlines()) <= WIDTH
+    lines = printed.split("\n\n")[2].replace("\n    ", " ").splitlines()  # reasons unwrapped
     assert lines[0] == ("judge errors (calls): pass 1: 11 of 12; 3 not sent, the circuit breaker "
                         "being open")
     assert lines[1] == f"  5x {REFUSED}" and lines[2] == f"  3x {NOT_SENT}{REFUSED}"
@@ -64,7 +65,7 @@ def test_the_table_shows_error_counts_and_the_first_reasons() -> None:
 
 
 def test_a_healthy_run_prints_no_failure_lines() -> None:
-    assert len(pass_table([summary(judged(3, []))]).splitlines()) == 2
+    assert len(pass_table([summary(judged(3, []))]).split("\n\n")) == 2  # the two tables
 
 
 def test_the_footer_gives_the_rule_only_when_a_threshold_was_set() -> None:
@@ -75,11 +76,12 @@ def test_the_footer_gives_the_rule_only_when_a_threshold_was_set() -> None:
     skipped = [d("s1", "substantive", "stored", scorer_note="skipped: embedding failed: down"),
                d("s2", "substantive", "stored", scorer_note="skipped: not built yet")]
     footer = threshold_footer([summary(skipped)], rule)
-    assert rule not in footer
-    assert footer == ("content-score threshold: none; the stage was skipped for the whole run "
-                      "and passed every entry it saw to the judge unscored (embedding failed: 1, "
-                      "not built yet: 1)")
-    assert "skipped" in pass_table([summary(skipped)]).splitlines()[1].split()
+    assert rule not in footer and max(len(line) for line in footer.splitlines()) <= WIDTH
+    assert footer.replace("\n  ", " ") == (
+        "content-score threshold: none; the stage was skipped for the whole run and passed every "
+        "entry it saw to the judge unscored (embedding failed: 1, not built yet: 1)")
+    stages = table_under(pass_table([summary(skipped)]), "write gate: where the entries ended")
+    assert cells(stages)["threshold"] == "skipped"
 
     unscored = threshold_footer([summary(judged(2, []))], rule)
     assert rule not in unscored and "scored no entry" in unscored

@@ -1,0 +1,85 @@
+"""Every line a run prints fits a WIDTH-column terminal, and the figures are all still there."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from omegaconf import DictConfig, OmegaConf
+
+from memeval.experiments.conflict_detection import summarise_learned
+from memeval.log_redaction import OwnInfoOnly
+from memeval.reporting.systems_table import systems_summary
+from memeval.reporting.table import WIDTH, ci_suffix, pass_table, threshold_footer
+from memeval.results.result import load_result
+from memeval.runner import run_experiment
+from tests.metrics.test_table import table_pass
+from tests.test_cli import memeval
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = Path(__file__).parent / "data" / "runs"
+
+
+def too_wide(printed: str) -> list[str]:
+    """Lines over WIDTH columns; a progress bar redraws itself after a carriage return."""
+    return [line for row in printed.splitlines() for line in row.split("\r") if len(line) > WIDTH]
+
+
+def with_ci(rate: float, bounds: list[float] | None) -> str:
+    return f"{100 * rate:.1f}%" + ci_suffix(bounds)
+
+
+@pytest.mark.slow
+def test_a_three_pass_run_prints_within_the_width(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = memeval("run", "+experiment=three_pass", "embedder=hashing", "dataset.limit=60",
+                   "plots=false", "reporting.phoenix.enabled=false", f"hydra.run.dir={out}",
+                   cwd=tmp_path, cache=tmp_path / "c")
+    assert done.returncode == 0, done.stderr
+    assert too_wide(done.stdout) == [] and too_wide(done.stderr) == []
+    assert "Learned conflicts among stored memories" in done.stdout  # the widest tables ran
+    for p in json.loads((out / "metrics.json").read_text())["passes"]:
+        assert with_ci(p["substantive_recall"], p["substantive_recall_ci95"]) in done.stdout
+        assert with_ci(p["prejudge_filter_rate"], p["prejudge_filter_rate_ci95"]) in done.stdout
+
+
+def test_saved_runs_print_within_the_width() -> None:
+    result = load_result(RUNS / "schema1_three_pass")
+    assert result.scorer is not None
+    printed = (pass_table(result.passes) + "\n"
+               + threshold_footer(result.passes, result.scorer.threshold_rule))
+    sections = load_result(RUNS / "schema1_compare_systems").sections
+    compared = systems_summary(sections["compare"], sections["skipped"], sections["notes"])
+    learned = summarise_learned(json.loads((RUNS / "conflicts_learned_section.json").read_text()))
+    labellers = pass_table([table_pass("heuristic-v1", "judge")])
+    assert too_wide("\n".join((printed, compared, learned, labellers))) == []
+    assert "99.1% [97–100]" in printed and "57.3%" in printed
+    assert "+0.893 pt [+0, +2.68]" in compared and "100.0% [100–100]" in compared
+    assert "0.79 [0.77–0.82]" in learned and "0.98 [0.93–1.00]" in learned
+
+
+def test_an_mqs_calibration_run_prints_within_the_width(
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = run_experiment(fast_config("+experiment=mqs_calibration", "plots=false",
+                                         "reporting.phoenix.enabled=false"), tmp_path / "run")
+    printed = capsys.readouterr()
+    assert too_wide(printed.out) == [] and too_wide(printed.err) == []
+    trust = metrics["trust_score"]["dev"]["trust_out_of_fold"]
+    assert f"{trust['spearman']:.3f} [{trust['spearman_ci95'][0]:.3f}–" in printed.out
+    assert "confidence_points" in printed.out
+
+
+def test_the_console_shows_memeval_info_and_other_libraries_warnings_only() -> None:
+    def record(name: str, level: int) -> logging.LogRecord:
+        return logging.LogRecord(name, level, __file__, 1, "Loading …", None, None)
+
+    keep = OwnInfoOnly()
+    assert keep.filter(record("memeval.runner", logging.INFO))
+    assert not keep.filter(record("sentence_transformers.base.model", logging.INFO))
+    assert keep.filter(record("sentence_transformers.base.model", logging.WARNING))
+    handlers = OmegaConf.load(ROOT / "conf" / "config.yaml").hydra.job_logging.handlers
+    assert list(handlers) == ["console"]  # the run's log file keeps every record
