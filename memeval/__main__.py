@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memeval.user_errors import report_user_error, user_error_types
@@ -28,6 +31,7 @@ options:
 """
 
 
+WIDTH = 100  # columns of a job's header in a multirun's output
 HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
 
 
@@ -86,7 +90,16 @@ def _run(args: list[str]) -> int:
         redact_in_place(*(saved / name for name in sorted(HYDRA_FILES) if saved),
                         *([sweep / "multirun.yaml"] if sweep else []))
         try:
-            run_experiment(cfg, run_dir)
+            if hydra_cfg.mode == RunMode.MULTIRUN:
+                # Parallel jobs print at once: each job's output goes out as one block under
+                # a header naming the job, so tables never interleave.
+                header = textwrap.fill(f"── job {hydra_cfg.job.num}: "
+                                       f"{' '.join(hydra_cfg.overrides.task)}", WIDTH,
+                                       subsequent_indent="   ")
+                with _one_block(header):
+                    run_experiment(cfg, run_dir)
+            else:
+                run_experiment(cfg, run_dir)
         except user_errors as err:
             report_user_error(err)
             _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
@@ -102,6 +115,18 @@ def _run(args: list[str]) -> int:
     sys.argv = [f"{sys.argv[0]} run", *args]
     job()
     return status["code"]
+
+
+@contextlib.contextmanager
+def _one_block(header: str) -> Iterator[None]:
+    """Hold what the body prints and write it, under `header`, in one write when it ends."""
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(held):
+            yield
+    finally:
+        sys.stdout.write(f"{header}\n{held.getvalue()}\n")
+        sys.stdout.flush()
 
 
 def _bench(args: list[str]) -> int:

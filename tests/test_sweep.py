@@ -209,6 +209,14 @@ def test_real_joblib_multirun_then_summary(tmp_path: Path) -> None:
                    f"{TARGET}=0.9,0.99", f"hydra.sweep.dir={sweep_dir}")
     assert done.returncode == 0, done.stderr
     assert "Joblib.Parallel(n_jobs=2" in done.stdout + done.stderr
+    # each job's output is one block under its header, and the sweep ends with its table
+    blocks = done.stdout.split("── job ")[1:]
+    assert sorted(block[0] for block in blocks) == ["0", "1"]
+    for block in blocks:  # its own run's table and directory, no other job's
+        assert block.count("run directory: ") == 1
+        assert "\npass " in block
+        assert f"run directory: {sweep_dir / block[0]}\n" in block
+    assert f"swept: {TARGET};" in blocks[-1]
     assert (sweep_dir / "0" / "metrics.json").is_file()
     assert (sweep_dir / "1" / "metrics.json").is_file()
     summary = memeval("sweep", str(sweep_dir))
@@ -217,3 +225,30 @@ def test_real_joblib_multirun_then_summary(tmp_path: Path) -> None:
     assert frame["run"].tolist() == [0, 1] and frame[TARGET].tolist() == [0.9, 0.99]
     assert frame["default"].tolist() == [False, True] and frame["pareto"].any()
     assert (sweep_dir / "pareto.png").is_file()
+
+
+def test_a_seed_sweep_prints_the_spread_over_seeds(base_run: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Seeds 0 and 1 at target 0.99 (recall 99.0% and 98.5%): their mean, SD and worst seed;
+    and the terminal table fits 100 columns."""
+    root = make_sweep(base_run, tmp_path / "sweep")
+    assert main([str(root), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert max(len(line.rstrip()) for line in printed.splitlines()) <= 100
+    lines = printed.splitlines()
+    header = lines.index("across seeds: mean ± SD [worst seed]") + 1
+    assert lines[header].split() == ["target_recall", "seeds", "recall", "(%)", "pre-judge",
+                                     "(%)", "saved", "(%)", "noise"]
+    spread = {line.split()[0]: line for line in lines[header + 1:header + 6]}
+    assert spread["0.99"].split()[1:6] == ["2", "98.8", "±", "0.4", "[98.5]"]
+    assert spread["0.9"].split()[1:6] == ["1", "90.0", "±", "0.0", "[90.0]"]
+    markdown = (tmp_path / "out" / "sweep_summary.md").read_text()
+    assert "Across seeds: mean ± SD [worst seed]" in markdown
+
+
+def test_without_a_seed_sweep_there_is_no_spread(base_run: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_sweep(base_run, tmp_path / "sweep")
+    shutil.rmtree(root / "4")  # the one run with seed 1: only target_recall varies
+    assert main([str(root), "--out", str(tmp_path / "out")]) == 0
+    assert "across seeds" not in capsys.readouterr().out

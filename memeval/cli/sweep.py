@@ -1,5 +1,6 @@
 """`python -m memeval sweep SWEEP_DIR`: one row per run of a Hydra multirun (its last pass), the
-swept settings next to the headline metrics, the Pareto-optimal runs and the default config marked.
+swept settings next to the headline metrics, the Pareto-optimal runs and the default config marked;
+over seeds, when the sweep varied them, the spread of each setting's runs (mean ± SD, worst seed).
 
 Written into --out (default SWEEP_DIR): sweep_summary.csv, sweep_summary.md, pareto.png.
 The swept settings come from each job's `.hydra/overrides.yaml` (the keys whose value differs
@@ -12,20 +13,20 @@ import argparse
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from memeval.reporting.table import aligned
 from memeval.results.result import PASS_COLUMNS, UnreadableResult
-from memeval.results.run import Run, find_runs
+from memeval.results.run import OVERRIDES, Run, find_runs, same_setting, swept_settings
 
-OVERRIDES = Path(".hydra") / "overrides.yaml"
 OUTPUTS = ("sweep_summary.csv", "sweep_summary.md", "pareto.png")
 # Metrics a front can be drawn on, and which way is better (+1 higher, -1 lower).
 SENSE = {"substantive_recall": 1, "judge_call_saving": 1, "prejudge_filter_rate": 1,
@@ -54,60 +55,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, DictConfig | ListConfig):
         return OmegaConf.to_container(value, resolve=True)
     return value
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal settings; floats within rounding, so 0.95 read from two YAML files always matches."""
-    numbers = [isinstance(v, float | int) and not isinstance(v, bool) for v in (a, b)]
-    if all(numbers):
-        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
-    return bool(a == b)
-
-
-def read_overrides(run: Run) -> dict[str, Any] | None:
-    """The job's command-line overrides as {key: value} (deletions dropped), None without the
-    file. Hydra's own grammar parses them: `x=0.95` is a float, `+experiment=y` is `experiment`."""
-    path = run.path / OVERRIDES
-    if not path.is_file():
-        return None
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    lines = yaml.safe_load(path.read_text()) or []
-    parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
-    return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
-
-
-def _leaves(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict):
-        found: dict[str, Any] = {}
-        for key, value in node.items():
-            found.update(_leaves(value, f"{prefix}{key}."))
-        return found
-    return {prefix.rstrip("."): node}
-
-
-def _varying(settings: Sequence[dict[str, Any]]) -> list[str]:
-    """Keys whose value is not the same in every run (missing counts as a value)."""
-    keys = sorted({key for s in settings for key in s})
-    missing = object()
-    return [key for key in keys
-            if any(not _same(s.get(key, missing), settings[0].get(key, missing))
-                   for s in settings[1:])]
-
-
-def swept_settings(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
-    """Per-run settings, the swept keys, and the settings every run shares (from overrides.yaml;
-    runs lacking it make the whole sweep fall back to diffing resolved configs)."""
-    overrides = [read_overrides(run) for run in runs]
-    if all(o is not None for o in overrides):
-        settings = [o or {} for o in overrides]
-    else:
-        settings = [_leaves(OmegaConf.to_container(run.config, resolve=True)) for run in runs]
-    swept = _varying(settings)
-    if not swept and overrides[0] is not None:  # one run, or identical runs: show what was set
-        swept = sorted(k for k in settings[0] if k != "experiment")
-    fixed = {k: v for k, v in settings[0].items() if k not in swept} if overrides[0] else {}
-    return settings, swept, fixed
 
 
 def last_pass(run: Run) -> dict[str, Any] | None:
@@ -153,7 +100,7 @@ def default_mask(runs: Sequence[Run], swept: Sequence[str], experiments: Sequenc
                 defaults[experiment] = None
         default = defaults[experiment]
         marks.append(default is not None and all(
-            _same(_plain(run.setting(key)), _plain(OmegaConf.select(default, key)))
+            same_setting(_plain(run.setting(key)), _plain(OmegaConf.select(default, key)))
             for key in swept))
     return marks
 
@@ -221,11 +168,66 @@ def _cell(column: str, value: Any) -> str:
     return str(value)
 
 
-def _display(sweep: Sweep) -> tuple[list[str], list[list[str]]]:
-    metrics = [sweep.y, sweep.x, *(c for c in PASS_COLUMNS if c not in (sweep.x, sweep.y))]
+# Column headers in the terminal (the CSV and Markdown keep the metric names): 100 columns.
+HEADERS = {"substantive_recall": "recall", "judge_call_saving": "saved",
+           "noise_stored": "noise", "low_value_filtered_rate": "low filtered",
+           "prejudge_filter_rate": "pre-judge", "judge_calls": "judge calls"}
+LEGEND = ("recall: substantive recall; saved: judge calls saved; noise: noise stored; pre-judge: "
+          "dropped before the judge (last pass of each run; every metric in sweep_summary.md)")
+
+
+CONSOLE = ("substantive_recall", "judge_call_saving", "noise_stored", "prejudge_filter_rate",
+           "judge_calls")  # the terminal's columns; the Markdown and CSV have every metric
+
+
+def _short(key: str, keys: Sequence[str]) -> str:
+    """A swept key by its last part when no other swept key ends the same way."""
+    last = key.rpartition(".")[2]
+    return last if sum(k.rpartition(".")[2] == last for k in keys) == 1 else key
+
+
+def _display(sweep: Sweep, console: bool = False) -> tuple[list[str], list[list[str]]]:
+    """The table's header and cells: every metric by name for the Markdown, the headline
+    ones under short headers (swept keys by their last part) for the terminal."""
+    shown = CONSOLE if console else PASS_COLUMNS
+    metrics = [sweep.y, sweep.x, *(c for c in shown if c not in (sweep.x, sweep.y))]
     columns = ["run", *sweep.swept, "pass", *metrics, *MARKS]
     rows = [[_cell(c, record[c]) for c in columns] for record in sweep.table.to_dict("records")]
-    return columns, rows
+    if not console:
+        return columns, rows
+    names = {**{key: _short(key, sweep.swept) for key in sweep.swept}, **HEADERS}
+    return [names.get(c, c) for c in columns], rows
+
+
+SEED = "seed"
+AGGREGATED = ("substantive_recall", "prejudge_filter_rate", "judge_call_saving", "noise_stored")
+
+
+def _spread(values: pd.Series, metric: str) -> str:
+    """Mean ± sample SD over seeds, and the worst seed (what a single run could show)."""
+    scale = 100.0 if metric in RATES else 1.0
+    worst = values.min() if SENSE[metric] > 0 else values.max()
+    sd = values.std() if len(values) > 1 else 0.0
+    worst_shown = f"{scale * worst:.1f}" if metric in RATES else f"{worst:g}"
+    return f"{scale * values.mean():.1f} ± {scale * sd:.1f} [{worst_shown}]"
+
+
+def seed_aggregate(sweep: Sweep) -> tuple[list[str], list[list[str]]] | None:
+    """Across seeds, for each combination of the other swept settings: the seeds' mean, SD and
+    worst value of the headline metrics. None when the sweep did not vary the seed."""
+    if SEED not in sweep.swept:
+        return None
+    others = [key for key in sweep.swept if key != SEED]
+    table = sweep.table.assign(**{key: sweep.table[key].astype(str) for key in others})
+    groups = table.groupby(others, sort=False) if others else [((), table)]
+    rows = []
+    for key, group in groups:
+        values = [str(v) for v in (key if isinstance(key, tuple) else (key,))]
+        rows.append([*values, str(len(group)),
+                     *(_spread(pd.to_numeric(group[m], errors="coerce").dropna(), m)
+                       for m in AGGREGATED)])
+    return [*(_short(key, others) for key in others), "seeds",
+            *(f"{HEADERS[m]} (%)" if m in RATES else HEADERS[m] for m in AGGREGATED)], rows
 
 
 def markdown(sweep: Sweep, root: Path) -> str:
@@ -245,6 +247,12 @@ def markdown(sweep: Sweep, root: Path) -> str:
         lines.append(f"- job dirs without metrics.json: {', '.join(sweep.unfinished)}")
     lines += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
+    aggregate = seed_aggregate(sweep)
+    if aggregate is not None:
+        header, cells = aggregate
+        lines += ["", "Across seeds: mean ± SD [worst seed]", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines) + "\n"
 
 
@@ -305,6 +313,25 @@ def write(sweep: Sweep, root: Path, out: Path) -> list[Path]:
     return [csv, md, png]
 
 
+class SweepSummary(Callback):
+    """Hydra callback (conf/config.yaml): a multirun ends with its sweep table and, when it
+    varied the seed, the spread over seeds, as `python -m memeval sweep` prints them."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.initialize import get_gh_backup, restore_gh_from_backup
+
+        # The summary composes each experiment's defaults (to mark the default run): Hydra's
+        # own state is set aside meanwhile and restored, as Hydra's initialize() does.
+        backup = get_gh_backup()
+        GlobalHydra.instance().clear()
+        try:
+            print()
+            main([str(config.hydra.sweep.dir)])
+        finally:
+            restore_gh_from_backup(backup)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m memeval sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -319,8 +346,14 @@ def main(argv: list[str]) -> int:
         print(f"memeval sweep: {err}", file=sys.stderr)
         return 2
     written = write(sweep, args.sweep_dir, args.out or args.sweep_dir)
-    print(aligned(*_display(sweep)))
+    print(aligned(*_display(sweep, console=True)))
+    aggregate = seed_aggregate(sweep)
+    if aggregate is not None:
+        print("\nacross seeds: mean ± SD [worst seed]")
+        print(aligned(*aggregate))
+    print(textwrap.fill(LEGEND, 100, subsequent_indent="  "))
     print(f"\nswept: {', '.join(sweep.swept) or '(nothing varies)'}; "
           f"Pareto: {_better(sweep.x)} {sweep.x}, {_better(sweep.y)} {sweep.y}")
-    print("written: " + ", ".join(str(p) for p in written))
+    print(textwrap.fill("written: " + ", ".join(str(p) for p in written), 100,
+                        subsequent_indent="  ", break_on_hyphens=False))
     return 0

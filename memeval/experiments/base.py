@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_CACHE
-from memeval.backends.embedders.cache import CachedEmbedder
+from memeval.backends.embedders.cache import CHUNK, CachedEmbedder
 from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, redacted_names
 from memeval.engine.gate.gate import Decision, GateConfig
@@ -146,16 +146,19 @@ class RunContext:
         yield from tqdm(items, total=total, desc=desc, disable=not self.cfg.progress,
                         unit=unit, leave=False)
 
-    def prepare(self, gate: Ingestor, entries: list[Any], batch: int = 256) -> list[Any]:
-        """Redact and embed in batches, with a progress bar: the one long step before a pass.
-        Batches follow text length (the order is restored after), so each pads to similar
-        lengths: as fast as one call for the whole set, measured, where arbitrary 256-entry
-        batches cost about 15% more."""
+    def prepare(self, gate: Ingestor, entries: list[Any], batch: int = CHUNK) -> list[Any]:
+        """Redact and embed in batches, with a progress bar counting entries: the one long step
+        before a pass. Batches follow text length (the order is restored after), so each pads
+        to similar lengths: as fast as one call for the whole set, measured, where arbitrary
+        batches cost about 15% more. A batch is the embedding cache's own chunk, so the bar
+        moves as often as work is done."""
         order = sorted(range(len(entries)), key=lambda i: len(entries[i].assistant_response))
-        batches = [[entries[i] for i in order[start : start + batch]]
-                   for start in range(0, len(order), batch)]
-        prepared = [item for chunk in self.progress(batches, len(batches), "embedding", "batch")
-                    for item in gate.prepare(chunk)]
+        prepared: list[Any] = []
+        with tqdm(total=len(entries), desc="embedding", unit="entry", leave=False,
+                  disable=not self.cfg.progress) as bar:
+            for start in range(0, len(order), batch):
+                prepared += gate.prepare([entries[i] for i in order[start : start + batch]])
+                bar.update(min(batch, len(order) - start))
         return [item for _, item in sorted(zip(order, prepared, strict=True),
                                            key=lambda pair: pair[0])]
 

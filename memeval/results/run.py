@@ -3,6 +3,7 @@ them parses run files by hand."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.results.result import RunResult, load_result
@@ -19,6 +21,8 @@ from memeval.results.run_dir import (
     read_provenance,
     read_table,
 )
+
+OVERRIDES = Path(".hydra") / "overrides.yaml"
 
 
 @dataclass
@@ -50,14 +54,18 @@ class Run:
         return loaded
 
     @cached_property
-    def overrides(self) -> dict[str, str]:
-        """The settings given on the command line (Hydra's `.hydra/overrides.yaml`), by dotted
-        key: what a sweep varied, as opposed to everything that follows from it."""
-        path = self.path / ".hydra" / "overrides.yaml"
-        given = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else []
-        assert isinstance(given, list)
-        pairs = (str(item).split("=", 1) for item in given if "=" in str(item))
-        return {key.lstrip("+~"): value for key, value in pairs}
+    def overrides(self) -> dict[str, Any] | None:
+        """The job's command-line overrides as {key: value} (deletions dropped), None without
+        Hydra's `.hydra/overrides.yaml`. Hydra's own grammar parses them: `x=0.95` is a float,
+        `+experiment=y` is `experiment`."""
+        path = self.path / OVERRIDES
+        if not path.is_file():
+            return None
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        lines = yaml.safe_load(path.read_text()) or []
+        parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
+        return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
 
     def setting(self, key: str) -> Any:
         """A resolved config value by dotted key, e.g. `threshold.target_recall`."""
@@ -97,7 +105,47 @@ def latest_run(root: str | Path, experiments: Collection[str] = ()) -> Run:
     return max(runs, key=lambda run: (run.path / METRICS).stat().st_mtime_ns)
 
 
-def swept_settings(runs: Sequence[Run]) -> list[str]:
-    """The command-line settings whose values differ between `runs`, in first-seen order."""
-    keys = dict.fromkeys(key for run in runs for key in run.overrides)
-    return [key for key in keys if len({run.overrides.get(key) for run in runs}) > 1]
+
+def same_setting(a: Any, b: Any) -> bool:
+    """Equal settings; floats within rounding, so 0.95 read from two YAML files always matches."""
+    numbers = [isinstance(v, float | int) and not isinstance(v, bool) for v in (a, b)]
+    if all(numbers):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return bool(a == b)
+
+
+def flat_settings(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {dotted key: value} (e.g. `judge.name`; a list is one value)."""
+    if isinstance(node, dict):
+        found: dict[str, Any] = {}
+        for key, value in node.items():
+            found.update(flat_settings(value, f"{prefix}{key}."))
+        return found
+    return {prefix.rstrip("."): node}
+
+
+def _varying(settings: Sequence[dict[str, Any]]) -> list[str]:
+    """Keys whose value is not the same in every run (missing counts as a value)."""
+    keys = sorted({key for s in settings for key in s})
+    missing = object()
+    return [key for key in keys
+            if any(not same_setting(s.get(key, missing), settings[0].get(key, missing))
+                   for s in settings[1:])]
+
+
+def swept_settings(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Per-run settings, the swept keys, and the settings every run shares: what a sweep varied
+    (from `Run.overrides`), not every setting that follows from it, such as the seeds derived
+    from `seed`. Runs lacking overrides make the whole sweep fall back to diffing resolved
+    configs."""
+    overrides = [run.overrides for run in runs]
+    if all(o is not None for o in overrides):
+        settings = [o or {} for o in overrides]
+    else:
+        settings = [flat_settings(OmegaConf.to_container(run.config, resolve=True))
+                    for run in runs]
+    swept = _varying(settings)
+    if not swept and overrides[0] is not None:  # one run, or identical runs: show what was set
+        swept = sorted(k for k in settings[0] if k != "experiment")
+    fixed = {k: v for k, v in settings[0].items() if k not in swept} if overrides[0] else {}
+    return settings, swept, fixed
