@@ -91,7 +91,7 @@ def test_two_runs_compare_entry_by_entry(runs: tuple[Path, Path, Path], tmp_path
         assert row["mcnemar_kept_only_by_first"] == only_a
     html_path, _ = write_report([runs[0], runs[1]], tmp_path)
     text = " ".join(parse(html_path).text)
-    assert "McNemar p" in text and "recall b − a [95% CI]" in text
+    assert "McNemar p" in text and "recall b − a (pp) [95% CI]" in text
 
 
 def test_runs_on_different_data_are_refused_unless_forced(

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.reporting.calibration_plots import make_calibration_figures
@@ -23,6 +24,10 @@ from memeval.results.result import RunResult, load_result
 from memeval.results.run_dir import read_decisions, read_table
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
+UNLABELLED = {"None": "unlabelled"}  # the rejection store counts a text without a label as "None"
+SCORE_UNITS = {"logistic": "logit", "knn_margin": "top-k cosine to accepted − to rejected",
+               "memoryd": "quality / (quality + noise) similarity, 0–1"}
+"""What each content scorer's score is, for the axis it is plotted on."""
 
 
 def funnel(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
@@ -34,7 +39,8 @@ def funnel(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
         ax.bar(xs, counts, width=width, label=f"pass {p.pass_no}")
     ax.set_xticks([x + width * (len(passes) - 1) / 2 for x in range(len(OUTCOMES))])
     ax.set_xticklabels(OUTCOMES, rotation=30, ha="right")
-    ax.set_ylabel("entries ending at stage")
+    ax.set_xlabel("gate stage the entry stopped at (stored: kept)")
+    ax.set_ylabel("entries ending at stage (count)")
     ax.set_title("Where entries stop, per pass")
     ax.legend()
 
@@ -45,15 +51,18 @@ def learning_curve(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
         suffix = "" if arm == "main" else f" ({arm})"
         recall = np.array([p.substantive_recall for p in passes], dtype=float)  # None: NaN
         prejudge = np.array([p.prejudge_filter_rate for p in passes], dtype=float)
-        ax.plot(xs, recall, "o-", label="substantive recall" + suffix)
-        ax.plot(xs, prejudge, "s--", label="pre-judge filter rate" + suffix)
-    ax.set_xlabel("pass")
+        ax.plot(xs, recall, "o-", label="substantive recall (% of substantive)" + suffix)
+        ax.plot(xs, prejudge, "s--", label="pre-judge filter rate (% of entries)" + suffix)
+    ax.set_xlabel("pass (replay of the dataset, 1 = first)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("rate (%)")
+    ax.yaxis.set_major_formatter(PercentFormatter(xmax=1))
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("Learning over passes")
     ax.legend(fontsize=8)
 
 
-def score_distributions(_: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> None:
+def score_distributions(result: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> None:
     scored = decisions[decisions["score"].notna() & (decisions["phase"] == "eval")]
     if scored.empty:
         ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
@@ -66,31 +75,38 @@ def score_distributions(_: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> 
     threshold = last["threshold"].dropna()
     if not threshold.empty:
         ax.axvline(float(threshold.iloc[-1]), color="black", linestyle="--", label="threshold")
-    ax.set_xlabel("content score")
+    scorer = result.scorer.name if result.scorer else ""
+    ax.set_xlabel(f"content score ({SCORE_UNITS.get(scorer, 'scorer units')}; threshold dashed)")
+    ax.set_ylabel("entries (count)")
     ax.set_title(f"Content scores per label, pass {int(last['pass_no'].max())}")
     ax.legend(fontsize=8)
 
 
 def rejection_store(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
-    """What the noise prototypes learn from: the store's make-up by source label, per pass."""
-    labels = [*LABEL_COLOURS, "None"]
-    positions, ticks = 0, []
-    for arm, passes in result.by_arm().items():
-        for p in passes:
-            bottom = 0
-            for label in labels:
-                count = p.rejection_store_by_label.get(label, 0)
-                ax.bar(positions, count, bottom=bottom, color=LABEL_COLOURS.get(label, "grey"),
-                       label=label if positions == 0 else None)
-                bottom += count
-            ticks.append((positions, f"{'' if arm == 'main' else arm + ' '}p{p.pass_no}"))
-            positions += 1
-        positions += 1
-    ax.set_xticks([t[0] for t in ticks])
-    ax.set_xticklabels([t[1] for t in ticks], rotation=45, ha="right", fontsize=7)
-    ax.set_ylabel("texts in rejection store")
+    """What the noise prototypes learn from: the store's make-up by source label, per pass. The
+    three labels are always in the legend (no substantive text is the healthy state); any other
+    source, such as unlabelled rows, only when the store holds some."""
+    passes = [(f"{'' if arm == 'main' else arm + ' '}pass {p.pass_no}", p)
+              for arm, of_arm in result.by_arm().items() for p in of_arm]
+    others = sorted({label for _, p in passes for label, n in p.rejection_store_by_label.items()
+                     if n and label not in LABEL_COLOURS})
+    ys, left = np.arange(len(passes)), np.zeros(len(passes))
+    for label in [*LABEL_COLOURS, *others]:
+        counts = np.array([p.rejection_store_by_label.get(label, 0) for _, p in passes],
+                          dtype=float)
+        ax.barh(ys, counts, left=left, color=LABEL_COLOURS.get(label, "grey"),
+                label=UNLABELLED.get(label, label))
+        left += counts
+    for y, total, (_name, p) in zip(ys, left, passes, strict=True):
+        kept = p.rejection_store_size is not None  # a system may keep no rejection store
+        ax.text(float(total), float(y), f" {total:.0f}" if kept else " no rejection store",
+                va="center", fontsize=10)
+    ax.set_xlim(0, max(left.max(initial=0), 1) * 1.1)  # room for the totals
+    ax.set_yticks(ys, [name for name, _ in passes], fontsize=10)
+    ax.invert_yaxis()  # first pass on top
+    ax.set_xlabel("texts in rejection store (count)")
     ax.set_title("Rejection store by source label (end of pass)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 
 def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
@@ -112,7 +128,7 @@ def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"pass {t}\nAUROC " + ("—" if aurocs.get(t) is None else
                                                  f"{aurocs[t]:.3f}") for t in ticks])
-    ax.set_ylabel("MQS")
+    ax.set_ylabel("MQS (0–100)")
     ax.set_ylim(-2, 102)
     ax.set_title("MQS of stored memories, by label")
     ax.legend(fontsize=8)

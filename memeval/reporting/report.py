@@ -1,7 +1,9 @@
 """`python -m memeval report RUN_DIR [OTHER_RUN_DIR]`: a run (or two, compared) as one page.
 
-The HTML is self-contained (figures embedded), so it can be mailed or attached to CI; the Markdown
-twin links the run's figure files. Both come from the same sections, read through the results API.
+One run is written as report.html and report.md; two as compare_<A>_vs_<B>.html and .md (named
+after the run directories), into --out or else the first run directory. The HTML is self-contained
+(figures embedded), so it can be mailed or attached to CI; the Markdown twin links the figure
+files. Both come from the same sections, read through the results API.
 """
 
 from __future__ import annotations
@@ -9,15 +11,26 @@ from __future__ import annotations
 import argparse
 import base64
 import html
+import math
 import os
+import re
 import shutil
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from memeval.reporting.compare import IncomparableRuns, check_comparable, compare_runs
+from memeval.reporting.compare import (
+    IncomparableRuns,
+    check_comparable,
+    compare_runs,
+    run_labels,
+    settings_diff,
+)
 from memeval.results.result import UnreadableResult
 from memeval.results.run import Run
 
@@ -35,6 +48,60 @@ class Section:
     image: Path | None = None
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def percent(value: float | None) -> str:
+    """A rate as a percentage with one decimal (0.99107 → 99.1%): the precision the CIs allow."""
+    return "—" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
+
+
+def count(value: float | None) -> str:
+    """A count as a whole number (pandas holds a column with a gap as floats)."""
+    return "—" if value is None or math.isnan(value) else str(int(value))
+
+
+def _signed_points(value: float | None) -> str:
+    return "?" if value is None or math.isnan(value) else f"{100 * value:+.1f}"
+
+
+def points(delta: float | None, ci: Sequence[float | None]) -> str:
+    """A difference of two rates in percentage points, with its 95% CI: +6.2 [+2.1, +10.1]."""
+    if delta is None or math.isnan(delta):
+        return "—"
+    return f"{_signed_points(delta)} [{_signed_points(ci[0])}, {_signed_points(ci[1])}]"
+
+
+def p_value(p: float) -> str:
+    """Three decimals, as in the other columns; below that only the bound is meaningful."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def cell(value: Any) -> str:
+    """Any table value as text: a score to 3 decimals, an interval as its bounds, none as —."""
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(cell, value)) + "]"
+    if _missing(value):
+        return "—"
+    if isinstance(value, float | np.floating):
+        return f"{value:.3f}"
+    return str(value)
+
+
+PASS_HEADERS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "arm": ("arm", str), "pass": ("pass", count),
+    "substantive_recall": ("substantive recall (%)", percent),
+    "noise_stored": ("noise stored (entries)", count),
+    "low_value_filtered_rate": ("low-value filtered (%)", percent),
+    "prejudge_filter_rate": ("pre-judge filter rate (%)", percent),
+    "judge_calls": ("judge calls (count)", count),
+    "judge_call_saving": ("judge-call saving (%)", percent),
+    "entries": ("entries (count)", count),
+}
+"""The per-pass headline metrics as shown: each header says whether it counts or is a rate."""
+
+
 def overview(run: Run) -> Section:
     result, origin = run.result, run.provenance
     dataset = result.dataset
@@ -44,9 +111,9 @@ def overview(run: Run) -> Section:
              "embedder": result.embedder or "none",
              "judge": result.judge or "none",
              "scorer": result.scorer.threshold_rule if result.scorer else "none",
-             "commit": f"{origin.get('git_commit', '?')}"
+             "commit": f"{origin.get('git_commit') or 'unknown'}"
                        f"{' (dirty)' if origin.get('git_dirty') else ''}",
-             "wall time": f"{result.wall_seconds} s"}
+             "wall time": f"{result.wall_seconds:.1f} s"}
     return Section(f"Run {run.name}", table=pd.DataFrame(
         [{"": key, "value": str(value)} for key, value in facts.items()]))
 
@@ -55,12 +122,17 @@ def run_sections(run: Run) -> list[Section]:
     sections = [overview(run)]
     passes = run.passes()
     if not passes.empty and passes["substantive_recall"].notna().any():
-        sections.append(Section("Passes", "Recall counts human-labelled substantive entries "
-                                "kept (stored or deduplicated).", passes.drop(columns="run")))
+        shown = pd.DataFrame({header: passes[column].map(show)
+                              for column, (header, show) in PASS_HEADERS.items()})
+        sections.append(Section(
+            "Passes", "Rates are percentages: recall of the human-labelled substantive entries "
+            "kept (stored or deduplicated), low-value filtered of the low-value entries, the "
+            "pre-judge filter rate and judge-call saving of all the pass's entries. Counts are "
+            "entries, or calls to the judge, in the pass.", shown))
     mqs = run.result.mqs
     if mqs and mqs.configured:
         fitted = mqs.fitted_out_of_fold.scores() if mqs.fitted_out_of_fold else {}
-        rows = [{"metric": m, "configured": value, "fitted out of fold": fitted.get(m, "—")}
+        rows = [{"metric": m, "configured": value, "fitted out of fold": fitted.get(m)}
                 for m, value in mqs.configured.scores().items()]
         sections.append(Section("MQS calibration", table=pd.DataFrame(rows)))
     if mqs and mqs.trust_grade:
@@ -75,42 +147,62 @@ def run_sections(run: Run) -> list[Section]:
     return sections
 
 
-def _ci(bounds: list[float]) -> str:
-    return f"[{bounds[0]:+.3f}, {bounds[1]:+.3f}]"
+def differences(a: Run, b: Run, diff: Mapping[str, tuple[str, str]]) -> Section:
+    """What was changed between the runs, so a delta can be read as that change's effect."""
+    if not diff:
+        return Section("What differs", "No setting: the runs' config.yaml files resolve to the "
+                       "same values, so any difference below comes from the code (see each "
+                       "run's commit) or from chance in a nondeterministic component.")
+    return Section(
+        "What differs", "The settings whose resolved values differ between the runs' "
+        "config.yaml (nested keys flattened).",
+        pd.DataFrame([{"setting": key, f"a ({a.name})": first, f"b ({b.name})": second}
+                      for key, (first, second) in diff.items()]))
 
 
-def comparison_sections(a: Run, b: Run) -> list[Section]:
+def comparison_sections(a: Run, b: Run) -> tuple[str, list[Section]]:
+    """The comparison's title and sections: what differs, the paired per-pass table, then each
+    run's own sections."""
+    diff = settings_diff(a, b)
+    names = run_labels(a, b, diff)
+    title = f"{names[0]} vs {names[1]}"
+    each = [Section(f"{s.title} (a: {names[0]})", s.text, s.table, s.image)
+            for s in run_sections(a)]
+    each += [Section(f"{s.title} (b: {names[1]})", s.text, s.table, s.image)
+             for s in run_sections(b)]
     table = compare_runs(a, b, resamples=int(a.setting("bootstrap") or 2000), seed=0)
-    each = [*[Section(s.title + " (a)", s.text, s.table, s.image) for s in run_sections(a)],
-            *[Section(s.title + " (b)", s.text, s.table, s.image) for s in run_sections(b)]]
     if table.empty:
-        return [Section(f"Comparison: {a.name} vs {b.name}", "The runs share no evaluated "
-                        "entries (different data): there is nothing to pair by entry."), *each]
+        return title, [differences(a, b, diff), Section(
+            "Comparison", "The runs share no evaluated entries (different data): there is "
+            "nothing to pair by entry."), *each]
     shown = pd.DataFrame({
-        "arm": table["arm"], "pass": table["pass"],
-        "recall a": table["recall_a"].round(3), "recall b": table["recall_b"].round(3),
-        "recall b − a [95% CI]": [f"{d:+.3f} {_ci(c)}" for d, c in
-                                  zip(table["recall_delta"], table["recall_delta_ci95"],
-                                      strict=True)],
-        "judge calls a": table["judge_call_rate_a"].round(3),
-        "judge calls b": table["judge_call_rate_b"].round(3),
-        "judge calls b − a [95% CI]": [f"{d:+.3f} {_ci(c)}" for d, c in
-                                       zip(table["judge_call_rate_delta"],
-                                           table["judge_call_rate_delta_ci95"], strict=True)],
-        "kept only by a": table["mcnemar_kept_only_by_first"],
-        "kept only by b": table["mcnemar_kept_only_by_second"],
-        "McNemar p": table["mcnemar_p_value"].map(lambda p: f"{p:.4g}")})
-    note = (f"a = {a.name}, b = {b.name}. Deltas are b − a, paired by entry, with 95% bootstrap "
-            f"CIs over entries; recall over human-labelled substantive entries, judge calls over "
-            f"all. McNemar's exact test asks whether the entries the runs decided differently "
-            f"(kept by one, dropped by the other) lean to one side more than chance.")
-    return [Section(f"Comparison: {a.name} vs {b.name}", note, shown), *each]
+        "arm": table["arm"], "pass": table["pass"], "entries (paired)": table["entries"],
+        "recall a (%)": table["recall_a"].map(percent),
+        "recall b (%)": table["recall_b"].map(percent),
+        "recall b − a (pp) [95% CI]": list(map(points, table["recall_delta"],
+                                               table["recall_delta_ci95"])),
+        "judge calls a (count)": table["judge_calls_a"],
+        "judge calls b (count)": table["judge_calls_b"],
+        "judge call rate a (%)": table["judge_call_rate_a"].map(percent),
+        "judge call rate b (%)": table["judge_call_rate_b"].map(percent),
+        "judge call rate b − a (pp) [95% CI]": list(map(points, table["judge_call_rate_delta"],
+                                                        table["judge_call_rate_delta_ci95"])),
+        "kept only by a (entries)": table["mcnemar_kept_only_by_first"],
+        "kept only by b (entries)": table["mcnemar_kept_only_by_second"],
+        "McNemar p": table["mcnemar_p_value"].map(p_value)})
+    note = (f"a = {names[0]} (run {a.name}), b = {names[1]} (run {b.name}). Recall is the "
+            f"percentage of human-labelled substantive entries kept; judge calls are counted per "
+            f"pass, and the judge call rate is their percentage of the pass's entries. Deltas are "
+            f"b − a in percentage points (pp), paired by entry, with 95% bootstrap CIs over "
+            f"entries. McNemar's exact test asks whether the entries the runs decided "
+            f"differently (kept by one, dropped by the other) lean to one side more than chance.")
+    return title, [differences(a, b, diff), Section("Comparison", note, shown), *each]
 
 
 def _markdown_table(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "---|" * len(frame.columns)
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(False)]
+    rows = ["| " + " | ".join(map(cell, row)) + " |" for row in frame.itertuples(False)]
     return "\n".join([header, rule, *rows])
 
 
@@ -136,7 +228,7 @@ def render_html(title: str, sections: list[Section]) -> str:
         if section.text:
             parts.append(f"<p>{html.escape(section.text)}</p>")
         if section.table is not None:
-            parts.append(section.table.to_html(index=False, border=0, na_rep="—"))
+            parts.append(section.table.map(cell).to_html(index=False, border=0))
         if section.image is not None:
             data = base64.b64encode(Path(section.image).read_bytes()).decode()
             parts.append(f"<img alt='{html.escape(section.title)}' "
@@ -156,13 +248,28 @@ def _local_figure(section: Section, target: Path) -> Section:
     return Section(section.title, section.text, section.table, copy)
 
 
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
+
+
+def comparison_stem(a: Run, b: Run) -> str:
+    """`compare_<a>_vs_<b>` from the run directories' names, with their parents' when the names
+    alone are equal (Hydra names a run by its time of day, under a folder per date)."""
+    names = [a.name, b.name]
+    if names[0] == names[1]:
+        names = [f"{run.path.resolve().parent.name}-{run.name}" for run in (a, b)]
+    return f"compare_{_slug(names[0])}_vs_{_slug(names[1])}"
+
+
 def write_report(run_dirs: list[Path], out: Path | None = None,
                  force: bool = False) -> tuple[Path, Path]:
+    """The report of one run (`report.html`, `report.md`) or the comparison of two
+    (`compare_<a>_vs_<b>.html`, `.md`), written into `out` (default: the first run directory)."""
     runs = [Run.load(path) for path in run_dirs]
     if len(runs) == 2:
         check_comparable(runs[0], runs[1], force)
-        title, stem = f"memeval: {runs[0].name} vs {runs[1].name}", f"compare_{runs[1].name}"
-        sections = comparison_sections(runs[0], runs[1])
+        compared, sections = comparison_sections(runs[0], runs[1])
+        title, stem = f"memeval: {compared}", comparison_stem(runs[0], runs[1])
     else:
         title, stem, sections = f"memeval run {runs[0].name}", "report", run_sections(runs[0])
     target = out or runs[0].path
@@ -195,5 +302,5 @@ def main(args: list[str]) -> int:
     except (IncomparableRuns, UnreadableResult) as err:
         print(f"memeval report: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {html_path} and {md_path}")
+    print(f"wrote {html_path} (self-contained HTML) and {md_path} (Markdown)")
     return 0
