@@ -26,8 +26,11 @@ from memeval.reporting.phoenix.server import free_port
 from memeval.reporting.phoenix.stream import PassStreamer
 from memeval.results.run_dir import read_decisions, read_table
 from memeval.runner import run_experiment
+from tests.loopback import LoopbackServer, Received, Reply
 
 pytestmark = pytest.mark.integration
+
+JUDGE_MODEL = "claude-haiku-4-5"  # a model Phoenix has prices for, as conf/judge/anthropic.yaml
 
 SECRETS = ("AKIAZ7QF3X2KJ4LM5NPQ", "sk-ant-api03-" + "Q" * 48, "dana.leaker@example.org")
 PLANTED = [
@@ -88,12 +91,37 @@ def experiments_of(client: httpx.Client, run_id: str) -> list[dict]:
             if (e.get("metadata") or {}).get("memeval_run_id") == run_id]
 
 
+def graphql(client: httpx.Client, query: str, **variables: Any) -> dict[str, Any]:
+    """What Phoenix's UI reads (its GraphQL API), e.g. an experiment's evaluation means."""
+    response = client.post("/graphql", json={"query": query, "variables": variables})
+    response.raise_for_status()
+    body = response.json()
+    assert not body.get("errors"), body["errors"]
+    return dict(body["data"])
+
+
+def anthropic_judge(request: Received) -> Reply:
+    """Anthropic's Messages API, stood in for on loopback: keeps the longer turns, skips the
+    short ones, and bills tokens in proportion to what it was sent."""
+    text = str(request.body["messages"][-1]["content"])
+    verdict = f"Remember: {text[-160:]}" if len(text) > 1200 else "SKIP"
+    return Reply(200, {"id": "msg_01", "type": "message", "role": "assistant",
+                       "model": JUDGE_MODEL, "content": [{"type": "text", "text": verdict}],
+                       "stop_reason": "end_turn", "stop_sequence": None,
+                       "usage": {"input_tokens": len(text) // 4, "output_tokens": 40}})
+
+
 @pytest.fixture(scope="module")
 def pushed(phoenix_url: str, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[tuple[Path, dict[str, Any], str, httpx.Client]]:
+    """A three-pass run judged over HTTP (a stand-in Anthropic on loopback), pushed at its end."""
     folder = tmp_path_factory.mktemp("pushed")
     project = f"memeval-test-{uuid.uuid4().hex[:8]}"
-    metrics = run_experiment(config(folder, phoenix_url, project), folder / "run")
+    with pytest.MonkeyPatch.context() as env, LoopbackServer(anthropic_judge) as judge:
+        env.setenv("ANTHROPIC_API_KEY", "sk-loopback-test")
+        metrics = run_experiment(config(folder, phoenix_url, project, "judge=anthropic",
+                                        f"judge.base_url={judge.base_url}",
+                                        f"judge.model={JUDGE_MODEL}"), folder / "run")
     with httpx.Client(base_url=phoenix_url, timeout=30) as client:
         yield folder / "run", metrics, project, client
 
@@ -156,6 +184,89 @@ def test_the_labelled_set_is_a_dataset_and_each_pass_an_experiment(pushed: tuple
     runs = json.loads(client.get(f"/v1/experiments/{experiments[0]['id']}/json").text)
     scores = [a["score"] for r in runs for a in r["annotations"] if a["name"] == "correct"]
     assert len(scores) == metrics["dataset"]["entries"]
+
+
+def test_experiments_are_named_by_pass_and_settings_short_enough_to_read(pushed: tuple) -> None:
+    run_dir, metrics, _, client = pushed
+    experiments = experiments_of(client, metrics["run_id"])
+    names = [e["name"] for e in experiments]
+    assert len(set(names)) == len(names) == 3
+    for experiment in experiments:
+        name = experiment["name"]
+        assert len(name) <= 60 and name.isascii(), name
+        assert name.startswith(f"three_pass pass {experiment['metadata']['pass']}: "), name
+        for setting in (metrics["scorer"]["name"], "anthropic", "target 0.99", "seed 0"):
+            assert setting in name, (setting, name)
+        assert metrics["run_id"] in experiment["description"]  # the run, kept out of the name
+        assert run_dir.name in experiment["description"]
+
+
+EXPERIMENT_SUMMARY = """query ($id: ID!) { node(id: $id) { ... on Experiment {
+    annotationSummaries { annotationName meanScore count }
+    costSummary { total { tokens cost } } } } }"""
+
+
+def test_each_passs_headline_metrics_are_its_experiments_evaluations(pushed: tuple) -> None:
+    _, metrics, _, client = pushed
+    for experiment in experiments_of(client, metrics["run_id"]):
+        node = graphql(client, EXPERIMENT_SUMMARY, id=experiment["id"])["node"]
+        means = {s["annotationName"]: s for s in node["annotationSummaries"]}
+        figures = metrics["passes"][experiment["metadata"]["pass"] - 1]
+        assert means["substantive recall"]["meanScore"] == pytest.approx(
+            figures["substantive_recall"])
+        assert means["substantive recall"]["count"] == figures["per_label"]["substantive"]["n"]
+        noise = means["noise stored"]
+        assert noise["count"] == figures["per_label"]["noise"]["n"] > 0
+        assert noise["meanScore"] * noise["count"] == pytest.approx(figures["noise_stored"])
+        assert means["pre-judge filtered"]["meanScore"] == pytest.approx(
+            figures["prejudge_filter_rate"])
+        called = means["judge called"]
+        assert called["count"] == figures["entries"]
+        assert called["meanScore"] * called["count"] == pytest.approx(figures["judge_calls"])
+
+
+def test_the_judges_tokens_and_cost_reach_phoenixs_cost_columns(pushed: tuple) -> None:
+    run_dir, metrics, project, client = pushed
+    decisions = read_decisions(run_dir)
+    judged = run_spans(client, project, metrics["run_id"], "memeval.stage:judge")
+    paid = [s for s in judged if not s["attributes"]["memeval.judge.cached"]]
+    assert paid and len(paid) < len(judged)  # passes 2 and 3 are served from the judge cache
+    for span in paid:
+        attributes = span["attributes"]
+        assert (attributes["llm.model_name"], attributes["llm.provider"]) == (JUDGE_MODEL,
+                                                                              "anthropic")
+        assert attributes["llm.token_count.total"] == attributes["llm.token_count.prompt"] + \
+            attributes["llm.token_count.completion"] > 0
+    for experiment in experiments_of(client, metrics["run_id"]):
+        pass_no = experiment["metadata"]["pass"]
+        total = graphql(client, EXPERIMENT_SUMMARY, id=experiment["id"])["node"]["costSummary"][
+            "total"]
+        mine = decisions[(decisions["pass_no"] == pass_no) & ~decisions["judge_cached"]]
+        spent = int(mine["judge_tokens_in"].sum() + mine["judge_tokens_out"].sum())
+        assert (total["tokens"] or 0) == spent
+        cost = metrics["passes"][pass_no - 1]["judge_cost_usd"]
+        assert (total["cost"] or 0.0) == pytest.approx(cost)
+        assert (cost > 0) == (pass_no == 1)
+
+
+def test_each_labelled_trace_is_annotated_with_its_verdict(pushed: tuple) -> None:
+    _, metrics, project, client = pushed
+    roots = [s for s in run_spans(client, project, metrics["run_id"], "memeval.pass:1")
+             if s["name"] == "gate" and "memeval.label" in s["attributes"]]
+    trace_ids = [s["context"]["trace_id"] for s in roots]
+    notes: list[dict] = []
+    for start in range(0, len(trace_ids), 100):
+        notes += pages(client, f"/v1/projects/{project}/trace_annotations",
+                       trace_ids=trace_ids[start:start + 100], limit=1000)
+    by_trace = {n["trace_id"]: n for n in notes if n["name"] == "gate decision"}
+    assert set(by_trace) == set(trace_ids) and len(notes) == len(trace_ids)
+    spans = {n["span_id"]: n for n in annotations_of(client, project,
+                                                      [s["context"]["span_id"] for s in roots])
+             if n["name"] == "gate decision"}
+    for root in roots:
+        note = by_trace[root["context"]["trace_id"]]
+        assert note["annotator_kind"] == "CODE"
+        assert note["result"] == spans[root["context"]["span_id"]]["result"]
 
 
 def test_no_planted_secret_reaches_phoenix_or_the_run_directory(pushed: tuple) -> None:
@@ -284,6 +395,8 @@ def test_retrieval_searches_arrive_as_retriever_spans_with_the_top_mqs(
                 break
             time.sleep(0.5)
     mine = searches[(searches["arm"] == "on") & (searches["pass"] == 2)].set_index("query_id")
+    texts = {e["id"]: e["assistant_response"]
+             for e in read_jsonl(tmp_path / "run" / PHOENIX_DIR / "examples.jsonl")}
     assert len(spans) == len(mine) > 0
     for span in spans:
         attributes = span["attributes"]
@@ -291,3 +404,5 @@ def test_retrieval_searches_arrive_as_retriever_spans_with_the_top_mqs(
         assert span["span_kind"] == "RETRIEVER"
         assert attributes["memeval.mqs.top.score"] == row["top_mqs"]
         assert attributes["retrieval.documents.0.document.id"] == row["top_memory"]
+        for rank, entry in enumerate(row["served"]):  # what was retrieved, not an id alone
+            assert attributes[f"retrieval.documents.{rank}.document.content"] == texts[entry]

@@ -179,17 +179,26 @@ class StandInREST:
         self.sent.append([name, description, dict(metadata)])
         experiment_id = f"e{len(self.experiments_by_id)}"
         self.experiments_by_id[experiment_id] = {"id": experiment_id, "name": name,
+                                                 "description": description,
                                                  "dataset": dataset_id,
                                                  "metadata": dict(metadata)}
         self.runs[experiment_id] = {}
         return experiment_id
 
+    def update_experiment(self, experiment_id: str, name: str, description: str,
+                          metadata: Mapping[str, Any]) -> None:
+        self.sent.append([name, description, dict(metadata)])
+        self.experiments_by_id[experiment_id].update(name=name, description=description,
+                                                     metadata=dict(metadata))
+
     def experiment_runs(self, experiment_id: str) -> dict[str, str]:
         return dict(self.runs[experiment_id])
 
-    def runs_missing_evaluations(self, experiment_id: str, names: Sequence[str]) -> set[str]:
-        return {run for run in self.runs[experiment_id].values()
-                if any((run, name) not in self.evaluations for name in names)}
+    def missing_evaluations(self, experiment_id: str, names: Sequence[str]
+                            ) -> dict[str, set[str]]:
+        missing = {run: {name for name in names if (run, name) not in self.evaluations}
+                   for run in self.runs[experiment_id].values()}
+        return {run: lacking for run, lacking in missing.items() if lacking}
 
     def create_run(self, experiment_id: str, run: Mapping[str, Any]) -> str:
         self.sent.append(dict(run))
@@ -224,6 +233,9 @@ def test_a_push_sends_each_set_once_redacted_and_a_second_adds_nothing(
     for experiment in stand_in.experiments_by_id.values():
         assert experiment["metadata"]["memeval_run_id"] == report.run_id
         assert any(k.endswith("_ci95") for k in experiment["metadata"])
+        name, metadata = experiment["name"], experiment["metadata"]
+        assert len(name) <= 60 and name.startswith(f"{metadata['experiment']}: ")
+        assert metadata["detector"] in name and report.run_id in experiment["description"]
     sent = json.dumps(stand_in.sent)
     assert SECRET not in sent and "[REDACTED:" in sent
     assert (run_dir / PHOENIX_DIR / PUSH_RECORD).is_file()
@@ -232,6 +244,19 @@ def test_a_push_sends_each_set_once_redacted_and_a_second_adds_nothing(
     assert again.runs_created == 0 and again.evaluations == 0
     assert len(stand_in.datasets) == len(sets)
     assert len(stand_in.experiments_by_id) == sum(len(s.detectors) for s in sets)
+
+
+def test_an_experiment_an_older_push_named_is_renamed_not_duplicated(
+        tmp_path: Path, stand_in: Held) -> None:
+    run_dir = trust_run(tmp_path / "run")
+    settings = PhoenixConfig(endpoint="http://127.0.0.1:1")
+    push_run(run_dir, settings, progress=False)
+    experiment = next(iter(stand_in.experiments_by_id.values()))
+    name = experiment["name"]
+    experiment["name"] = f"01-00-10 {experiment['metadata']['memeval_run_id'][:8]} {name}"
+    again = push_run(run_dir, settings, progress=False)
+    assert again.runs_created == 0 and experiment["name"] == name
+    assert len(stand_in.experiments_by_id) == len(again.experiments)
 
 
 def test_a_push_interrupted_before_its_evaluations_finishes_them(

@@ -12,8 +12,22 @@ import pytest
 from memeval.registry import ConfigError, to_dataclass
 from memeval.reporting.phoenix.cli import settings_for
 from memeval.reporting.phoenix.config import PhoenixConfig
-from memeval.reporting.phoenix.push import decision_annotations, redacted, report_run
-from memeval.reporting.phoenix.spans import RunInfo, entry_spans, hex_id, run_spans, stage_verdicts
+from memeval.reporting.phoenix.files import judge_provider
+from memeval.reporting.phoenix.push import (
+    decision_annotations,
+    fitted_name,
+    redacted,
+    report_run,
+    run_evaluations,
+)
+from memeval.reporting.phoenix.spans import (
+    RunInfo,
+    entry_spans,
+    hex_id,
+    run_spans,
+    search_spans,
+    stage_verdicts,
+)
 
 ORDER = ("prefilter", "length", "content_score", "judge")
 RUN = RunInfo("run1", "three_pass", ORDER, "hashing-256", "labels")
@@ -103,13 +117,69 @@ def test_annotations_judge_each_labelled_decision() -> None:
     roots = [kept_low[0], dropped_noise[0], unlabelled[0]]
     deciders = {kept_low[0]["trace_id"]: kept_low[-1], dropped_noise[0]["trace_id"]:
                 dropped_noise[-1]}
-    notes = decision_annotations(roots, deciders)
+    notes, traces = decision_annotations(roots, deciders)
     assert len(notes) == 4  # root + deciding stage, for the two labelled entries
     by_span = {n["span_id"]: n for n in notes}
     assert by_span[kept_low[0]["span_id"]]["result"]["label"] == "incorrect"
     assert by_span[dropped_noise[-1]["span_id"]]["result"]["score"] == 1.0
     assert "dropped at length" in by_span[dropped_noise[0]["span_id"]]["result"]["explanation"]
-    assert all(n["annotator_kind"] == "CODE" and n["identifier"] for n in notes)
+    assert all(n["annotator_kind"] == "CODE" and n["identifier"] for n in notes + traces)
+    by_trace = {n["trace_id"]: n for n in traces}  # the same verdicts, on the traces
+    assert set(by_trace) == {kept_low[0]["trace_id"], dropped_noise[0]["trace_id"]}
+    assert by_trace[kept_low[0]["trace_id"]]["result"] == by_span[kept_low[0]["span_id"]]["result"]
+
+
+def test_each_headline_metric_is_an_evaluation_on_the_entries_it_is_measured_over() -> None:
+    def names(**changes: object) -> dict[str, float]:
+        root = entry_spans(RUN, row(**changes), None)[0]["attributes"]
+        return {e["name"]: e["score"] for e in run_evaluations(root, judge_called=False)}
+
+    assert names() == {"correct": 1.0, "substantive recall": 1.0, "pre-judge filtered": 0.0,
+                       "judge called": 0.0}
+    noise = names(label="noise", outcome="length", retained=False)
+    assert noise == {"correct": 1.0, "noise stored": 0.0, "pre-judge filtered": 1.0,
+                     "judge called": 0.0}
+    assert set(names(label="substantive", label_source="heuristic")) == {
+        "correct", "pre-judge filtered", "judge called"}  # recall counts human labels only
+    assert set(names(label=None)) == {"pre-judge filtered", "judge called"}
+
+
+def test_experiment_names_fit_phoenixs_list() -> None:
+    name = fitted_name("three_pass pass 2", ["logistic", "anthropic", "target 0.99", "seed 0"])
+    assert name == "three_pass pass 2: logistic, anthropic, target 0.99, seed 0"
+    shortened = fitted_name("three_pass pass 2", ["logistic", "openai_chat", "target 0.99",
+                                                  "seed 0"])
+    assert shortened == "three_pass pass 2: logistic, openai_..., target 0.99, seed 0"
+    long = fitted_name("compare_systems memoryd pass 3",
+                       ["knn_margin", "openai_chat", "target 0.98", "seed 12"])
+    assert len(long) <= 60 and long.startswith("compare_systems memoryd pass 3: knn")
+    assert long.isascii()  # Phoenix's downloads name their file after it, in a header
+
+
+def test_a_judge_span_carries_what_phoenix_prices_a_call_from() -> None:
+    priced = RunInfo("run1", "three_pass", ORDER, "hashing-256", "claude-haiku-4-5",
+                     judge_provider="anthropic")
+    judge = entry_spans(priced, row(), None)[4]["attributes"]
+    assert (judge["llm.model_name"], judge["llm.provider"]) == ("claude-haiku-4-5", "anthropic")
+    assert (judge["llm.token_count.prompt"], judge["llm.token_count.completion"]) == (300, 20)
+    cached = entry_spans(priced, row(judge_cached=True, judge_cost_usd=0.0), None)[4]
+    assert not any(k.startswith("llm.token_count") for k in cached["attributes"])
+    assert judge_provider({"name": "anthropic"}) == "anthropic"
+    assert judge_provider({"name": "openai_chat", "base_url": "https://api.openai.com/v1"}) == \
+        "openai"
+    assert judge_provider({"name": "openai_chat", "base_url": "http://127.0.0.1:8080/v1"}) is None
+
+
+def test_retrieved_documents_carry_their_text() -> None:
+    searches = pd.DataFrame([{"arm": "on", "pass": 1, "query_id": "q1", "query": "where?",
+                              "kind": "fact", "searched_at": 1.7e9, "ndcg": 1.0, "recall": 1.0,
+                              "top_mqs": 50, "served_memories": ["m1-0", "m1-1"],
+                              "served": ["e1", "e2"], "cosines": [0.9, 0.5]}])
+    span = next(search_spans(RUN, searches, {"e1": {"assistant_response": "Retries: 3."}}))
+    attributes = span["attributes"]
+    assert attributes["retrieval.documents.0.document.content"] == "Retries: 3."
+    assert attributes["retrieval.documents.1.document.id"] == "m1-1"
+    assert "retrieval.documents.1.document.content" not in attributes  # no text known
 
 
 def test_everything_sent_is_redacted() -> None:

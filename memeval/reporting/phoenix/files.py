@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from omegaconf import DictConfig
 
@@ -41,12 +42,22 @@ def passes_by_arm(metrics: Mapping[str, Any]) -> dict[str, Sequence[Mapping[str,
     return dict(metrics.get("arms") or {"main": metrics.get("passes", [])})
 
 
+def judge_provider(judge: Mapping[str, Any]) -> str | None:
+    """OpenInference's `llm.provider` of an HTTP judge, which Phoenix uses to pick the model
+    prices it computes a call's cost from; None for a local judge or an unknown host."""
+    if judge.get("name") == "anthropic":
+        return "anthropic"
+    host = urlparse(str(judge.get("base_url") or "")).hostname or ""
+    return "openai" if host == "api.openai.com" else None
+
+
 def run_info(metrics: Mapping[str, Any], cfg: DictConfig, text_chars: int) -> RunInfo:
     judge = cfg.judge
     return RunInfo(run_id=str(metrics["run_id"]), experiment=str(metrics["experiment"]),
                    stage_order=tuple(cfg.gate.order),
                    embedder=str(metrics.get("embedder", {}).get("identity", cfg.embedder.name)),
-                   judge_model=str(judge.get("model") or judge.name), text_chars=text_chars)
+                   judge_model=str(judge.get("model") or judge.name), text_chars=text_chars,
+                   judge_provider=judge_provider(judge))
 
 
 def examples(entries: Sequence[Entry], redact: Callable[[str], str],
@@ -67,7 +78,7 @@ def write_phoenix_files(run_dir: Path, entries: Sequence[Entry], metrics: Mappin
     texts = {str(row["id"]): row for row in rows}
     info = run_info(metrics, cfg, settings.text_chars)
     spans = _jsonl(chain(_decision_spans(run_dir, info, texts, metrics),
-                         _search_spans(run_dir, info)))
+                         _search_spans(run_dir, info, texts)))
     if not spans:
         return None
     out.mkdir(exist_ok=True)
@@ -83,6 +94,7 @@ def _decision_spans(run_dir: Path, info: RunInfo, texts: Mapping[str, Mapping[st
         yield from run_spans(info, decisions, texts, passes_by_arm(metrics))
 
 
-def _search_spans(run_dir: Path, info: RunInfo) -> Iterator[dict[str, Any]]:
+def _search_spans(run_dir: Path, info: RunInfo,
+                  texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     if (run_dir / f"{SEARCHES}.parquet").is_file():
-        yield from search_spans(info, read_table(run_dir, SEARCHES))
+        yield from search_spans(info, read_table(run_dir, SEARCHES), texts)

@@ -3,7 +3,8 @@
 Everything is read from RUN_DIR (metrics.json, phoenix/spans.jsonl, phoenix/examples.jsonl), so a
 run pushes the same way at its end or days later. Every step is idempotent: span ids are
 derived from the run, annotations upsert by identifier, the dataset is found by a name that holds
-its fingerprint, experiments by name and run id, runs by example. A push that dies halfway
+its fingerprint, experiments by run id and arm and pass in their metadata (an experiment an older
+memeval named otherwise is renamed), runs by example, evaluations upsert. A push that dies halfway
 (Phoenix stopped) is finished by pushing again; nothing is duplicated.
 """
 
@@ -19,12 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
 from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.reporting.phoenix.spans import FILTER_STAGES
+from memeval.reporting.table import wrapped
 from memeval.results.run_dir import read_metrics
 from memeval.utils.atomic import write_text_atomic
 from memeval.utils.redact import redact
@@ -33,7 +37,9 @@ PUSH_RECORD = "push.json"
 ANNOTATOR = "memeval"  # the identifier that makes re-annotation an update
 INGEST_TIMEOUT_S = 120.0
 CONCURRENCY = 8
-EVALUATIONS = ("correct",)
+EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
+               "judge called")
+NAME_CHARS = 60  # about what Phoenix's experiments list shows of a name
 
 
 class PhoenixUnavailable(ExportError):
@@ -98,25 +104,93 @@ def _explanation(attributes: Mapping[str, Any]) -> str:
 
 
 def decision_annotations(roots: Sequence[Mapping[str, Any]],
-                deciders: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A CODE annotation on each labelled entry's root span and on the stage span that decided."""
-    out = []
+                         deciders: Mapping[str, Mapping[str, Any]]
+                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(span annotations, trace annotations): a CODE verdict on each labelled entry's root span,
+    on the stage span that decided, and on its trace, which is what the traces table shows."""
+    spans, traces = [], []
     for root in roots:
         attributes = root["attributes"]
         if attributes.get("memeval.label") is None:
             continue
         decider = deciders.get(root["trace_id"])
         correct = _correct(attributes)
-        result = {"label": "correct" if correct else "incorrect", "score": float(correct),
-                  "explanation": _explanation(attributes)}
-        meta = {"label": attributes["memeval.label"], "outcome": attributes["memeval.outcome"]}
-        out.append({"span_id": root["span_id"], "name": "gate decision", "annotator_kind": "CODE",
-                    "result": result, "metadata": meta, "identifier": ANNOTATOR})
+        note = {"name": "gate decision", "annotator_kind": "CODE", "identifier": ANNOTATOR,
+                "result": {"label": "correct" if correct else "incorrect",
+                           "score": float(correct), "explanation": _explanation(attributes)},
+                "metadata": {"label": attributes["memeval.label"],
+                             "outcome": attributes["memeval.outcome"]}}
+        spans.append({"span_id": root["span_id"], **note})
+        traces.append({"trace_id": root["trace_id"], **note})
         if decider:
-            out.append({"span_id": decider["span_id"], "name": "stage decision",
-                        "annotator_kind": "CODE", "result": result, "metadata": meta,
-                        "identifier": ANNOTATOR})
+            spans.append({"span_id": decider["span_id"], **note, "name": "stage decision"})
+    return spans, traces
+
+
+def _evaluation(name: str, holds: bool, yes: str, no: str, explanation: str) -> dict[str, Any]:
+    return {"name": name, "label": yes if holds else no, "score": float(holds),
+            "explanation": explanation}
+
+
+def run_evaluations(attributes: Mapping[str, Any], judge_called: bool) -> list[dict[str, Any]]:
+    """An entry's CODE evaluations. Phoenix shows an experiment's mean score per evaluation in
+    its experiments list and compare view, so each headline metric is an evaluation whose mean is
+    that metric, on the entries metrics.json counts it over: substantive recall and the share of
+    noise stored over human-labelled entries, the pre-judge filter rate and the share of entries
+    sent to the judge over all of them."""
+    outcome, label = attributes["memeval.outcome"], attributes.get("memeval.label")
+    retained, human = bool(attributes.get("memeval.retained")), \
+        attributes.get("memeval.label_source") == "human"
+    ended = f"ended at {outcome}"
+    out = [_evaluation("pre-judge filtered", outcome in FILTER_STAGES, "filtered", "passed",
+                       ended),
+           _evaluation("judge called", judge_called, "called", "not called", ended)]
+    if label is not None:
+        out.append(_evaluation("correct", _correct(attributes), "correct", "incorrect",
+                               _explanation(attributes)))
+    if human and label == "substantive":
+        out.append(_evaluation("substantive recall", retained, "kept", "dropped", ended))
+    if human and label == "noise":
+        out.append(_evaluation("noise stored", retained, "stored", "dropped", ended))
     return out
+
+
+def fitted_name(head: str, settings: Sequence[str], limit: int = NAME_CHARS) -> str:
+    """`head: setting, setting, …` within `limit` characters, so that Phoenix's experiments list
+    shows it whole: the longest settings (the first of equals) are shortened, with "...", until
+    it fits; the head is cut only when even that is not enough. ASCII only: Phoenix puts the
+    name in a download's Content-Disposition header, which fails on anything else."""
+    widths = [len(part) for part in settings]
+    room = limit - len(head) - 2 - 2 * (len(settings) - 1)
+    while sum(widths) > room and max(widths, default=0) > 6:
+        widths[widths.index(max(widths))] -= 1
+    parts = [p if len(p) <= w else p[: w - 3] + "..." for p, w in zip(settings, widths,
+                                                                      strict=True)]
+    return (f"{head}: {', '.join(parts)}" if parts else head)[:limit]
+
+
+def run_label(run_dir: Path) -> str:
+    """The run directory as Hydra names it, date/time: an experiment's description says it."""
+    return f"{run_dir.parent.name}/{run_dir.name}"
+
+
+def upsert_experiment(rest: PhoenixREST, dataset_id: str, found: Mapping[str, Any] | None,
+                      name: str, description: str, metadata: Mapping[str, Any]) -> str:
+    """Create the experiment, or bring the one an earlier push made (found by its metadata) up
+    to date, e.g. renamed by an older memeval."""
+    if found is None:
+        return rest.create_experiment(dataset_id, name, description, metadata)
+    if (found["name"], found.get("description"), found.get("metadata")) != (
+            name, description, dict(metadata)):
+        rest.update_experiment(found["id"], name, description, metadata)
+    return str(found["id"])
+
+
+def experiments_of_run(rest: PhoenixREST, dataset_id: str, run_id: str,
+                       key: Callable[[Mapping[str, Any]], object]) -> dict[object, dict[str, Any]]:
+    """This run's experiments on the dataset, by `key` of their metadata (names change)."""
+    return {key(e["metadata"]): e for e in rest.experiments(dataset_id)
+            if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
 
 
 def record_push(folder: Path, report: PushReport) -> None:
@@ -216,10 +290,12 @@ class Pusher:
 
     def _annotate(self, roots: Sequence[dict[str, Any]],
                   deciders: Mapping[str, dict[str, Any]]) -> None:
-        notes = decision_annotations(roots, deciders)
-        for batch in batches(notes, 1000):
+        spans, traces = decision_annotations(roots, deciders)
+        for batch in batches(spans, 1000):
             self.rest.annotate_spans(list(batch))
-        self.report.annotations = len(notes)
+        for batch in batches(traces, 1000):
+            self.rest.annotate_traces(list(batch))
+        self.report.annotations = len(spans) + len(traces)
 
     def _dataset(self) -> tuple[str, dict[str, str]]:
         """The labelled set, uploaded once per fingerprint: (dataset id, entry id -> node id)."""
@@ -243,9 +319,8 @@ class Pusher:
 
     def _experiments(self, roots: Sequence[dict[str, Any]], judged: set[str]) -> None:
         dataset_id, nodes = self._dataset()
-        run_id = self.report.run_id
-        existing = {e["name"]: e["id"] for e in self.rest.experiments(dataset_id)
-                    if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
+        existing = experiments_of_run(self.rest, dataset_id, self.report.run_id,
+                                      lambda m: (m.get("arm"), m.get("pass")))
         grouped: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         for root in roots:
             attributes = root["attributes"]
@@ -253,39 +328,59 @@ class Pusher:
                 grouped[(attributes["memeval.arm"], attributes["memeval.pass"])].append(root)
         metrics = {(arm, int(p["pass"])): p for arm, passes in passes_by_arm(self.metrics).items()
                    for p in passes}
+        settings = self._settings()
+        experiment, run = self.metrics["experiment"], run_label(self.run_dir)
         for (arm, pass_no), members in sorted(grouped.items()):
-            name = (f"{self.run_dir.name} {run_id[:8]} {self.metrics['experiment']} {arm} "
-                    f"pass {pass_no}")
-            experiment_id = existing.get(name) or self.rest.create_experiment(
-                dataset_id, name, f"memeval {self.metrics['experiment']}: {arm} arm, pass "
-                f"{pass_no} of run {self.run_dir.name}",
-                self._experiment_metadata(arm, pass_no, metrics.get((arm, pass_no), {})))
+            head = f"{experiment} {'' if arm == 'main' else arm + ' '}pass {pass_no}"
+            name = fitted_name(head, list(settings.values()))
+            experiment_id = upsert_experiment(
+                self.rest, dataset_id, existing.get((arm, pass_no)), name,
+                f"memeval {experiment}: {arm} arm, pass {pass_no} of run {run} "
+                f"({self.report.run_id})",
+                self._experiment_metadata(arm, pass_no, metrics.get((arm, pass_no), {}),
+                                          settings))
             self.report.experiments[name] = experiment_id
             self._runs(experiment_id, members, nodes, judged)
 
-    def _experiment_metadata(self, arm: str, pass_no: int,
-                             metrics: Mapping[str, Any]) -> dict[str, Any]:
+    def _settings(self) -> dict[str, str]:
+        """What tells this run's configuration from another's, in the words of an experiment's
+        name: scorer, judge, the content-score cut (fixed, or calibrated to a recall target) and
+        seed, from metrics.json and the run's config.yaml."""
+        saved = self.run_dir / "config.yaml"
+        cfg = OmegaConf.load(saved) if saved.is_file() else OmegaConf.create({})
+        policy = OmegaConf.select(cfg, "threshold.policy")
+        threshold = (f"cut {OmegaConf.select(cfg, 'threshold.value'):g}" if policy == "fixed"
+                     else f"target {OmegaConf.select(cfg, 'threshold.target_recall'):g}"
+                     if policy else None)
+        # "anthropic:MODEL" is named "anthropic": the model is in the metadata, the name short
+        judge = str(self.metrics.get("judge") or "").split(":")[0]
+        values = {"scorer": (self.metrics.get("scorer") or {}).get("name"),
+                  "judge": judge or None, "threshold": threshold,
+                  "seed": f"seed {self.metrics['seed']}" if "seed" in self.metrics else None}
+        return {key: str(value) for key, value in values.items() if value is not None}
+
+    def _experiment_metadata(self, arm: str, pass_no: int, metrics: Mapping[str, Any],
+                             settings: Mapping[str, str]) -> dict[str, Any]:
         headline = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
                     "prejudge_filter_rate", "judge_calls", "judge_call_saving")
-        return {"memeval_run_id": self.report.run_id, "experiment": self.metrics["experiment"],
-                "arm": arm, "pass": pass_no, "seed": self.metrics.get("seed"),
+        return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
+                "experiment": self.metrics["experiment"], "arm": arm, "pass": pass_no,
+                "seed": self.metrics.get("seed"),
                 "embedder": (self.metrics.get("embedder") or {}).get("identity"),
-                "judge": self.metrics.get("judge"),
-                "scorer": (self.metrics.get("scorer") or {}).get("name"),
+                "judge": self.metrics.get("judge"), "scorer": settings.get("scorer"),
+                "threshold": settings.get("threshold"),
                 **{name: metrics.get(name) for name in headline}}
 
     def _runs(self, experiment_id: str, members: Sequence[dict[str, Any]],
               nodes: Mapping[str, str], judged: set[str]) -> None:
         done = self.rest.experiment_runs(experiment_id)
-        unfinished = self.rest.runs_missing_evaluations(experiment_id, EVALUATIONS) if done \
-            else set()
+        missing = self.rest.missing_evaluations(experiment_id, EVALUATIONS) if done else {}
 
         def record(root: dict[str, Any]) -> int:
             attributes = root["attributes"]
             node = nodes[attributes["memeval.entry_id"]]
             run_id = done.get(node)
-            if run_id is not None and run_id not in unfinished:
-                return 0  # recorded and evaluated by an earlier push
+            wanted = set(EVALUATIONS) if run_id is None else missing.get(run_id, set())
             if run_id is None:
                 run_id = self.rest.create_run(experiment_id, {
                     "dataset_example_id": node, "repetition_number": 1,
@@ -295,7 +390,15 @@ class Pusher:
                     "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"]),
                     "trace_id": root["trace_id"]})
                 self.report.runs_created += 1
-            return self._evaluate(run_id, root)
+            evaluations = [e for e in run_evaluations(attributes, root["trace_id"] in judged)
+                           if e["name"] in wanted]  # none left once an earlier push wrote them
+            for evaluation in evaluations:
+                self.rest.evaluate({
+                    "experiment_run_id": run_id, "annotator_kind": "CODE",
+                    "name": evaluation["name"], "result": {
+                        k: evaluation[k] for k in ("label", "score", "explanation")},
+                    "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"])})
+            return len(evaluations)
 
         bar = tqdm(total=len(members), desc="phoenix runs", disable=not self.progress,
                    leave=False)
@@ -304,20 +407,6 @@ class Pusher:
                 self.report.evaluations += count
                 bar.update()
         bar.close()
-
-    def _evaluate(self, run_id: str, root: Mapping[str, Any]) -> int:
-        """One CODE evaluation per labelled entry (one request each, Phoenix's slowest call:
-        whether the judge was called rides in the run's output instead)."""
-        attributes = root["attributes"]
-        if attributes.get("memeval.label") is None:
-            return 0
-        correct = _correct(attributes)
-        self.rest.evaluate({
-            "experiment_run_id": run_id, "annotator_kind": "CODE", "name": "correct",
-            "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"]),
-            "result": {"label": "correct" if correct else "incorrect", "score": float(correct),
-                       "explanation": _explanation(attributes)}})
-        return 1
 
 
 def push_run(run_dir: str | Path, settings: PhoenixConfig, progress: bool = True) -> PushReport:
@@ -332,29 +421,33 @@ def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path 
     """At a run's end: write the Phoenix files (`write` says where what is pushed is kept), then
     `push` when a server answers. Never raises: the run's results are already on disk, and a
     push can always be repeated."""
+    def say(text: str, then: str = "") -> None:
+        """A sentence wrapped for a 100-column terminal, then a command on a line of its own
+        (never wrapped: it is for copying)."""
+        print(wrapped(text) + (f"\n  {then}" if then else ""), file=out)
+
     try:
         folder = write()
     except Exception as err:
-        print(f"Phoenix: could not write spans ({err}); the run's results are intact",
-              file=out)
+        say(f"Phoenix: could not write spans ({err}); the run's results are intact")
         return None
     if folder is None:  # nothing to trace
         return None
-    later = f"push later with `python -m memeval phoenix push {run_dir}`"
+    later = f"push later: python -m memeval phoenix push {run_dir}"
     kept = f"spans written to {folder / SPANS}" if folder.name == PHOENIX_DIR else \
         f"per-item tables kept in {folder}"  # a quality experiment's
     if not settings.base_url:
-        print(f"Phoenix: {kept} (no endpoint set); {later}", file=out)
+        say(f"Phoenix: {kept} (no endpoint set).", later)
         return None
     try:
         report = push(run_dir, settings, progress)
     except PhoenixUnavailable:
-        print(f"Phoenix: no server at {settings.base_url}; {kept}; {later}", file=out)
+        say(f"Phoenix: no server at {settings.base_url}; {kept}.", later)
         return None
     except Exception as err:
-        print(f"Phoenix: push to {settings.base_url} failed ({err}); {kept}; {later} (it "
-              f"resumes without duplicates)", file=out)
+        say(f"Phoenix: push to {settings.base_url} failed ({err}); {kept}.",
+            f"{later}  (it resumes without duplicates)")
         return None
-    print(report.summary(), file=out)
+    say(report.summary())
     return report
 

@@ -3,7 +3,8 @@ detector or scorer on it as an experiment (one run per item, CODE evaluations ag
 its headline figures with CIs as metadata), so Phoenix's compare view sets them side by side.
 
 Idempotent like the replay push: a dataset is found by a name holding its fingerprint, an
-experiment by name and run id, a run by example; evaluations upsert. Every string is redacted.
+experiment by run id, set and detector in its metadata, a run by example; evaluations upsert.
+Every string is redacted.
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ from memeval.reporting.phoenix.push import (
     CONCURRENCY,
     PhoenixUnavailable,
     PushReport,
+    experiments_of_run,
+    fitted_name,
     record_push,
     redacted,
+    run_label,
+    upsert_experiment,
 )
 from memeval.reporting.phoenix.quality_items import VIEWS, Detector, ItemSet, item_sets
 from memeval.reporting.phoenix.rest import PhoenixREST
@@ -81,23 +86,24 @@ class QualityPusher:
                 [{"id": f"{prefix}:{e['key']}", "input": e["input"], "output": e["output"],
                   "metadata": e["metadata"]} for e in examples])
         nodes = {k.split(":", 1)[1]: v for k, v in self.rest.example_node_ids(dataset_id).items()}
-        run_id = self.report.run_id
-        existing = {e["name"]: e["id"] for e in self.rest.experiments(dataset_id)
-                    if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
+        run_id, experiment = self.report.run_id, self.metrics["experiment"]
+        existing = experiments_of_run(self.rest, dataset_id, run_id,
+                                      lambda m: (m.get("set"), m.get("detector")))
         for detector in item_set.detectors:
-            title = redact(f"{self.run_dir.name} {run_id[:8]} {self.metrics['experiment']} "
-                           f"{item_set.name}: {detector.name}")
-            experiment_id = existing.get(title) or self.rest.create_experiment(
-                dataset_id, title, redacted(
-                    f"memeval {self.metrics['experiment']}: {detector.description}, "
-                    f"run {self.run_dir.name}"),
+            seed = [f"seed {self.metrics['seed']}"] if "seed" in self.metrics else []
+            title = redact(fitted_name(experiment, [detector.name, *seed]))
+            experiment_id = upsert_experiment(
+                self.rest, dataset_id, existing.get((item_set.name, detector.name)), title,
+                redacted(f"memeval {experiment}: {detector.description}, run "
+                         f"{run_label(self.run_dir)} ({run_id})"),
                 redacted(self._metadata(item_set, detector)))
-            self.report.experiments[title] = experiment_id
+            self.report.experiments[f"{name}: {title}"] = experiment_id  # a title per set
             self._runs(experiment_id, item_set, detector, nodes)
         return name
 
     def _metadata(self, item_set: ItemSet, detector: Detector) -> dict[str, Any]:
-        return {"memeval_run_id": self.report.run_id, "experiment": self.metrics["experiment"],
+        return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
+                "experiment": self.metrics["experiment"],
                 "set": item_set.name, "detector": detector.name,
                 "seed": self.metrics.get("seed"), "items": len(detector.outputs),
                 **detector.metrics}
@@ -105,8 +111,8 @@ class QualityPusher:
     def _runs(self, experiment_id: str, item_set: ItemSet, detector: Detector,
               nodes: Mapping[str, str]) -> None:
         done = self.rest.experiment_runs(experiment_id)
-        unfinished = self.rest.runs_missing_evaluations(
-            experiment_id, item_set.evaluation_names) if done else set()
+        unfinished = self.rest.missing_evaluations(
+            experiment_id, item_set.evaluation_names) if done else {}
 
         def record(key: str) -> int:
             node = nodes[key]

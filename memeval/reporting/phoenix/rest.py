@@ -71,6 +71,12 @@ class PhoenixREST:
         self._call("POST", "/v1/span_annotations", params={"sync": "true"},
                    json={"data": list(annotations)})
 
+    def annotate_traces(self, annotations: Sequence[Mapping[str, Any]]) -> None:
+        """Upserts by name, trace and identifier, like span annotations. The traces table's
+        annotation columns read a trace's annotations, not its root span's."""
+        self._call("POST", "/v1/trace_annotations", params={"sync": "true"},
+                   json={"data": list(annotations)})
+
     # datasets
     def dataset_id(self, name: str) -> str | None:
         return next((d["id"] for d in self._pages("/v1/datasets", name=name)
@@ -101,16 +107,22 @@ class PhoenixREST:
                                     "metadata": dict(metadata)})
         return str(response.json()["data"]["id"])
 
+    def update_experiment(self, experiment_id: str, name: str, description: str,
+                          metadata: Mapping[str, Any]) -> None:
+        self._call("PATCH", f"/v1/experiments/{experiment_id}",
+                   json={"name": name, "description": description, "metadata": dict(metadata)})
+
     def experiment_runs(self, experiment_id: str) -> dict[str, str]:
         """dataset example node id -> run id, for the runs already recorded."""
         return {run["dataset_example_id"]: run["id"]
                 for run in self._pages(f"/v1/experiments/{experiment_id}/runs")}
 
-    def runs_missing_evaluations(self, experiment_id: str, names: Sequence[str]) -> set[str]:
-        """Runs lacking (or with a failed) evaluation of any of these names."""
-        return {item["experiment_run"]["id"] for item in self._pages(
-            f"/v1/experiments/{experiment_id}/incomplete-evaluations",
-            evaluation_name=list(names), limit=1000)}
+    def missing_evaluations(self, experiment_id: str, names: Sequence[str]
+                            ) -> dict[str, set[str]]:
+        """Run id -> which of these evaluations it lacks (or failed), for the runs lacking any."""
+        return {item["experiment_run"]["id"]: set(item["evaluation_names"])
+                for item in self._pages(f"/v1/experiments/{experiment_id}/incomplete-evaluations",
+                                        evaluation_name=list(names), limit=1000)}
 
     def create_run(self, experiment_id: str, run: Mapping[str, Any]) -> str:
         response = self._call("POST", f"/v1/experiments/{experiment_id}/runs", json=dict(run))

@@ -9,10 +9,11 @@ Attribute names (all documented in docs/phoenix.md):
     input.value / output.value   the gated text (redacted, truncated) / the outcome
     memeval.run_id, .experiment, .arm, .pass, .phase, .entry_id, .label, .label_source,
     memeval.stage, .decision, .score, .threshold, .outcome, .retained, .embedder
-    llm.model_name, llm.token_count.{prompt,completion,total}, memeval.judge.{cost_usd,cached,
-    skip,error}
+    llm.model_name, llm.provider, llm.token_count.{prompt,completion,total} (what Phoenix prices
+    a judge call from), memeval.judge.{cost_usd,cached,skip,error}
     memeval.metrics.*            a pass's headline metrics on its summary span
-    RETRIEVER `search` spans (retrieval replays): retrieval.documents.N.document.{id,score},
+    RETRIEVER `search` spans (retrieval replays): retrieval.documents.N.document.{id,score,
+    content},
     memeval.query_id, .kind, .ndcg, .recall, memeval.mqs.top.{score,confidence,usage,access,
     conflict_penalty,hedged_penalty}: the top result's MQS, to chart trust over passes
 """
@@ -44,6 +45,7 @@ class RunInfo:
     embedder: str
     judge_model: str
     text_chars: int = 2000
+    judge_provider: str | None = None  # OpenInference's llm.provider, e.g. anthropic
 
 
 def hex_id(length: int, *parts: object) -> str:
@@ -121,17 +123,26 @@ def _stage_attributes(run: RunInfo, row: Mapping[str, Any], stage: str) -> dict[
                               "memeval.threshold": row.get("threshold"),
                               "memeval.embedder": run.embedder})
     if stage == "judge":
-        prompt, completion = int(row.get("judge_tokens_in") or 0), int(
-            row.get("judge_tokens_out") or 0)
         return _attributes(**{
-            "llm.model_name": run.judge_model, "llm.token_count.prompt": prompt,
-            "llm.token_count.completion": completion,
-            "llm.token_count.total": prompt + completion,
+            "llm.model_name": run.judge_model, "llm.provider": run.judge_provider,
+            **_tokens(row),
             "memeval.judge.cost_usd": float(row.get("judge_cost_usd") or 0.0),
             "memeval.judge.cached": bool(row.get("judge_cached")),
             "memeval.judge.skip": row.get("judge_skip"),
             "memeval.judge.error": bool(row.get("judge_error"))})
     return {}
+
+
+def _tokens(row: Mapping[str, Any]) -> dict[str, int]:
+    """The tokens a judge call spent, from which Phoenix computes its cost (model prices by
+    `llm.model_name`). A cached verdict made no call and spent nothing: it carries none, so
+    Phoenix's cost agrees with memeval's."""
+    if row.get("judge_cached"):
+        return {}
+    prompt, completion = int(row.get("judge_tokens_in") or 0), int(
+        row.get("judge_tokens_out") or 0)
+    return {"llm.token_count.prompt": prompt, "llm.token_count.completion": completion,
+            "llm.token_count.total": prompt + completion}
 
 
 def pass_summary_span(run: RunInfo, arm: str, metrics: Mapping[str, Any],
@@ -178,17 +189,23 @@ def run_spans(run: RunInfo, decisions: pd.DataFrame, texts: Mapping[str, Mapping
             yield pass_summary_span(run, arm, metrics, min(starts), max(starts))
 
 
-def search_spans(run: RunInfo, searches: pd.DataFrame) -> Iterator[dict[str, Any]]:
+def search_spans(run: RunInfo, searches: pd.DataFrame,
+                 texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     """One RETRIEVER trace per measured search, carrying the served memories and the top
-    result's MQS with its breakdown (the retrieval replay's `retrieval_queries` table)."""
+    result's MQS with its breakdown (the retrieval replay's `retrieval_queries` table). A
+    document's content is the (redacted) text of the entry its memory was written from, so
+    Phoenix shows what was retrieved, not an id alone."""
     for row in _rows(searches):
         key = (run.run_id, row["arm"], row["pass"], row["query_id"], "search")
         trace_id = hex_id(32, *key)
         documents: dict[str, Any] = {}
-        for rank, (memory, score) in enumerate(zip(row["served_memories"], row["cosines"],
-                                                   strict=True)):
-            documents[f"retrieval.documents.{rank}.document.id"] = str(memory)
-            documents[f"retrieval.documents.{rank}.document.score"] = float(score)
+        for rank, (memory, entry, score) in enumerate(zip(
+                row["served_memories"], row["served"], row["cosines"], strict=True)):
+            prefix = f"retrieval.documents.{rank}.document"
+            content = str((texts.get(str(entry)) or {}).get("assistant_response") or "")
+            documents |= _attributes(**{f"{prefix}.id": str(memory),
+                                        f"{prefix}.score": float(score),
+                                        f"{prefix}.content": content or None})
         mqs = {f"memeval.mqs.top.{term.removeprefix('top_mqs_')}": row.get(term)
                for term in row if str(term).startswith("top_mqs_")}
         start = int(float(row["searched_at"]) * 1e9)
