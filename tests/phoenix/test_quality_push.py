@@ -281,7 +281,7 @@ def test_without_phoenix_a_quality_run_says_where_its_tables_are(tmp_path: Path)
     run_dir = trust_run(tmp_path / "run")
     out = io.StringIO()
     assert report_run(run_dir, PhoenixConfig(endpoint=None), lambda: run_dir, False, out) is None
-    assert f"per-item tables kept in {run_dir}" in out.getvalue()
+    assert f"per-item tables kept in {run_dir}" in " ".join(out.getvalue().split())
     assert f"python -m memeval phoenix push {run_dir}" in out.getvalue()
 
 
