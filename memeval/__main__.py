@@ -66,6 +66,7 @@ def _run(args: list[str]) -> int:
     from memeval.log_redaction import redact_logs
     from memeval.results.run_dir import redact_in_place
     from memeval.runner import run_experiment
+    from memeval.utils.redact import redact
 
     register_resolvers()
     user_errors = user_error_types()
@@ -93,9 +94,9 @@ def _run(args: list[str]) -> int:
             if hydra_cfg.mode == RunMode.MULTIRUN:
                 # Parallel jobs print at once: each job's output goes out as one block under
                 # a header naming the job, so tables never interleave.
-                header = textwrap.fill(f"── job {hydra_cfg.job.num}: "
-                                       f"{' '.join(hydra_cfg.overrides.task)}", WIDTH,
-                                       subsequent_indent="   ")
+                header = textwrap.fill(redact(f"── job {hydra_cfg.job.num}: "
+                                              f"{' '.join(hydra_cfg.overrides.task)}"),
+                                       WIDTH, subsequent_indent="   ")
                 with _one_block(header):
                     run_experiment(cfg, run_dir)
             else:

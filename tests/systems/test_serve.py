@@ -179,7 +179,9 @@ def test_the_readme_commands_drive_the_served_daemon_through_three_pass(tmp_path
         daemon.send_signal(signal.SIGINT)
         out, err = daemon.communicate(timeout=60)
     assert run.returncode == 0, run.stderr[-2000:]
-    rows = [line for line in run.stdout.splitlines() if re.match(r"^[123]\s+\d", line)]
+    printed = run.stdout.splitlines()
+    outcomes = printed.index("write gate: outcomes")  # title, header, then a row per pass
+    rows = [line for line in printed[outcomes + 2:outcomes + 5] if re.match(r"^[123]\s+\d", line)]
     assert len(rows) == 3, run.stdout[-2000:]
     assert daemon.returncode == 0 and "stopped" in out, err[-2000:]
     metrics: dict[str, Any] = json.loads((tmp_path / "run" / "metrics.json").read_text())

@@ -15,14 +15,18 @@ def test_the_write_gate_rows_show_recall_with_its_ci_and_the_paired_delta() -> N
     table = {"pass": 3, "systems": {"reference": row, "keep-all": other},
              "paired": {"keep-all": {"recall": {"delta": -0.091, "delta_ci95": [-0.14, -0.05]},
                                      "mcnemar": {"p_value": 0.0004}}}}
-    lines = systems_summary({"write_gate": table}, {}, {}).splitlines()
+    outcomes, paired = systems_summary({"write_gate": table}, {}, {}).split("\n\n")
+    lines = outcomes.splitlines()
     assert lines[0] == "write gate (pass 3)"
     assert lines[1].split("  ")[0] == "system" and "saved" in lines[1]
-    assert lines[2].split()[:8] == ["reference", "99.1%", "[97–100]", "0", "57.3%", "123",
-                                    "57.3%", "—"]
-    assert lines[3].split()[:11] == ["keep-all", "90.0%", "[85–95]", "0", "0.0%", "288", "0.0%",
-                                     "-9.1", "pt", "[-14,", "-5]"]
-    assert lines[3].split()[-1] == "0.000"
+    assert lines[2].split() == ["reference", "99.1%", "[97–100]", "0", "57.3%", "123", "57.3%"]
+    assert lines[3].split() == ["keep-all", "90.0%", "[85–95]", "0", "0.0%", "288", "0.0%"]
+    assert lines[4].startswith("recall: ")  # the legend
+    lines = paired.splitlines()
+    assert lines[0] == "write gate (pass 3), recall against the first system"
+    assert lines[2].split() == ["reference", "—"]
+    assert lines[3].split() == ["keep-all", "-9.1", "pt", "[-14,", "-5]", "0.000"]
+    assert max(len(line) for line in outcomes.splitlines() + paired.splitlines()) <= 100
 
 
 def test_what_was_left_out_and_each_systems_notes_follow_the_tables() -> None:
