@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -31,7 +30,6 @@ options:
 """
 
 
-WIDTH = 100  # columns of a job's header in a multirun's output
 HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
 
 
@@ -64,6 +62,7 @@ def _run(args: list[str]) -> int:
     from memeval.components import load_components
     from memeval.config import check_overrides, quote_values, register_resolvers
     from memeval.log_redaction import redact_logs
+    from memeval.reporting.table import wrapped
     from memeval.results.run_dir import redact_in_place
     from memeval.runner import run_experiment
     from memeval.utils.redact import redact
@@ -94,9 +93,8 @@ def _run(args: list[str]) -> int:
             if hydra_cfg.mode == RunMode.MULTIRUN:
                 # Parallel jobs print at once: each job's output goes out as one block under
                 # a header naming the job, so tables never interleave.
-                header = textwrap.fill(redact(f"── job {hydra_cfg.job.num}: "
-                                              f"{' '.join(hydra_cfg.overrides.task)}"),
-                                       WIDTH, subsequent_indent="   ")
+                header = wrapped(redact(f"── job {hydra_cfg.job.num}: "
+                                        f"{' '.join(hydra_cfg.overrides.task)}"))
                 with _one_block(header):
                     run_experiment(cfg, run_dir)
             else:

@@ -13,7 +13,6 @@ import argparse
 import math
 import re
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from memeval.reporting.table import aligned
+from memeval.reporting.table import aligned, wrapped
 from memeval.results.result import PASS_COLUMNS, UnreadableResult
 from memeval.results.run import OVERRIDES, Run, find_runs, same_setting, swept_settings
 
@@ -351,9 +350,8 @@ def main(argv: list[str]) -> int:
     if aggregate is not None:
         print("\nacross seeds: mean ± SD [worst seed]")
         print(aligned(*aggregate))
-    print(textwrap.fill(LEGEND, 100, subsequent_indent="  "))
+    print(wrapped(LEGEND))
     print(f"\nswept: {', '.join(sweep.swept) or '(nothing varies)'}; "
           f"Pareto: {_better(sweep.x)} {sweep.x}, {_better(sweep.y)} {sweep.y}")
-    print(textwrap.fill("written: " + ", ".join(str(p) for p in written), 100,
-                        subsequent_indent="  ", break_on_hyphens=False))
+    print(wrapped("written: " + ", ".join(str(p) for p in written)))
     return 0
