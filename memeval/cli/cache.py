@@ -1,14 +1,22 @@
-"""`python -m memeval cache`: what the shared caches hold, and clearing them.
+"""`python -m memeval cache`: what the shared caches hold, clearing them, and sharing them.
 
 Embeddings are keyed by embedder identity and text, judge responses by model and prompt, so a
 stale entry is never read: clearing reclaims disk or makes the next run cold (e.g. to time one).
-The directory is the runs' own `cache_dir` (conf/config.yaml; $MEMEVAL_CACHE_DIR)."""
+The directory is the runs' own `cache_dir` (conf/config.yaml; $MEMEVAL_CACHE_DIR).
+
+`export DIR` writes each cache as content-addressed Parquet shards in DIR/<name>/ and `import DIR`
+adds the rows this cache lacks, so cluster nodes and CI jobs share warm caches by copying files
+(the SQLite files themselves must stay node-local). Import skips a damaged shard whole, refuses
+values a run could not use, and keeps every value already cached. Exit status: 0, 1 if a shard
+was damaged (the others are imported), 2 for a usage error or no shards for a named cache."""
 
 from __future__ import annotations
 
 import argparse
 import sqlite3
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -16,10 +24,24 @@ from omegaconf import OmegaConf
 import conf
 from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_FILE
 from memeval.backends.embedders.cache import CACHE_TABLE as EMBEDDING_TABLE
+from memeval.backends.embedders.cache import usable_vectors
 from memeval.backends.judges.http_judge import CACHE_FILE as JUDGE_FILE
 from memeval.backends.judges.http_judge import CACHE_TABLE as JUDGE_TABLE
+from memeval.backends.judges.http_judge import usable_records
+from memeval.registry import ConfigError
+from memeval.utils.cache_shards import ShardError, export_store, import_shards
+from memeval.utils.kvcache import SqliteKV
 
-CACHES = {"embeddings": (EMBEDDING_FILE, EMBEDDING_TABLE), "judge": (JUDGE_FILE, JUDGE_TABLE)}
+
+@dataclass(frozen=True)
+class Cache:
+    file: str  # under the cache directory
+    table: str
+    valid: Callable[[list[bytes]], list[bool]]  # per imported value: could a run use it?
+
+
+CACHES = {"embeddings": Cache(EMBEDDING_FILE, EMBEDDING_TABLE, usable_vectors),
+          "judge": Cache(JUDGE_FILE, JUDGE_TABLE, usable_records)}
 # SQLite's journal files and the cache's own damage marker live beside each file.
 SIDECARS = ("", "-wal", "-shm", "-journal", ".needs-check")
 
@@ -47,22 +69,77 @@ def megabytes(path: Path) -> str:
 
 def info(folder: Path) -> int:
     print(f"cache directory: {folder}")
-    for name, (file, table) in CACHES.items():
-        path = folder / file
-        held = f"{entries(path, table)}, {megabytes(path)}" if path.is_file() else "empty"
-        print(f"  {name:<11} {file:<18} {held}")
+    for name, cache in CACHES.items():
+        path = folder / cache.file
+        held = f"{entries(path, cache.table)}, {megabytes(path)}" if path.is_file() else "empty"
+        print(f"  {name:<11} {cache.file:<18} {held}")
     return 0
 
 
 def clear(folder: Path, names: list[str]) -> int:
     for name in names:
-        file = CACHES[name][0]
+        file = CACHES[name].file
         removed = [folder / f"{file}{suffix}" for suffix in SIDECARS
                    if (folder / f"{file}{suffix}").is_file()]
         for path in removed:
             path.unlink()
         print(f"{name}: {'cleared' if removed else 'already empty'} ({folder / file})")
     return 0
+
+
+def export(folder: Path, shards: Path, names: list[str], named: bool) -> int:
+    """A cache with no file is skipped, unless it was named: then nothing is written."""
+    missing = [str(folder / CACHES[name].file) for name in names
+               if not (folder / CACHES[name].file).is_file()]
+    if named and missing:
+        print(f"memeval cache export: no cache at {', '.join(missing)}: nothing exported",
+              file=sys.stderr)
+        return 2
+    for name in names:
+        cache = CACHES[name]
+        if not (folder / cache.file).is_file():
+            print(f"{name}: no cache at {folder / cache.file}, nothing exported")
+            continue
+        store = SqliteKV(folder / cache.file, cache.table)
+        try:
+            written = export_store(store, shards, name)
+            rows = len(store)
+        finally:
+            store.close()
+        print(f"{name}: {rows:,} rows in {len(written)} shard(s) in {shards / name}")
+    return 0
+
+
+def import_(folder: Path, shards: Path, names: list[str], named: bool) -> int:
+    """Checks that every named cache has shards before writing anything."""
+    found = [name for name in names if any((shards / name).glob("*.parquet"))]
+    missing = [str(shards / name) for name in names if name not in found]
+    if named and missing:
+        print(f"memeval cache import: no shards in {', '.join(missing)}: nothing imported",
+              file=sys.stderr)
+        return 2
+    if not found:
+        print(f"memeval cache import: no shards in {shards} (expected "
+              f"{' or '.join(f'{name}/*.parquet' for name in names)}): nothing imported",
+              file=sys.stderr)
+        return 2
+    status = 0
+    for name in names:
+        if name not in found:
+            print(f"{name}: no shards in {shards / name}, nothing imported")
+            continue
+        cache = CACHES[name]
+        store = SqliteKV(folder / cache.file, cache.table)
+        try:
+            report = import_shards(shards, name, store, cache.valid)
+        finally:
+            store.close()
+        print(f"{name}: {report.shards} shard(s), {report.imported:,} rows imported, "
+              f"{report.present:,} already cached, {report.invalid:,} refused")
+        for line in report.damaged:
+            print(f"  skipped damaged shard {line}")
+        status = 1 if report.damaged else status
+    return status
 
 
 def main(argv: list[str]) -> int:
@@ -72,9 +149,15 @@ def main(argv: list[str]) -> int:
                         help="the cache directory (default: cache_dir, as runs resolve it)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="each cache's file, entries and size")
+    which = f"which ({', '.join(CACHES)}); none: all of them"
     wipe = commands.add_parser("clear", help="delete caches (the next run recomputes them)")
-    wipe.add_argument("names", nargs="*", metavar="NAME",
-                      help=f"which ({', '.join(CACHES)}); none: all of them")
+    wipe.add_argument("names", nargs="*", metavar="NAME", help=which)
+    out = commands.add_parser("export", help="write caches as Parquet shards in DIR/<name>/")
+    into = commands.add_parser("import", help="add the rows of the shards in DIR/<name>/ that "
+                                              "the caches lack")
+    for sub in (out, into):
+        sub.add_argument("shards", type=Path, metavar="DIR", help="the shard folder")
+        sub.add_argument("names", nargs="*", metavar="NAME", help=which)
     args = parser.parse_args(argv)
     unknown = [name for name in getattr(args, "names", []) if name not in CACHES]
     if unknown:
@@ -82,7 +165,17 @@ def main(argv: list[str]) -> int:
     folder = (args.dir or default_dir()).expanduser()
     if args.command == "info":
         return info(folder)
-    return clear(folder, args.names or list(CACHES))
+    names = args.names or list(CACHES)
+    if args.command == "clear":
+        return clear(folder, names)
+    share = export if args.command == "export" else import_
+    try:
+        return share(folder, args.shards.expanduser(), names, bool(args.names))
+    except BrokenPipeError:  # `python -m memeval` ends quietly when the reader has had enough
+        raise
+    except (ConfigError, ShardError, OSError) as error:  # an unusable cache or shard folder
+        print(f"memeval cache {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -181,6 +181,51 @@ class SqliteKV:
     def put(self, key: str, value: bytes) -> None:
         self.put_many([(key, value)])
 
+    def add_missing(self, items: Iterable[tuple[str, bytes]]) -> int:
+        """Insert only the keys not stored yet, in one transaction; how many were added.
+
+        A stored value is kept: values come from content keys, so a key's local value is as good
+        as an incoming one, and is the one this machine's runs have already used. On damage the
+        rows are dropped as in `put_many`, and 0 are added.
+        """
+        rows = list(items)
+        with self._lock:
+            try:
+                added = self._conn.executemany(
+                    f"INSERT OR IGNORE INTO {self.table} (key, value) VALUES (?, ?)", rows
+                ).rowcount
+                self._conn.commit()
+            except sqlite3.DatabaseError as error:
+                self._conn.rollback()
+                if not _is_damage(error):
+                    raise
+                self._report_damage(error)
+                return 0
+        return int(added)
+
+    def items(self, page: int = 1000) -> Iterator[tuple[str, bytes]]:
+        """Every row in key order, read `page` rows at a time, so a large cache is never held in
+        memory whole and the lock is not held between pages. Damage ends the listing early, with
+        the warning of `_report_damage`."""
+        after: str | None = None
+        while True:
+            where, bounds = ("", ()) if after is None else ("WHERE key > ?", (after,))
+            with self._lock:
+                try:
+                    batch = self._conn.execute(
+                        f"SELECT key, value FROM {self.table} {where} ORDER BY key LIMIT ?",
+                        (*bounds, page),
+                    ).fetchall()
+                except sqlite3.DatabaseError as error:
+                    if not _is_damage(error):
+                        raise
+                    self._report_damage(error)
+                    return
+            yield from ((key, bytes(value)) for key, value in batch)
+            if len(batch) < page:
+                return
+            after = batch[-1][0]
+
     def __len__(self) -> int:
         with self._lock:
             (count,) = self._conn.execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()

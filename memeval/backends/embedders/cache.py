@@ -72,16 +72,9 @@ class CachedEmbedder:
 
     def _usable(self, stored: dict[str, bytes]) -> dict[str, bytes]:
         """The stored values that are vectors the embedder could have returned."""
-        if not stored:
-            return stored
-        # The model's width, or (an HTTP embedder before its first reply) the usual stored one.
-        width = 4 * self.inner.dim or Counter(map(len, stored.values())).most_common(1)[0][0]
-        sized = [(key, value) for key, value in stored.items() if len(value) == width and width]
-        usable = dict(sized)
-        if sized:
-            rows = np.frombuffer(b"".join(value for _, value in sized), dtype=np.float32)
-            unit = unit_rows(rows.reshape(len(sized), -1))
-            usable = {key: value for (key, value), ok in zip(sized, unit, strict=True) if ok}
+        usable_rows = usable_vectors(list(stored.values()), self.inner.dim)
+        usable = {key: value for (key, value), ok
+                  in zip(stored.items(), usable_rows, strict=True) if ok}
         bad = len(stored) - len(usable)
         if bad:
             if not self.invalid:
@@ -92,3 +85,20 @@ class CachedEmbedder:
                     "(embedder.cache_invalid)", self.store.path, bad)
             self.invalid += bad
         return usable
+
+
+def usable_vectors(values: list[bytes], dim: int = 0) -> list[bool]:
+    """Per value: a finite unit float32 vector `dim` wide, or (`dim` 0: an HTTP embedder before
+    its first reply, or shards from elsewhere) as wide as most of `values` are. Stored and shared
+    values carry no checksum, so this is what tells damage from a vector the embedder returned.
+    """
+    if not values:
+        return []
+    width = 4 * dim or Counter(map(len, values)).most_common(1)[0][0]
+    sized = [i for i, value in enumerate(values) if len(value) == width]
+    usable = [False] * len(values)
+    if sized and width % 4 == 0:  # whole float32s only: stray lengths are damage, too
+        rows = np.frombuffer(b"".join(values[i] for i in sized), dtype=np.float32)
+        for i, unit in zip(sized, unit_rows(rows.reshape(len(sized), -1)), strict=True):
+            usable[i] = bool(unit)
+    return usable

@@ -177,16 +177,10 @@ class HttpJudge:
         if self._cache is None:
             return None
         stored = self._cache.get(key)
-        if stored is None:
-            return None
-        try:
-            record = json.loads(stored)
-            raw, tin, tout = str(record["text"]), int(record["input_tokens"]), int(
-                record["output_tokens"]
-            )
-        except (ValueError, KeyError, TypeError):
-            return None  # unreadable entry: ask the model again and overwrite it
-        return self._verdict(raw, tin, tout, latency_ms=0.0, cached=True)
+        record = None if stored is None else cached_reply(stored)
+        if record is None:
+            return None  # not cached, or unreadable: ask the model again and overwrite it
+        return self._verdict(*record, latency_ms=0.0, cached=True)
 
     def _post(self, body: dict[str, Any]) -> PostResult:
         """One call with the retry policy; a failure is a JudgeError whose reason names the fix."""
@@ -267,6 +261,21 @@ class HttpJudge:
         self._client.close()
         if self._cache is not None:
             self._cache.close()
+
+
+def cached_reply(stored: bytes) -> tuple[str, int, int] | None:
+    """(reply text, input tokens, output tokens) from a judge cache value, or None if it is not
+    the JSON record `HttpJudge.judge` stores."""
+    try:
+        record = json.loads(stored)
+        return str(record["text"]), int(record["input_tokens"]), int(record["output_tokens"])
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):  # inf; too deep
+        return None
+
+
+def usable_records(values: list[bytes]) -> list[bool]:
+    """Per value: a record the judge can replay; shards from elsewhere are checked with it."""
+    return [cached_reply(value) is not None for value in values]
 
 
 def _int(value: Any) -> int:
