@@ -20,7 +20,8 @@ commands:
   phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
   report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
   sweep   a multirun as a table, Pareto front and default marked: python -m memeval sweep --help
-  cache   the embedding and judge caches, and clearing them: python -m memeval cache --help
+  embed   warm the embedding cache for a run, here or on a Ray cluster: python -m memeval embed -h
+  cache   the embedding and judge caches, clearing or sharing them: python -m memeval cache --help
   serve   memeval's engine as a memoryd daemon, its embedder as an OpenAI-compatible server:
           python -m memeval serve --help
 
@@ -170,6 +171,12 @@ def _cache(args: list[str]) -> int:
     return cache_main(args)
 
 
+def _embed(args: list[str]) -> int:
+    from memeval.cli.embed import main as embed_main
+
+    return embed_main(args)
+
+
 def _list(args: list[str]) -> int:
     from memeval.cli.listing import main as list_main
 
@@ -179,7 +186,8 @@ def _list(args: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "list": _list, "bench": _bench,
                                                    "gate": _gate, "phoenix": _phoenix,
                                                    "report": _report, "sweep": _sweep,
-                                                   "serve": _serve, "cache": _cache}
+                                                   "serve": _serve, "cache": _cache,
+                                                   "embed": _embed}
 
 
 def main(argv: list[str] | None = None) -> int:

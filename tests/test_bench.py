@@ -83,3 +83,19 @@ def test_scale_reports_time_memory_and_shares(tmp_path: Path) -> None:
     assert table[0].startswith("| corpus rows | entries after empty-row filtering |")
     assert table[2].startswith(f"| 150 | {small['entries']:,} | {small['seconds']:.1f} s |")
     assert not any(line.startswith("{") for line in done.stdout.splitlines())
+
+
+def test_warm_up_compares_a_cold_replay_with_the_replay_after_a_warm_up(tmp_path: Path) -> None:
+    out = tmp_path / "warm_up.json"
+    done = memeval("bench", "--warm-up", "50", "--embedder", "hashing", "--out", str(out),
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["corpus_rows"] == 50 and result["engine"] == "local"
+    assert result["cold_cache_misses"] > 0 and result["cache_misses_after_warm_up"] == 0
+    assert result["same_decisions"] is True and result["max_score_difference"] == 0.0
+    assert 0 <= result["embedding_share_after_warm_up"] < 0.10
+    assert result["warm_up_plus_replay_vs_cold"] == pytest.approx(
+        (result["warm_up_s"] + result["replay_after_warm_up_s"]) / result["cold_replay_s"],
+        abs=0.02)
+    assert "same_decisions                 True" in done.stdout

@@ -59,7 +59,7 @@ COMMAND_LINES = list(dict.fromkeys(itertools.chain.from_iterable(COMMANDS_BY_FIL
 def test_the_doc_commands_are_found() -> None:
     for name in ("README.md", "docs/index.md", "docs/results.md", "docs/datasets.md",
                  "docs/quality.md", "docs/retrieval.md", "docs/systems.md", "docs/phoenix.md",
-                 "docs/operations.md", "docs/contributing.md"):
+                 "docs/operations.md", "docs/contributing.md", "docs/scaling.md"):
         assert COMMANDS_BY_FILE[name], name
     assert len(COMMAND_LINES) > 20
     assert {line.split()[0] for line in COMMAND_LINES} <= {*COMMANDS, "--version"}

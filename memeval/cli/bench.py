@@ -216,6 +216,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="instead: push an --entries three-pass run to a fresh local Phoenix")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="with --scale: a config override for every size (repeatable)")
+    parser.add_argument("--warm-up", type=int, default=None, metavar="ROWS",
+                        help="instead: a cold replay of ROWS corpus rows against a warm-up "
+                             "(python -m memeval embed) and the replay after it")
+    parser.add_argument("--ray", action="store_true",
+                        help="with --warm-up: warm up on a Ray cluster (--address, --workers)")
+    parser.add_argument("--address", default=os.environ.get("MEMEVAL_RAY_ADDRESS", "auto"),
+                        help="with --ray: the cluster (default: $MEMEVAL_RAY_ADDRESS, else auto)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="with --ray: models embedding at once (default 2)")
     for child in ("--entries-one", "--scale-one"):  # one size, in its own process
         parser.add_argument(child, type=int, default=None, help=argparse.SUPPRESS)
     return parser
@@ -230,6 +239,19 @@ def _phoenix(sizes: list[int], embedder: str, out: Path | None) -> None:
         print(f"{key.ljust(width)}  {value}")
 
 
+def _warm_up(options: argparse.Namespace) -> None:
+    from memeval.backends.embedders.warm_up import Engine
+    from memeval.cli.bench_warm_up import bench_warm_up
+
+    engine = Engine("ray", options.address, options.workers) if options.ray else Engine("local")
+    result = bench_warm_up(options.warm_up, options.embedder, engine)
+    if options.out is not None:
+        options.out.write_text(json.dumps(result, indent=2))
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        print(f"{key.ljust(width)}  {value}")
+
+
 def main(args: list[str]) -> int:
     parser = _parser()
     options = parser.parse_args(args)
@@ -239,6 +261,8 @@ def main(args: list[str]) -> int:
         print(json.dumps(run_one(options.scale_one, options.embedder, options.override)))
     elif options.scale is not None:
         scale(options.scale, options.embedder, options.out, options.override)
+    elif options.warm_up is not None:
+        _warm_up(options)
     elif options.phoenix:
         if len(options.entries) != 1:
             parser.error("--phoenix measures one size: give --entries N")

@@ -19,10 +19,10 @@ import numpy as np
 from memeval.backends.embedders.base import Embedder, EmbeddingError, embed_available
 from memeval.backends.judges.base import Judge
 from memeval.engine.gate.base import STAGES, Candidate, Stage, StageResult
-from memeval.engine.gate.content_score import ContentScoreGate
+from memeval.engine.gate.content_score import ContentScoreGate, scored_view
 from memeval.engine.gate.narration import Narration, NarrationConfig
 from memeval.engine.gate.threshold import ThresholdConfig
-from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline
+from memeval.engine.gate.write import NOT_EMBEDDED, WriteConfig, WritePipeline, clean
 from memeval.engine.scorers.base import ContentScorer
 from memeval.engine.store.memory_store import MemoryStore
 from memeval.engine.store.ring_store import RingStore
@@ -137,6 +137,25 @@ class _FirstError:
         except EmbeddingError as err:
             self.error = self.error or str(err) or type(err).__name__
             raise
+
+
+def embedded_texts(cfg: GateConfig, redact: Callable[[str], str],
+                   entries: Sequence[Entry]) -> list[str]:
+    """The distinct texts a replay of `entries` through this gate embeds, for warming a cache
+    ahead of it: the content stage's view of each redacted response (what `prepare` embeds) and
+    of its start as the learning stores keep it (what a scorer rebuild embeds), and the memory
+    the write stage would store from it (which it embeds to deduplicate)."""
+    responses = [redact(e.assistant_response) for e in entries]
+    texts = [written if written == text else redact(written)
+             for text in responses for written in [clean(text, cfg.write.max_chars)]]
+    if "content_score" in cfg.order:
+        stage = STAGES.validate({"name": "content_score", **(cfg.stages["content_score"] or {})})
+        narration = Narration(cfg.narration)
+        kept = {cfg.rejection_store.text_chars, cfg.accept_store.text_chars}
+        texts = [scored_view(stage, narration, text) for text in responses] + [
+            scored_view(stage, narration, text[:chars])
+            for chars in sorted(kept) for text in responses if len(text) > chars] + texts
+    return list(dict.fromkeys(texts))
 
 
 class Gate:
