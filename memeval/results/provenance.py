@@ -1,5 +1,7 @@
-"""Where a run came from: code version, package versions, command line (redacted: an override
-such as `judge.base_url=http://user:PASS@host` carries a password)."""
+"""Where a run came from: code version, package versions, command line and the job's overrides
+(redacted: an override such as `judge.base_url=http://user:PASS@host` carries a password). A sweep
+job run by a launcher's worker (joblib, Ray, Slurm) has the worker's command line, so its own
+overrides are what tell the job apart."""
 
 from __future__ import annotations
 
@@ -36,6 +38,15 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def _job_overrides() -> list[str] | None:
+    """The Hydra job's own overrides; None outside a Hydra job (the Python API, tests)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    return [redact(override) for override in HydraConfig.get().overrides.task]
+
+
 def provenance() -> dict[str, Any]:
     status = _git("status", "--porcelain", "--untracked-files=no")
     return {
@@ -44,5 +55,6 @@ def provenance() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "argv": [redact(arg) for arg in sys.argv],
+        "overrides": _job_overrides(),
         "packages": package_versions(),
     }

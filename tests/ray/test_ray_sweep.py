@@ -77,6 +77,10 @@ def test_a_ray_sweep_matches_the_joblib_sweep(ray_cluster: RayCluster, tmp_path:
         assert _metrics(ray_run) == _metrics(joblib_run), job
         pd.testing.assert_frame_equal(_decisions(ray_run), _decisions(joblib_run))
         assert _config(ray_run) == _config(joblib_run)
+        # a worker's command line is Ray's or joblib's: the job's own overrides tell it apart
+        made = [json.loads((run / "provenance.json").read_text())["overrides"]
+                for run in (ray_run, joblib_run)]
+        assert made[0] == made[1] and "+experiment=three_pass" in made[0]
     # the sweep tables the two launchers ended with agree, row for row
     ray_table = pd.read_csv(tmp_path / "ray" / "sweep_summary.csv")
     assert len(ray_table) == 4
