@@ -75,3 +75,16 @@ def test_a_memory_corpus_is_warmed_with_its_memories_and_queries(
     metrics = run_experiment(compose(run), tmp_path / "run")
     assert metrics["embedder"]["cache_misses"] == 0
     assert metrics["embedder"]["cache_hits"] > 0
+
+
+@pytest.mark.bad_input
+def test_a_loopback_cluster_without_ray_s_loopback_switch_is_named(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Ray would resolve 127.0.0.1 to the routable address and wait: the fix is named instead."""
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    assert memeval_main(["embed", "--ray", "--address", "127.0.0.1:6379", *RUN,
+                         f"cache_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert "needs RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" in err and "127.0.0.1:6379" in err
+    assert not (tmp_path / "shards").exists()

@@ -9,8 +9,10 @@ different shape), so the same text embedded beside other texts came out slightly
 a replay, which learns from its own decisions, amplified that into different decisions: a run on
 a cold cache and the same run on a warm one disagreed. So each text is padded to its own length
 rounded up to PAD_STEP tokens: texts are grouped by that length and each group is embedded with a
-filler of exactly that length, which fixes the padded shape whatever else is in the call. (Batch
-size does not change the vectors; measured as fast as plain length-sorted batches.)
+filler of exactly that length, which fixes the padded shape whatever else is in the call. Batch
+size does not change the vectors. Measured on 1,500 corpus texts in chunks of 64, against
+sentence-transformers' own batches: 1.04x the time when chunks are sorted by length, 0.66x when
+they are not (less padding).
 """
 
 from __future__ import annotations

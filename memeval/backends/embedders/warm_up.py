@@ -13,6 +13,7 @@ same on every node as in a local run.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ from memeval.registry import ConfigError
 Chunk = tuple[list[str], list[str]]  # (cache keys, texts) embedded as one batch
 Embedded = tuple[list[str], np.ndarray]  # (cache keys, float32 rows)
 BuildEmbedder = Callable[[], Embedder]  # picklable: Ray ships it to every worker
+LOOPBACK = ("127.0.0.1", "localhost")
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": every Ray process binds loopback
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ def embed_on_ray(chunks: Sequence[Chunk], build: BuildEmbedder,
         raise ConfigError('embedding on Ray needs Ray: pip install "memeval[ray]"') from None
     connected_here = not ray.is_initialized()
     if connected_here:
-        ray.init(address=engine.address, log_to_driver=False)
+        _join(ray, engine.address)
     # memeval's own bar counts the vectors as they arrive; Ray Data's progress lines would
     # interleave with it
     data_context = ray.data.DataContext.get_current()
@@ -97,6 +100,21 @@ def embed_on_ray(chunks: Sequence[Chunk], build: BuildEmbedder,
     finally:
         if connected_here:
             ray.shutdown()
+
+
+def _join(ray: Any, address: str) -> None:
+    """Connect to the cluster, or say why not instead of waiting on it."""
+    host = address.removeprefix("ray://").rpartition(":")[0]
+    if host in LOOPBACK and os.environ.get(LOOPBACK_SWITCH) != "0":
+        # Ray would swap 127.0.0.1 for the routable address and wait for a GCS that is not there
+        raise ConfigError(f"a Ray cluster on loopback ({address}) needs {LOOPBACK_SWITCH}=0 in "
+                          f"the environment, here and where `ray start` ran (docs/scaling.md)")
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except ConnectionError as err:
+        raise ConfigError(f"no Ray cluster at {address} ({err}): start one with `ray start "
+                          f"--head`, or give its address (--address, $MEMEVAL_RAY_ADDRESS)"
+                          ) from None
 
 
 ENGINES: dict[str, Callable[[Sequence[Chunk], BuildEmbedder, Engine], Iterator[Embedded]]] = {
