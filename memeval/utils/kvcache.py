@@ -165,18 +165,7 @@ class SqliteKV:
         return self.get_many([key]).get(key)
 
     def put_many(self, items: Iterable[tuple[str, bytes]]) -> None:
-        rows = list(items)
-        with self._lock:
-            try:
-                self._conn.executemany(
-                    f"INSERT OR REPLACE INTO {self.table} (key, value) VALUES (?, ?)", rows
-                )
-                self._conn.commit()
-            except sqlite3.DatabaseError as error:
-                self._conn.rollback()
-                if not _is_damage(error):
-                    raise
-                self._report_damage(error)
+        self._insert("REPLACE", items)
 
     def put(self, key: str, value: bytes) -> None:
         self.put_many([(key, value)])
@@ -188,11 +177,15 @@ class SqliteKV:
         as an incoming one, and is the one this machine's runs have already used. On damage the
         rows are dropped as in `put_many`, and 0 are added.
         """
+        return self._insert("IGNORE", items)
+
+    def _insert(self, conflict: str, items: Iterable[tuple[str, bytes]]) -> int:
+        """INSERT OR `conflict` in one transaction; rows written (0 when damage dropped them)."""
         rows = list(items)
         with self._lock:
             try:
                 added = self._conn.executemany(
-                    f"INSERT OR IGNORE INTO {self.table} (key, value) VALUES (?, ?)", rows
+                    f"INSERT OR {conflict} INTO {self.table} (key, value) VALUES (?, ?)", rows
                 ).rowcount
                 self._conn.commit()
             except sqlite3.DatabaseError as error:
