@@ -269,7 +269,8 @@ def test_an_already_cached_key_keeps_its_local_value(tmp_path: Path) -> None:
 @pytest.mark.faults
 def test_a_writers_temp_file_is_ignored(tmp_path: Path) -> None:
     write_shards(tmp_path, "judge", random_rows(3))
-    (tmp_path / "judge" / ".tmp-abc.parquet.part").write_bytes(b"half a shard")
+    # what `write_atomic` leaves if the writer is killed: `.<name>.<random>.tmp`
+    (tmp_path / "judge" / f".{'0' * 64}.parquet.0123abcd.tmp").write_bytes(b"half a shard")
     report = import_shards(tmp_path, "judge", SqliteKV(tmp_path / "kv.sqlite", JUDGE_TABLE))
     assert (report.shards, report.imported, report.damaged) == (1, 3, ())
 

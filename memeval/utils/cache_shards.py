@@ -17,8 +17,6 @@ caller's validator can refuse single values (e.g. a vector that is not of unit l
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -27,12 +25,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memeval.utils.atomic import write_atomic
 from memeval.utils.kvcache import SqliteKV
 
 SHARD_ROWS = 4096  # rows per shard file
 _FORMAT = "1"
 _SCHEMA = pa.schema([("key", pa.string()), ("value", pa.binary())])
-_TEMP_PREFIX, _TEMP_SUFFIX = ".tmp-", ".parquet.part"  # a writer's file before its rename
 
 
 class ShardError(Exception):
@@ -164,29 +162,21 @@ def _digest(rows: Sequence[tuple[str, bytes]]) -> str:
 
 
 def _write_shard(directory: Path, cache: str, chunk: dict[str, bytes], identity: str) -> Path:
-    """Write one shard under its digest, atomically: a reader never sees half a file, and an
-    interrupted writer leaves only a temp file that readers ignore."""
+    """Write one shard under its digest, atomically (`write_atomic`): a reader never sees half a
+    file, and an interrupted writer leaves only a `.tmp` file, which import does not read."""
     rows = sorted(chunk.items())
     path = directory / f"{_digest(rows)}.parquet"
     if path.is_file():
         with suppress(ShardError):  # a damaged copy is replaced
             read_shard(path, cache)
             return path
-    directory.mkdir(parents=True, exist_ok=True)
     table = pa.table([pa.array([key for key, _ in rows], pa.string()),
                       pa.array([value for _, value in rows], pa.binary())],
                      schema=_SCHEMA.with_metadata({"memeval.cache": cache,
                                                   "memeval.identity": identity,
                                                   "memeval.rows": str(len(rows)),
                                                   "memeval.format": _FORMAT}))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pq.write_table(table, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    write_atomic(path, buffer.getvalue().to_pybytes())
     return path
