@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memeval.__main__ import main as memeval_main
-from memeval.backends.embedders.warm_up import chunked
+from memeval.backends.embedders.cache import chunked
 from memeval.config import compose
 from memeval.runner import run_experiment
 

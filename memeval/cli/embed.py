@@ -25,8 +25,14 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from memeval.backends.embedders.base import EMBEDDERS, Embedder, unit_rows
-from memeval.backends.embedders.cache import CACHE_FILE, CACHE_TABLE, CHUNK, usable_vectors
-from memeval.backends.embedders.warm_up import ENGINES, Embedded, Engine, chunked
+from memeval.backends.embedders.cache import (
+    CACHE_FILE,
+    CACHE_TABLE,
+    CHUNK,
+    chunked,
+    usable_vectors,
+)
+from memeval.backends.embedders.warm_up import ENGINES, Embedded, Engine
 from memeval.components import load_components
 from memeval.config import check_overrides, compose, quote_values
 from memeval.data.base import MemoryCorpus

@@ -20,9 +20,18 @@ from memeval.backends.embedders.base import Embedder, unit_rows
 from memeval.utils.kvcache import SqliteKV, content_key
 
 CHUNK = 64  # texts per call to the wrapped embedder
+Chunk = tuple[list[str], list[str]]  # (cache keys, texts) embedded as one batch
 CACHE_FILE = "embeddings.sqlite"  # under cache_dir
 CACHE_TABLE = "embeddings"
 log = logging.getLogger(__name__)
+
+
+def chunked(keyed: dict[str, str], size: int) -> list[Chunk]:
+    """Texts by key, shortest first (ties by key), in chunks of `size`: each chunk pads to
+    similar lengths. The order in which the cache embeds its misses, and a warm-up its texts."""
+    ordered = sorted(keyed.items(), key=lambda item: (len(item[1]), item[0]))
+    return [([k for k, _ in ordered[i : i + size]], [t for _, t in ordered[i : i + size]])
+            for i in range(0, len(ordered), size)]
 
 
 class CachedEmbedder:
@@ -51,18 +60,15 @@ class CachedEmbedder:
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [content_key(self.identity, text) for text in texts]
         found = self._usable(self.store.get_many(sorted(set(keys))))
-        # shortest first, so each chunk pads to similar lengths; cached chunk by chunk, so what
-        # was embedded before a failure is not embedded again
-        missing = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items(),
-                         key=lambda item: (len(item[1]), item[0]))
-        for start in range(0, len(missing), CHUNK):
-            chunk = missing[start : start + CHUNK]
-            vectors = np.asarray(self.inner.embed([text for _, text in chunk]), dtype=np.float32)
-            fresh = {key: vectors[i].tobytes() for i, (key, _) in enumerate(chunk)}
+        # cached chunk by chunk, so what was embedded before a failure is not embedded again
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        for chunk_keys, chunk_texts in chunked(missing, CHUNK):
+            vectors = np.asarray(self.inner.embed(chunk_texts), dtype=np.float32)
+            fresh = {key: vectors[i].tobytes() for i, key in enumerate(chunk_keys)}
             # a zero row (a text with nothing to embed) is returned but not stored: what is
             # stored must read back as a unit vector
-            self.store.put_many((key, fresh[key]) for (key, _), unit
-                                in zip(chunk, unit_rows(vectors), strict=True) if unit)
+            self.store.put_many((key, fresh[key]) for key, unit
+                                in zip(chunk_keys, unit_rows(vectors), strict=True) if unit)
             found.update(fresh)
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)

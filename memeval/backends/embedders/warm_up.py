@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from memeval.backends.embedders.base import Embedder
+from memeval.backends.embedders.cache import Chunk
 from memeval.registry import ConfigError
 
-Chunk = tuple[list[str], list[str]]  # (cache keys, texts) embedded as one batch
 Embedded = tuple[list[str], np.ndarray]  # (cache keys, float32 rows)
 BuildEmbedder = Callable[[], Embedder]  # picklable: Ray ships it to every worker
 LOOPBACK = ("127.0.0.1", "localhost")
@@ -38,13 +38,6 @@ class Engine:
     name: str
     address: str = "auto"
     workers: int = 1
-
-
-def chunked(keyed: dict[str, str], size: int) -> list[Chunk]:
-    """Texts by key, shortest first (ties by key), in chunks of `size`: the cache's own order."""
-    ordered = sorted(keyed.items(), key=lambda item: (len(item[1]), item[0]))
-    return [([k for k, _ in ordered[i : i + size]], [t for _, t in ordered[i : i + size]])
-            for i in range(0, len(ordered), size)]
 
 
 def embed_here(chunks: Sequence[Chunk], build: BuildEmbedder, engine: Engine) -> Iterator[Embedded]:
