@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from memeval.threads import size_pools
 from memeval.user_errors import report_user_error, user_error_types
 
 USAGE = """usage: python -m memeval COMMAND [options]
@@ -192,6 +193,11 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "list": _list, "
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    try:
+        size_pools()  # before any command imports numpy, so every pool and worker is sized
+    except ValueError as err:
+        print(f"memeval: {err}", file=sys.stderr)
+        return 2
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0 if args else 2

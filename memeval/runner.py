@@ -27,6 +27,7 @@ from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import METRICS, write_run
+from memeval.threads import size_pools
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    size_pools()  # the Python API, a notebook, a launcher's worker: sized as the command is
     with _sigterm_unwinds():
         return _run_experiment(cfg, run_dir)
 

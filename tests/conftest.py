@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
+from memeval.threads import size_pools
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+size_pools()  # before numpy loads: the tests' pools, and those of every process they start
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from memeval.threads import settings
 from memeval.utils.redact import redact
 
 PACKAGES = ("memeval", "numpy", "pandas", "scikit-learn", "torch", "sentence-transformers",
@@ -57,4 +58,17 @@ def provenance() -> dict[str, Any]:
         "argv": [redact(arg) for arg in sys.argv],
         "overrides": _job_overrides(),
         "packages": package_versions(),
+        "threads": thread_pools(),
     }
+
+
+def thread_pools() -> dict[str, Any]:
+    """The pool sizes the run had: memeval's settings and each loaded pool as it stood."""
+    from threadpoolctl import threadpool_info
+
+    pools = [{"api": p["user_api"], "library": Path(p["filepath"]).name,
+              "threads": p["num_threads"]} for p in threadpool_info()]
+    if "torch" in sys.modules:
+        pools.append({"api": "torch", "library": "torch",
+                      "threads": sys.modules["torch"].get_num_threads()})
+    return {**settings().as_dict(), "pools": pools}

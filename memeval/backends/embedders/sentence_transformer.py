@@ -26,6 +26,7 @@ import numpy as np
 
 from memeval.backends.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
 from memeval.registry import bounded
+from memeval.threads import size_model_pool
 
 BUNDLED = "bundled"
 PAD_STEP = 16  # tokens: each text is padded to its token count rounded up to a multiple of this
@@ -69,6 +70,7 @@ class SentenceTransformerEmbedder:
                 else:
                     path = self.cfg.model
                 self._model = SentenceTransformer(path, device=self.cfg.device)
+                size_model_pool()
             except Exception as err:
                 raise EmbeddingError(f"cannot load sentence-transformers model "
                                      f"'{self.cfg.model}': {err}") from err
