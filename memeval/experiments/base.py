@@ -26,6 +26,7 @@ from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import ConfigError, Registry, to_dataclass
 from memeval.systems.base import SYSTEMS, Capability, Ingestor, System, require
 from memeval.systems.reference import ReferenceIngestor, ReferenceSystem
+from memeval.utils.fit_cache import FITS_DIR, FitCache
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
 
@@ -66,6 +67,11 @@ class RunContext:
             raise ConfigError(f"cache_dir {path} is not a writable directory ({err.strerror or err}"
                               f"): set cache_dir= (or $MEMEVAL_CACHE_DIR) to one") from None
         return path
+
+    @cached_property
+    def fits(self) -> FitCache:
+        """Fitted models kept by settings, data and code, shared by every run on this cache."""
+        return FitCache(self.cache_dir / FITS_DIR)
 
     @cached_property
     def loaded(self) -> Dataset | MemoryCorpus:

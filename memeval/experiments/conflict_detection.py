@@ -126,7 +126,7 @@ class ConflictDetection:
         detector (the rules both ways too), so each can be looked at pair by pair."""
         dev, dev_sources = self._load(self.cfg.dev_pairs)
         resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
-        learned = CONFLICT_DETECTORS.build(self.cfg.detector)
+        learned = CONFLICT_DETECTORS.build(self.cfg.detector, fits=ctx.fits)
         rules = CONFLICT_DETECTORS.build({"name": "rules", **asdict(self.cfg.rules)})
         dev_cos = self._cosines(ctx, dev)
         oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos)

@@ -42,10 +42,11 @@ class ThreePass:
         self.cfg = cfg
         self._models: StoredModels | None = None
 
-    def models(self) -> StoredModels:
+    def models(self, ctx: RunContext) -> StoredModels:
         """Fitted on the development sets once per run, when a pass first needs them."""
         if self._models is None:
-            self._models = fit_stored_models(self.cfg.stored_models, self.cfg.stored_mqs.mqs)
+            self._models = fit_stored_models(self.cfg.stored_models, self.cfg.stored_mqs.mqs,
+                                             ctx.fits)
         return self._models
 
     def run(self, ctx: RunContext) -> ExperimentResult:
@@ -71,7 +72,7 @@ class ThreePass:
         quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
         metrics = {**metrics, "stored_mqs": quality}
         if self.cfg.stored_models.enabled:
-            learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, self.models(),
+            learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, self.models(ctx),
                                                   **common)
             metrics["stored_models"] = learned
             memories = [{**row, **columns[row["memory_id"]]} for row in memories]

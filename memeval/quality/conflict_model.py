@@ -10,6 +10,7 @@ semantic); `fit` is a no-op for the rules.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,6 +26,7 @@ from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.quality.difference_words import DifferenceWords
 from memeval.registry import Registry, bounded
+from memeval.utils.fit_cache import FitCache
 
 Pair = tuple[Memory, Memory]
 
@@ -105,13 +107,28 @@ class RulesDetector:
 
 
 class LearnedConflictDetector:
-    def __init__(self, cfg: LearnedConflictConfig) -> None:
+    """`fits`: where fitted models are kept by settings and training pairs (utils/fit_cache.py),
+    so the same folds and the same development pairs are fitted once, whichever run asks."""
+
+    def __init__(self, cfg: LearnedConflictConfig, fits: FitCache | None = None) -> None:
         self.cfg = cfg
-        self.reader = ValueReader(cfg.words)
-        self.read = functools.lru_cache(maxsize=None)(self.reader.read)  # texts recur across folds
+        self.fits = fits
+        self.read = _reader(cfg.words)
         self.model: Any = None
-        self.words = DifferenceWords(cfg.difference_regularisation, cfg.difference_folds,
-                                     cfg.seed) if cfg.difference_words else None
+        self.words = self._difference_words()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for the fit cache without the memoised reader, which is rebuilt."""
+        return {key: value for key, value in self.__dict__.items() if key != "read"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.read = _reader(self.cfg.words)
+
+    def _difference_words(self) -> DifferenceWords | None:
+        cfg = self.cfg
+        return DifferenceWords(cfg.difference_regularisation, cfg.difference_folds,
+                               cfg.seed) if cfg.difference_words else None
 
     def features(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
                  words: np.ndarray | None = None) -> np.ndarray:
@@ -128,9 +145,22 @@ class LearnedConflictDetector:
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
             cosines: Sequence[float] | None = None) -> None:
+        if self.fits is None:
+            self.model, self.words = self._fitted(pairs, labels, cosines)
+            return
+        key = (repr(self.cfg), training_digest(pairs, labels, cosines))
+        self.model, self.words = self.fits.fit(
+            "conflict_detector", key, lambda: self._fitted(pairs, labels, cosines))
+
+    def _fitted(self, pairs: Sequence[Pair], labels: Sequence[str],
+                cosines: Sequence[float] | None) -> tuple[Any, DifferenceWords | None]:
+        """The classifier and its difference-word model, fitted anew (shared ones stay as
+        they are: a cached fit may be in use by another detector)."""
+        self.words = self._difference_words()
         held_out = self.words.fit(_texts(pairs), labels) if self.words is not None else None
-        self.model = CLASSIFIERS[self.cfg.classifier](self.cfg)
-        self.model.fit(self.features(pairs, cosines, held_out), np.asarray(labels))
+        model = CLASSIFIERS[self.cfg.classifier](self.cfg)
+        model.fit(self.features(pairs, cosines, held_out), np.asarray(labels))
+        return model, self.words
 
     def predict(self, pairs: Sequence[Pair],
                 cosines: Sequence[float] | None = None) -> list[str]:
@@ -157,11 +187,32 @@ def _texts(pairs: Sequence[Pair]) -> list[tuple[str, str]]:
     return [(a.content, b.content) for a, b in pairs]
 
 
+def training_digest(pairs: Sequence[Pair], labels: Sequence[str],
+                    cosines: Sequence[float] | None) -> str:
+    """What a fit reads of its training pairs, as one digest: both memories whole, the labels
+    and the cosines, in order."""
+    rows = [(repr(a), repr(b), label) for (a, b), label in zip(pairs, labels, strict=True)]
+    return hashlib.sha256(repr((rows, None if cosines is None else list(cosines)))
+                          .encode()).hexdigest()
+
+
+_READERS: dict[str, Callable[[str], Any]] = {}
+
+
+def _reader(words: ConflictWords) -> Callable[[str], Any]:
+    """One memoised value reader per word list: the same texts recur across folds, detectors
+    and runs in a process."""
+    key = repr(words)
+    if key not in _READERS:
+        _READERS[key] = functools.lru_cache(maxsize=65536)(ValueReader(words).read)
+    return _READERS[key]
+
+
 @CONFLICT_DETECTORS.register("rules", ConflictRules)
-def build_rules(cfg: ConflictRules) -> PairDetector:
+def build_rules(cfg: ConflictRules, **_: object) -> PairDetector:
     return RulesDetector(cfg)
 
 
 @CONFLICT_DETECTORS.register("learned", LearnedConflictConfig)
-def build_learned(cfg: LearnedConflictConfig) -> PairDetector:
-    return LearnedConflictDetector(cfg)
+def build_learned(cfg: LearnedConflictConfig, fits: FitCache | None = None) -> PairDetector:
+    return LearnedConflictDetector(cfg, fits)

@@ -45,6 +45,7 @@ from memeval.quality.stored import StoredMQSConfig, nearest_earlier
 from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded
 from memeval.systems.stored_quality import stored_records
+from memeval.utils.fit_cache import FitCache
 
 KINDS = CONFLICT_LABELS[:-1]  # every label but "none"
 QUANTILES = (0.1, 0.5, 0.9)
@@ -100,18 +101,13 @@ def labelled_sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
              Memory(p.b.content, p.b.timestamp, p.b.path)) for p in pairs]
 
 
-_FITTED: dict[tuple[str, ...], StoredModels] = {}
-
-
-def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants) -> StoredModels:
+def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants,
+                      fits: FitCache) -> StoredModels:
     """Both models fitted on the development sets, with what they were fitted on. The fit is
-    deterministic, so it is done once per process for the same settings and file contents: a
-    sweep's or a test session's later runs reuse it instead of refitting (10–20 s each)."""
+    deterministic, so it is kept in the fit cache by the settings and the files' contents: a
+    sweep's, a gate's or a test session's later runs reuse it instead of refitting (10–20 s)."""
     files = tuple(file_fingerprint(path) for path in (*cfg.dev_pairs, *cfg.dev_records))
-    key = (repr(cfg), repr(mqs), *files)
-    if key not in _FITTED:
-        _FITTED[key] = _fit(cfg, mqs)
-    return _FITTED[key]
+    return fits.fit("stored_models", (repr(cfg), repr(mqs), files), lambda: _fit(cfg, mqs))
 
 
 def _fit(cfg: StoredModelsConfig, mqs: MQSConstants) -> StoredModels:

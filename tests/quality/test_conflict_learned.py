@@ -243,8 +243,8 @@ def test_the_test_split_is_never_trained_on(tmp_path: Path, monkeypatch: pytest.
         def validate(self, node: Any, key: str | None = None) -> Any:
             return real.validate(node, key)
 
-        def build(self, node: Any) -> Any:
-            return spy if node["name"] == "learned" else real.build(node)
+        def build(self, node: Any, **deps: Any) -> Any:
+            return spy if node["name"] == "learned" else real.build(node, **deps)
 
     monkeypatch.setattr(experiment, "CONFLICT_DETECTORS", Detectors())
     dev = _write(tmp_path / "dev.jsonl", _rows("dev", 20))

@@ -30,6 +30,7 @@ from memeval.systems.stored_models import (
     stored_model_quality,
 )
 from memeval.systems.stored_quality import stored_records
+from memeval.utils.fit_cache import FitCache
 
 DEV = StoredModelsConfig(
     dev_pairs=[data_path("conflicts/memory_pairs_v1.jsonl")],
@@ -79,7 +80,7 @@ def decisions(labels: Sequence[str]) -> list[Decision]:
 
 @pytest.fixture(scope="module")
 def fitted() -> StoredModels:
-    return fit_stored_models(DEV, MQSConstants())
+    return fit_stored_models(DEV, MQSConstants(), FitCache(None))
 
 
 def scored(fitted: StoredModels, detector: Scripted, labels: Sequence[str],
