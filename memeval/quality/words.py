@@ -9,13 +9,15 @@ reference for comparison.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 _TOKEN = re.compile(r"[\w']+")
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
+@functools.lru_cache(maxsize=65536)  # a pure function of a word; the same words recur
 def stem(word: str) -> str:
     """Strip one common English suffix, keeping at least 3 letters ("lives"/"lived" → "liv")."""
     for suffix in _SUFFIXES:
@@ -36,6 +38,7 @@ class Lexicon:
         self.substring = substring
         self.words = sorted({w.strip().lower() for w in words if w.strip()})
         self._phrases = [tuple(stem(t) for t in tokens(w)) for w in self.words]
+        self._widths = sorted({len(phrase) for phrase in self._phrases if phrase})
 
     def found(self, text: str) -> list[str]:
         """The list's entries the text uses (substrings of the raw text in reference mode)."""
@@ -43,13 +46,12 @@ class Lexicon:
             lowered = text.lower()
             return [w for w in self.words if w in lowered]
         stems = [stem(t) for t in tokens(text)]
+        # every run of the text's stems as long as some phrase, looked up once per phrase
+        # (instead of sliding each phrase along the text)
+        runs = {tuple(stems[i : i + width]) for width in self._widths
+                for i in range(len(stems) - width + 1)}
         return [word for word, phrase in zip(self.words, self._phrases, strict=True)
-                if phrase and _contains(stems, phrase)]
-
-
-def _contains(stems: Sequence[str], phrase: Sequence[str]) -> bool:
-    width = len(phrase)
-    return any(tuple(stems[i : i + width]) == tuple(phrase) for i in range(len(stems) - width + 1))
+                if phrase and phrase in runs]
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
