@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import kendalltau, rankdata, spearmanr
 
 from memeval.metrics.bootstrap import percentile_interval
 
@@ -87,15 +87,72 @@ def bootstrap(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], r
     return bootstrap_rows(rows, arrays, resamples, seed, level)
 
 
-Measures = dict[str, tuple[Callable[..., float], tuple[np.ndarray, ...]]]
+def spearman_rows(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair: Pearson's r of average ranks (nan for a constant row)."""
+    return _pearson_rows(rankdata(scores, axis=1), rankdata(ranks, axis=1))
+
+
+def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    dx, dy = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        r = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+    return np.clip(r, -1.0, 1.0)
+
+
+KENDALL_CELLS = 2**21  # pair comparisons held at once: rows x pairs
+# Past this many records scipy's O(n log n) tau-b, one row at a time, beats comparing all pairs
+# (2,000 resamples: 0.20 s against 0.60 s at 80 records, 2.4 s against 0.63 s at 317).
+KENDALL_PAIRWISE_UP_TO = 128
+
+
+def kendall_rows(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row pair: the sum of sign(dx)·sign(dy) over all pairs over the
+    root of the untied pairs in x times those in y (nan when either is constant)."""
+    if scores.shape[1] > KENDALL_PAIRWISE_UP_TO:
+        return np.array([kendall(x, y) for x, y in zip(scores, ranks, strict=True)])
+    first, second = np.triu_indices(scores.shape[1], k=1)
+    out = np.empty(scores.shape[0])
+    step = max(1, KENDALL_CELLS // max(first.size, 1))
+    for start in range(0, scores.shape[0], step):
+        x, y = scores[start : start + step], ranks[start : start + step]
+        sx = np.sign(x[:, first] - x[:, second])
+        sy = np.sign(y[:, first] - y[:, second])
+        with np.errstate(all="ignore"):
+            out[start : start + step] = (sx * sy).sum(axis=1) / np.sqrt(
+                np.abs(sx).sum(axis=1) * np.abs(sy).sum(axis=1))
+    return out
+
+
+def brier_rows(probabilities: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
+    return np.mean((probabilities - outcomes) ** 2, axis=1)
+
+
+def ece_rows(probabilities: np.ndarray, outcomes: np.ndarray, bins: int) -> np.ndarray:
+    """`expected_calibration_error` of each row pair: the same equal-count bins, per row."""
+    order = np.argsort(probabilities, axis=1, kind="stable")
+    p = np.take_along_axis(probabilities, order, axis=1)
+    y = np.take_along_axis(outcomes, order, axis=1)
+    n = p.shape[1]
+    total = np.zeros(p.shape[0])
+    for chunk in np.array_split(np.arange(n), min(bins, n)):
+        if chunk.size:
+            part = slice(chunk[0], chunk[-1] + 1)
+            total += chunk.size / n * np.abs(p[:, part].mean(axis=1) - y[:, part].mean(axis=1))
+    return total
+
+
+# Each measure: its value on the records, its value on each resampled row, and its arrays.
+Measures = dict[str, tuple[Callable[..., float], Callable[..., np.ndarray],
+                           tuple[np.ndarray, ...]]]
 
 
 def _measured(report: dict[str, Any], measures: Measures, resamples: int,
               seed: int) -> dict[str, Any]:
     """Each measure and its CI added to `report`, the i-th bootstrapped with seed + i."""
-    for offset, (name, (fn, arrays)) in enumerate(measures.items()):
+    for offset, (name, (fn, rows, arrays)) in enumerate(measures.items()):
         report[name] = fn(*arrays)
-        report[f"{name}_ci95"] = list(bootstrap(fn, arrays, resamples, seed + offset))
+        report[f"{name}_ci95"] = list(bootstrap_rows(
+            rows, tuple(np.asarray(a, dtype=float) for a in arrays), resamples, seed + offset))
     return report
 
 
@@ -103,7 +160,8 @@ def grade_agreement(scores: np.ndarray, grades: np.ndarray, *, resamples: int,
                     seed: int) -> dict[str, Any]:
     """Rank agreement (Spearman, Kendall tau-b) of a score with a numeric grade, with CIs."""
     s, g = np.asarray(scores, dtype=float), np.asarray(grades, dtype=float)
-    measures: Measures = {"spearman": (spearman, (s, g)), "kendall": (kendall, (s, g))}
+    measures: Measures = {"spearman": (spearman, spearman_rows, (s, g)),
+                          "kendall": (kendall, kendall_rows, (s, g))}
     return _measured({"n": int(s.size)}, measures, resamples, seed)
 
 
@@ -115,9 +173,13 @@ def calibration_report(scores: np.ndarray, ranks: np.ndarray, outcomes: np.ndarr
     def ece(probabilities: np.ndarray, observed: np.ndarray) -> float:
         return expected_calibration_error(probabilities, observed, bins)
 
+    def ece_each(probabilities: np.ndarray, observed: np.ndarray) -> np.ndarray:
+        return ece_rows(probabilities, observed, bins)
+
     measures: Measures = {
-        "spearman": (spearman, (p, ranks)), "kendall": (kendall, (p, ranks)),
-        "brier": (brier, (p, outcomes)), "ece": (ece, (p, outcomes)),
+        "spearman": (spearman, spearman_rows, (p, ranks)),
+        "kendall": (kendall, kendall_rows, (p, ranks)),
+        "brier": (brier, brier_rows, (p, outcomes)), "ece": (ece, ece_each, (p, outcomes)),
     }
     report = _measured({"n": int(p.size), "bins": bins}, measures, resamples, seed)
     report["reliability"] = reliability_curve(p, outcomes, bins)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memeval.metrics.calibration import bootstrap
+from memeval.metrics.calibration import bootstrap_rows
 
 
 def precision(truth: np.ndarray, predicted: np.ndarray, cls: str) -> float:
@@ -19,6 +19,17 @@ def precision(truth: np.ndarray, predicted: np.ndarray, cls: str) -> float:
 def recall(truth: np.ndarray, predicted: np.ndarray, cls: str) -> float:
     actual = truth == cls
     return float((predicted[actual] == cls).mean()) if actual.any() else float("nan")
+
+
+def precision_rows(actual: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Per row of resampled is-this-class flags: the share of chosen items that are the class
+    (nan where none is chosen), as `precision` gives for one row."""
+    with np.errstate(all="ignore"):
+        return (actual & chosen).sum(axis=1) / chosen.sum(axis=1)
+
+
+def recall_rows(actual: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    return precision_rows(chosen, actual)
 
 
 def _finite(value: float) -> float | None:
@@ -33,12 +44,10 @@ def per_class_report(truth: Sequence[str], predicted: Sequence[str], classes: Se
     for offset, cls in enumerate(classes):
         row: dict[str, Any] = {"support": int((t == cls).sum()),
                                "predicted": int((p == cls).sum())}
-        for name, fn in (("precision", precision), ("recall", recall)):
-            def statistic(a: np.ndarray, b: np.ndarray, fn: Any = fn, cls: str = cls) -> float:
-                return float(fn(a, b, cls))
-
-            low, high = bootstrap(statistic, (t, p), resamples, seed + offset)
-            row[name] = _finite(statistic(t, p))
+        for name, fn, rows in (("precision", precision, precision_rows),
+                               ("recall", recall, recall_rows)):
+            low, high = bootstrap_rows(rows, (t == cls, p == cls), resamples, seed + offset)
+            row[name] = _finite(fn(t, p, cls))
             row[f"{name}_ci95"] = [_finite(low), _finite(high)]
         pr, rc = row["precision"], row["recall"]
         row["f1"] = 2 * pr * rc / (pr + rc) if pr and rc else (0.0 if pr == 0 or rc == 0

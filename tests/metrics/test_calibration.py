@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memeval.metrics import calibration
 from memeval.metrics.calibration import (
     bootstrap,
     brier,
@@ -65,3 +66,25 @@ def test_report_reads_scores_as_percent() -> None:
     assert report["brier"] == pytest.approx(brier(scores / 100, outcomes))
     assert report["n"] == 6 and len(report["reliability"]) == 3
     assert report["spearman_ci95"][0] <= report["spearman"] <= report["spearman_ci95"][1]
+
+
+@pytest.mark.parametrize("n", [7, 80, calibration.KENDALL_PAIRWISE_UP_TO + 1])
+def test_each_row_statistic_equals_its_one_record_set_form(n: int) -> None:
+    """The vectorised resample statistics give, row by row, what the scalar ones give (ties,
+    constant rows and both tau-b paths included), so CIs do not move."""
+    rng = np.random.default_rng(n)
+    p = rng.random((40, n))
+    p[:, :3] = p[:, [3]]  # ties
+    p[0] = 0.5  # a constant row: undefined rank agreement
+    grade = rng.integers(0, 3, (40, n)).astype(float)
+    outcome = (rng.random((40, n)) < p).astype(float)
+    pairs = [(calibration.spearman, calibration.spearman_rows, grade),
+             (calibration.kendall, calibration.kendall_rows, grade),
+             (calibration.brier, calibration.brier_rows, outcome),
+             (lambda a, b: calibration.expected_calibration_error(a, b, 5),
+              lambda a, b: calibration.ece_rows(a, b, 5), outcome)]
+    for scalar, rows, other in pairs:
+        with np.errstate(all="ignore"):
+            expected = np.array([scalar(a, b) for a, b in zip(p, other, strict=True)])
+        assert np.allclose(rows(p, other), expected, rtol=0, atol=1e-12, equal_nan=True)
+    assert np.isnan(calibration.spearman_rows(p, grade)[0])
