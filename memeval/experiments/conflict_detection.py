@@ -35,6 +35,8 @@ from memeval.reporting.table import aligned, wrapped
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 from memeval.systems.stored_models import labelled_sides
+from memeval.utils.folds import held_out_splits
+from memeval.utils.folds import out_of_fold as held_out_values
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
 
@@ -236,16 +238,16 @@ def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: in
     """Each pair's label from a model fitted on the other folds only: stratified, seeded folds,
     or the given ones (e.g. `by_file`)."""
     sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
-    guessed = ["none"] * len(pairs)
-    for held in held_out if held_out is not None else folds_of(labels, folds, seed):
-        kept = np.setdiff1d(np.arange(len(pairs)), held)
-        detector.fit([sides[i] for i in kept], [labels[i] for i in kept],
-                     None if cosines is None else [cosines[i] for i in kept])
-        for i, label in zip(held, detector.predict(
-                [sides[i] for i in held], None if cosines is None else
-                [cosines[i] for i in held]), strict=True):
-            guessed[i] = label
-    return guessed
+
+    def predict(train: np.ndarray, held: np.ndarray) -> list[str]:
+        detector.fit([sides[i] for i in train], [labels[i] for i in train],
+                     None if cosines is None else [cosines[i] for i in train])
+        return detector.predict([sides[i] for i in held],
+                                None if cosines is None else [cosines[i] for i in held])
+
+    splits = held_out_splits(len(pairs), held_out if held_out is not None
+                             else folds_of(labels, folds, seed))
+    return [str(label) for label in held_out_values(splits, len(pairs), predict)]
 
 
 def _reports(truth: Sequence[str], predicted: Sequence[str], resamples: int,

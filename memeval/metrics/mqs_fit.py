@@ -14,11 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LinearRegression
-from sklearn.model_selection import StratifiedKFold
 
 from memeval.quality.mqs import MQSConstants, compute_mqs
 from memeval.quality.record import MemoryRecord
+from memeval.utils.folds import out_of_fold, stratified_splits
 
 FITTED = ("confidence_points", "usage_points", "access_points_each", "conflict_penalty",
           "hedged_penalty")
@@ -38,6 +37,8 @@ def features(records: Sequence[MemoryRecord], ledger: Mapping[str, MemoryRecord]
 
 
 def fit_constants(x: np.ndarray, trusted: np.ndarray, base: MQSConstants) -> MQSConstants:
+    from sklearn.linear_model import LinearRegression  # loaded on the first fit
+
     model = LinearRegression(positive=True, fit_intercept=False).fit(x, 100.0 * trusted)
     weights: dict[str, Any] = {name: float(w) for name, w in zip(FITTED, model.coef_, strict=True)}
     return replace(base, **weights)
@@ -48,10 +49,9 @@ def out_of_fold_scores(records: Sequence[MemoryRecord], ledger: Mapping[str, Mem
                        seed: int) -> np.ndarray:
     """Each record scored (rounded, clamped, as compute_mqs does) with constants fitted on the
     other folds only; `x` is `features(records, ledger, base)`."""
-    scores = np.zeros(len(records))
-    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    for train, test in splitter.split(x, trusted):
+    def predict(train: np.ndarray, held: np.ndarray) -> list[float]:
         fitted = fit_constants(x[train], trusted[train], base)
-        for i in test:
-            scores[i] = compute_mqs(records[i], ledger, fitted).score
-    return scores
+        return [compute_mqs(records[i], ledger, fitted).score for i in held]
+
+    return np.asarray(out_of_fold(stratified_splits(trusted, folds, seed), len(records),
+                                  predict), dtype=float)

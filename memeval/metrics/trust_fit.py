@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 from memeval.quality.content_signals import ContentSignalsConfig
 from memeval.registry import bounded
+from memeval.utils.folds import out_of_fold, stratified_splits
 
 
 @dataclass
@@ -52,6 +51,8 @@ def fit_trust_model(x: np.ndarray, trusted: np.ndarray, terms: Sequence[str],
                     cfg: TrustScoreConfig) -> TrustModel:
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0  # a constant term gets weight 0 whatever its scale
+    from sklearn.linear_model import LogisticRegression  # loaded on the first fit
+
     model = LogisticRegression(C=cfg.regularisation, max_iter=1000)
     model.fit((x - mean) / scale, trusted)
     weights = model.coef_[0] / scale
@@ -61,8 +62,8 @@ def fit_trust_model(x: np.ndarray, trusted: np.ndarray, terms: Sequence[str],
 def out_of_fold_trust(x: np.ndarray, trusted: np.ndarray, terms: Sequence[str],
                       cfg: TrustScoreConfig, folds: int, seed: int) -> np.ndarray:
     """Each record's score from a model fitted on the other folds only (stratified, seeded)."""
-    scores = np.zeros(len(x))
-    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
-    for train, test in splitter.split(x, trusted):
-        scores[test] = fit_trust_model(x[train], trusted[train], terms, cfg).score(x[test])
-    return scores
+    def predict(train: np.ndarray, held: np.ndarray) -> np.ndarray:
+        return fit_trust_model(x[train], trusted[train], terms, cfg).score(x[held])
+
+    return np.asarray(out_of_fold(stratified_splits(trusted, folds, seed), len(x), predict),
+                      dtype=float)

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 from memeval.quality.mai import MAI_LABELS
 from memeval.quality.mai_features import FEATURES
 from memeval.registry import RANGE, Range, bounded
+from memeval.utils.folds import out_of_fold as held_out_values
+from memeval.utils.folds import stratified_splits
+
+if TYPE_CHECKING:  # scikit-learn loads when a model is fitted, not when the module registers
+    from sklearn.linear_model import LogisticRegression
 
 
 @dataclass
@@ -46,6 +50,8 @@ class LearnedMAI:
         self.model = self._model(cfg.c[0])
 
     def _model(self, c: float) -> LogisticRegression:
+        from sklearn.linear_model import LogisticRegression
+
         return LogisticRegression(C=c, max_iter=self.cfg.max_iter, random_state=self.seed)
 
     def _choose_c(self, z: np.ndarray, y: np.ndarray) -> float:
@@ -53,7 +59,7 @@ class LearnedMAI:
         folds = min(self.cfg.inner_folds, *np.unique(y, return_counts=True)[1])
         if len(self.cfg.c) == 1 or folds < 2:
             return self.cfg.c[0]
-        splits = list(StratifiedKFold(folds, shuffle=True, random_state=self.seed).split(z, y))
+        splits = stratified_splits(y, folds, self.seed)
         accuracy = [np.mean([(self._model(c).fit(z[a], y[a]).predict(z[b]) == y[b]).mean()
                              for a, b in splits]) for c in self.cfg.c]
         return self.cfg.c[int(np.argmax(accuracy))]
@@ -92,9 +98,9 @@ def out_of_fold(x: np.ndarray, labels: Sequence[str], cfg: LearnedMAIConfig, fol
                 seed: int, features: Sequence[str] = FEATURES) -> list[str]:
     """Each scenario's label from a model fitted on the other folds only (stratified, seeded)."""
     y = np.array(labels)
-    predicted = np.empty(len(y), dtype=object)
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    for train, held in splitter.split(x, y):
-        model = LearnedMAI(cfg, seed, features).fit(x[train], list(y[train]))
-        predicted[held] = model.predict(x[held])
-    return [str(label) for label in predicted]
+
+    def predict(train: np.ndarray, held: np.ndarray) -> list[str]:
+        return LearnedMAI(cfg, seed, features).fit(x[train], list(y[train])).predict(x[held])
+
+    return [str(label) for label in held_out_values(stratified_splits(y, folds, seed), len(y),
+                                                    predict)]

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import Pipeline, make_pipeline
 
 from memeval.backends.judges.base import JUDGES, JudgeError, Verdict
 from memeval.entry import LABELS, Entry
 from memeval.registry import SEEDS, bounded
+from memeval.utils.folds import stratified_splits
+
+if TYPE_CHECKING:  # scikit-learn loads when the judge is built, not when it registers
+    from sklearn.pipeline import Pipeline
 
 
 @dataclass
@@ -37,6 +38,10 @@ class ClassifierJudgeConfig:
 
 
 def _model(cfg: ClassifierJudgeConfig) -> Pipeline:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
     return make_pipeline(
         TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, min_df=2),
         LogisticRegression(C=cfg.c, max_iter=2000, class_weight="balanced"),
@@ -54,8 +59,7 @@ class ClassifierJudge:
         texts = [e.assistant_response for e in labelled]
         self._fold_of: dict[str, int] = {}
         self._models: list[Pipeline] = []
-        splitter = StratifiedKFold(cfg.folds, shuffle=True, random_state=cfg.seed)
-        for fold, (train, test) in enumerate(splitter.split(texts, targets)):
+        for fold, (train, test) in enumerate(stratified_splits(targets, cfg.folds, cfg.seed)):
             model = _model(cfg).fit([texts[i] for i in train], targets[train])
             self._models.append(model)
             self._fold_of.update((labelled[i].id, fold) for i in test)
