@@ -69,12 +69,18 @@ def _run(args: list[str]) -> int:
     from memeval.runner import run_experiment
     from memeval.utils.redact import redact
 
+    if {"-h", "--help"}.intersection(args):  # Hydra's help composes every option: seconds
+        from memeval.cli.run_help import run_help
+
+        print(run_help())
+        return 0
     register_resolvers()
     user_errors = user_error_types()
     args = quote_values(args)
     try:
         load_components()  # before Hydra: a plugin's YAML options join its search path
-        check_overrides(args)
+        if "--hydra-help" not in args:  # Hydra prints its flags and exits: nothing to check
+            check_overrides(args)
     except user_errors as err:
         report_user_error(err)
         return 2

@@ -54,6 +54,21 @@ def test_usage(args: tuple[str, ...], code: int, tmp_path: Path) -> None:
     assert "usage: python -m memeval" in done.stdout + done.stderr
 
 
+def test_run_help_lists_every_experiment_and_group_option_hydra_composes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`run --help` reads the YAML file names instead of composing every option (Hydra's help,
+    seconds); it must still name what Hydra would compose."""
+    from memeval.__main__ import main
+    from memeval.config import config_groups
+
+    assert main(["run", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "usage: python -m memeval run +experiment=NAME" in shown and "--hydra-help" in shown
+    for group, options in config_groups().items():
+        assert (group == "experiment" or f" {group} " in shown) and all(
+            option in shown for option in options), group
+
+
 def test_a_home_relative_path_works_as_the_docs_write_it(tmp_path: Path) -> None:
     """Hydra's grammar refuses an unquoted `~`; docs/datasets.md's command passes it unquoted."""
     project = tmp_path / "home" / ".claude" / "projects" / "my-project"

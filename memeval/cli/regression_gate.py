@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -39,11 +39,10 @@ from memeval.cli.gate_report import (
     report,
     shortfall,
 )
-from memeval.config import compose
-from memeval.reporting.table import aligned
-from memeval.results.result import RunResult, load_result
-from memeval.runner import run_experiment
 from memeval.utils.atomic import write_atomic, write_text_atomic
+
+if TYPE_CHECKING:  # the run machinery loads when a gate runs, not for --help
+    from memeval.results.result import RunResult
 
 THRESHOLDS = Path(conf.__file__).parent / "regression" / "regression.yaml"
 DIRECTIONS = ("at_least", "at_most")
@@ -114,6 +113,10 @@ def load(path: Path = THRESHOLDS) -> dict[str, Any]:
 
 
 def run_metrics(overrides: list[str], seed: int, run_dir: Path) -> RunResult:
+    from memeval.config import compose
+    from memeval.results.result import load_result
+    from memeval.runner import run_experiment
+
     cfg = compose([*overrides, f"seed={seed}", "plots=false", "progress=false",
                    "reporting.phoenix.enabled=false"])
     run_experiment(cfg, run_dir)
@@ -250,6 +253,8 @@ def derive(spec: dict[str, Any], runs: Runs, only: set[str] | None = None) -> di
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    from memeval.reporting.table import aligned
+
     header = ("metric", "run", "value", "threshold", "verdict")
     cells = [(r["metric"], r["run"], "—" if r["value"] is None else f"{r['value']:.4f}",
               ("≥ " if r["direction"] == "at_least" else "≤ ") + f"{r['threshold']:.4f}",

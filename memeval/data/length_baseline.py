@@ -10,7 +10,6 @@ import argparse
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.entry import LABELS
@@ -18,6 +17,8 @@ from memeval.entry import LABELS
 
 def length_baseline(path: str, target_recall: float = 0.97,
                     memoryd_min_chars: int = 80) -> dict[str, Any]:
+    from sklearn.metrics import roc_auc_score  # loaded when used, not when the module registers
+
     entries = load_labeled_jsonl(path).entries
     lengths = np.array([len(e.assistant_response.strip()) for e in entries])
     labels = np.array([e.label for e in entries])

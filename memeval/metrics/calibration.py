@@ -15,16 +15,21 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata, spearmanr
 
 from memeval.metrics.bootstrap import percentile_interval
 
+# scipy.stats (0.7 s to import) loads when a figure is first computed, not when this registers
+
 
 def spearman(scores: np.ndarray, ranks: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
     return float(spearmanr(scores, ranks).statistic)
 
 
 def kendall(scores: np.ndarray, ranks: np.ndarray) -> float:
+    from scipy.stats import kendalltau
+
     return float(kendalltau(scores, ranks).statistic)
 
 
@@ -89,6 +94,8 @@ def bootstrap(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], r
 
 def spearman_rows(scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row pair: Pearson's r of average ranks (nan for a constant row)."""
+    from scipy.stats import rankdata
+
     return _pearson_rows(rankdata(scores, axis=1), rankdata(ranks, axis=1))
 
 

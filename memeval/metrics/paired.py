@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest
 
 from memeval.metrics.bootstrap import bootstrap_ci
 
@@ -21,6 +20,8 @@ def mcnemar(first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
     only_first = int((first & ~second).sum())
     only_second = int((~first & second).sum())
     discordant = only_first + only_second
+    from scipy.stats import binomtest  # scipy.stats loads when used
+
     p = float(binomtest(only_first, discordant, 0.5).pvalue) if discordant else 1.0
     return {"kept_only_by_first": only_first, "kept_only_by_second": only_second,
             "p_value": p}

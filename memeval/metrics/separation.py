@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from memeval.metrics.calibration import bootstrap_rows
 
@@ -22,6 +21,8 @@ def auroc_rows(scores: np.ndarray, positives: np.ndarray) -> np.ndarray:
     positives = np.asarray(positives, dtype=bool)
     n_pos = positives.sum(axis=1)
     pairs = n_pos * (positives.shape[1] - n_pos)
+    from scipy.stats import rankdata  # scipy.stats loads when used
+
     ranks = rankdata(scores, axis=1)
     wins = np.where(positives, ranks, 0.0).sum(axis=1) - n_pos * (n_pos + 1) / 2
     return np.divide(wins, pairs, out=np.full(len(wins), np.nan), where=pairs > 0)

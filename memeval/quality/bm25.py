@@ -12,22 +12,32 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 TOKEN = re.compile(r"[a-z0-9]+")
 
 
+@cache
+def _stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words, loaded on first use, not when the module registers."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
 def tokens(text: str) -> list[str]:
-    return [t for t in TOKEN.findall(text.lower()) if t not in ENGLISH_STOP_WORDS]
+    stop = _stop_words()
+    return [t for t in TOKEN.findall(text.lower()) if t not in stop]
 
 
 class BM25:
     """Scores of one query against every indexed text, in one sparse product."""
 
     def __init__(self, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
+        from scipy.sparse import csr_matrix  # loaded when an index is built, not at registration
+
         counted = [Counter(tokens(t)) for t in texts]
         self.vocabulary: dict[str, int] = {}
         rows, cols, values = [], [], []

@@ -16,10 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from memeval.quality.conflict_features import Memory, newer_side, pair_features
 from memeval.quality.conflict_values import ConflictWords, ValueReader
@@ -73,6 +69,8 @@ class LearnedConflictConfig:
 
 
 def _boosted_trees(cfg: LearnedConflictConfig) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier  # loaded on the first fit
+
     return HistGradientBoostingClassifier(
         max_depth=cfg.max_depth, learning_rate=cfg.learning_rate, max_iter=cfg.max_iter,
         min_samples_leaf=cfg.min_samples_leaf,
@@ -80,6 +78,10 @@ def _boosted_trees(cfg: LearnedConflictConfig) -> Any:
 
 
 def _logistic(cfg: LearnedConflictConfig) -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     return make_pipeline(StandardScaler(), LogisticRegression(
         C=cfg.inverse_regularisation, class_weight="balanced" if cfg.balanced else None,
         max_iter=cfg.max_iter, random_state=cfg.seed))

@@ -11,16 +11,23 @@ to trust a model that has seen the answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.sparse import spmatrix
-from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
 from memeval.quality.words import stem, tokens
 
-_HASHER = HashingVectorizer(n_features=2**14, alternate_sign=False, token_pattern=r"\S+")
+if TYPE_CHECKING:  # scikit-learn loads when a model is fitted, not when the module registers
+    from scipy.sparse import spmatrix
+    from sklearn.linear_model import LogisticRegression
+
+
+@cache
+def _hasher() -> Any:
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(n_features=2**14, alternate_sign=False, token_pattern=r"\S+")
 
 
 def said_by_one(a: str, b: str) -> str:
@@ -37,15 +44,19 @@ class DifferenceWords:
         self.model: LogisticRegression | None = None
 
     def _model(self) -> LogisticRegression:
+        from sklearn.linear_model import LogisticRegression
+
         return LogisticRegression(C=self.inverse_regularisation, class_weight="balanced",
                                   max_iter=2000)
 
     @staticmethod
     def _bag(texts: Sequence[tuple[str, str]]) -> spmatrix:
-        return _HASHER.transform([said_by_one(a, b) for a, b in texts])
+        return _hasher().transform([said_by_one(a, b) for a, b in texts])
 
     def fit(self, texts: Sequence[tuple[str, str]], labels: Sequence[str]) -> np.ndarray:
         """Fit on all pairs; return each pair's probabilities from a model that did not see it."""
+        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
         x, y = self._bag(texts), np.asarray(labels)
         smallest = int(np.unique(y, return_counts=True)[1].min())
         folds = StratifiedKFold(max(2, min(self.folds, smallest)), shuffle=True,

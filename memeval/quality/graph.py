@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from memeval.registry import bounded
 
@@ -206,5 +205,7 @@ def rank_agreement(before: Mapping[str, float], after: Mapping[str, float]) -> f
     common = sorted(set(before) & set(after))
     if len(common) < 2:
         return None
+    from scipy.stats import kendalltau  # scipy.stats loads when used
+
     tau = kendalltau([before[i] for i in common], [after[i] for i in common]).statistic
     return None if math.isnan(tau) else float(tau)

@@ -11,15 +11,17 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from memeval.engine.gate.gate import Decision
 from memeval.results.result import METRICS, SCHEMA_VERSION, RunResult, schema_version
 from memeval.utils.atomic import write_text_atomic
 from memeval.utils.redact import redact
+
+if TYPE_CHECKING:  # pandas (0.4 s to import) loads when a table is written or read
+    import pandas as pd
 
 DECISIONS = "decisions.parquet"
 PROVENANCE = "provenance.json"
@@ -40,6 +42,8 @@ def jsonable(value: Any) -> Any:
 
 
 def decisions_frame(decisions: list[Decision]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for d in decisions:
         row = dict(vars(d))  # flat fields: no deep copy (asdict copies every latency dict)
@@ -64,6 +68,8 @@ def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
     run_dir.mkdir(parents=True, exist_ok=True)
     _write_parquet(decisions_frame(decisions), run_dir / DECISIONS)
     for name, rows in (tables or {}).items():
+        import pandas as pd
+
         _write_parquet(pd.DataFrame(rows), run_dir / f"{name}.parquet")
     write_text_atomic(run_dir / "config.yaml", redact(config_yaml))  # URLs may hold passwords
     write_text_atomic(run_dir / PROVENANCE, json.dumps(jsonable(provenance), indent=2))
@@ -101,10 +107,14 @@ def read_provenance(run_dir: str | Path) -> dict[str, Any]:
 
 
 def read_decisions(run_dir: str | Path) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_parquet(Path(run_dir) / DECISIONS)
 
 
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
+    import pandas as pd
+
     path = Path(run_dir) / f"{name}.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this run wrote no '{name}' table")

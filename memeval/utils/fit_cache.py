@@ -21,13 +21,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-import memeval
 from memeval.utils.atomic import write_atomic
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 FITS_DIR = "fits"
+PACKAGE = Path(__file__).resolve().parents[1]  # memeval/
 FORMAT = 1  # the layout of an entry: (FORMAT, kind, digest, model)
 _MEMORY: dict[str, Any] = {}  # digest -> model, for every cache in this process
 MEMORY_ENTRIES = 256  # the oldest goes first past this
@@ -45,7 +45,7 @@ def source_digest(root: Path) -> str:
 @cache
 def code_digest() -> str:
     """The memeval package's source as this process loaded it (read once)."""
-    return source_digest(Path(memeval.__file__).parent)
+    return source_digest(PACKAGE)
 
 
 class FitCache:

@@ -17,16 +17,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.special import expit
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold
 
 from memeval.engine.scorers.base import SCORERS, Prototypes
 from memeval.engine.scorers.lexical import LexicalFeatures
 from memeval.registry import SEEDS, bounded
+
+if TYPE_CHECKING:  # scikit-learn and scipy load on the first fit, not when the scorer registers
+    from sklearn.linear_model import LogisticRegression
 
 
 @dataclass
@@ -78,6 +78,8 @@ class LogisticScorer:
         data a little, so the previous optimum is a far better starting point than zero."""
         features = np.concatenate([quality, noise])
         targets = np.concatenate([np.ones(len(quality)), np.zeros(len(noise))])
+        from sklearn.linear_model import LogisticRegression
+
         model = LogisticRegression(C=self.cfg.c, class_weight="balanced", max_iter=5000,
                                    warm_start=True)
         if start is not None and start.coef_.shape[1] == features.shape[1]:
@@ -107,6 +109,8 @@ class LogisticScorer:
     def confidence(self, scores: np.ndarray) -> np.ndarray:
         """The model's probability (scores are logits); with balanced class weights it assumes
         even odds of keep and skip before reading the text."""
+        from scipy.special import expit
+
         return expit(np.asarray(scores, dtype=np.float64)).astype(np.float32)
 
     def calibration_scores(self) -> np.ndarray:
@@ -114,6 +118,8 @@ class LogisticScorer:
             return self._approximate_leave_one_out()
         folds = min(self.cfg.calibration_folds, len(self._quality))
         scores = np.zeros(len(self._quality), dtype=np.float32)
+        from sklearn.model_selection import KFold
+
         splitter = KFold(folds, shuffle=True, random_state=self.cfg.seed)
         for train, held_out in splitter.split(self._quality):
             model = self._fit(self._quality[train], self._noise, start=self._model)
@@ -139,6 +145,8 @@ class LogisticScorer:
         penalty[-1] = 0.0
         hessian = (x * curvature[:, None].astype(np.float32)).T @ x + np.diag(penalty)
         q = x[:k]
+        from scipy.linalg import cho_factor, cho_solve
+
         solved = cho_solve(cho_factor(hessian), q.T)
         leverage = np.einsum("ij,ji->i", q, solved).astype(np.float64)
         shift = leverage * weights[:k] * (p[:k] - 1.0) / (1.0 - leverage * curvature[:k])
