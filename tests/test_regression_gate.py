@@ -126,6 +126,9 @@ def test_the_gate_passes_on_this_code(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     report = json.loads((tmp_path / "gate.json").read_text())
     assert report["failures"] == [] and len(report["rows"]) == len(load()["checks"])
+    runs = len(load()["runs"])  # a line as each run starts and ends, with the time left
+    assert f"gate: run 1/{runs}: calibration (+experiment=mqs_calibration)" in done.stdout
+    assert f"gate: run {runs}/{runs} took" in done.stdout and " s left" in done.stdout
 
 
 @pytest.mark.slow

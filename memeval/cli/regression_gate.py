@@ -15,12 +15,14 @@ prints still exists for CI to archive; each gate replaces the previous gate's ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
 import sys
+import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -166,6 +168,28 @@ class Runs:
         return self._done[key]
 
 
+class Progress:
+    """A line as each gated run starts and ends, with the time the rest should take at the
+    pace so far: a gate runs for minutes, and its runs print only when they finish."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.seconds = total, 0, 0.0
+
+    @contextlib.contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        print(f"gate: run {self.done + 1}/{self.total}: {what}", flush=True)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.done += 1
+            self.seconds += time.perf_counter() - started
+            left = self.total - self.done
+            eta = f", about {self.seconds / self.done * left:.0f} s left" if left else ""
+            print(f"gate: run {self.done}/{self.total} took "
+                  f"{time.perf_counter() - started:.1f} s{eta}", flush=True)
+
+
 def _fingerprints(result: RunResult, paths: list[str]) -> dict[str, str]:
     return {path: str(_at(result, path)) for path in paths}
 
@@ -184,14 +208,15 @@ def evaluate(spec: dict[str, Any], extra: dict[str, list[str]], only: set[str] |
     and the other runs still go; on other data, the checks are `refused`, not compared."""
     rows: list[dict[str, Any]] = []
     failures: list[str] = []
-    for name, run in spec["runs"].items():
-        if only and name not in only:
-            continue
+    chosen = [(name, run) for name, run in spec["runs"].items() if not only or name in only]
+    clock = Progress(len(chosen))
+    for name, run in chosen:
         overrides = [*run["overrides"], *extra.get(name, [])]
         checks = [Check(**raw) for raw in spec["checks"] if raw["run"] == name]
         run_dir = runs.run_dir(name, overrides, spec["seed"])
         try:
-            result = runs(name, overrides, spec["seed"])
+            with clock.step(f"{name} ({' '.join(overrides)})"):
+                result = runs(name, overrides, spec["seed"])
         except Exception as err:
             print(f"memeval gate: the {name} run failed:\n{traceback.format_exc()}",
                   file=sys.stderr)
@@ -227,10 +252,13 @@ def derive(spec: dict[str, Any], runs: Runs, only: set[str] | None = None) -> di
     """Every run's thresholds and fingerprints, or only those of the runs in `only` (the others
     are left as they were)."""
     settings = spec["derive"]
-    for name, run in spec["runs"].items():
-        if only and name not in only:
-            continue
-        seeded = [runs(name, run["overrides"], seed) for seed in settings["seeds"]]
+    chosen = [(name, run) for name, run in spec["runs"].items() if not only or name in only]
+    clock = Progress(len(chosen) * len(settings["seeds"]))
+    for name, run in chosen:
+        seeded = []
+        for seed in settings["seeds"]:
+            with clock.step(f"{name} seed {seed}"):
+                seeded.append(runs(name, run["overrides"], seed))
         run["fingerprints"] = _fingerprints(seeded[0], list(run.get("fingerprints", {})))
         for raw in spec["checks"]:
             if raw["run"] != name:

@@ -7,7 +7,7 @@ an independent test split scored beside the rules.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -35,7 +35,7 @@ from memeval.reporting.table import aligned, wrapped
 from memeval.systems.base import Capability, require
 from memeval.systems.reference import ReferenceSystem
 from memeval.systems.stored_models import labelled_sides
-from memeval.utils.folds import held_out_splits
+from memeval.utils.folds import Split, held_out_splits
 from memeval.utils.folds import out_of_fold as held_out_values
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
@@ -131,7 +131,12 @@ class ConflictDetection:
         learned = CONFLICT_DETECTORS.build(self.cfg.detector, fits=ctx.fits)
         rules = CONFLICT_DETECTORS.build({"name": "rules", **asdict(self.cfg.rules)})
         dev_cos = self._cosines(ctx, dev)
-        oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos)
+
+        def bar(what: str) -> Callable[[list[Split]], Iterable[Split]]:
+            return lambda splits: ctx.progress(splits, len(splits), f"conflict detector, {what}",
+                                               unit="fold")
+
+        oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos, progress=bar("CV"))
         dev_newer = _newer(learned, dev)
         section: dict[str, Any] = {
             "detector": self.cfg.detector["name"], "dev": dev_sources, "folds": self.cfg.folds,
@@ -142,7 +147,8 @@ class ConflictDetection:
         if len(dev_sources) > 1:  # each file written apart: how the detector carries to new data
             section["cv_by_file"] = score(dev, out_of_fold(
                 learned, dev, self.cfg.folds, seed, dev_cos,
-                by_file([s["pairs"] for s in dev_sources])), dev_newer, resamples, seed)
+                by_file([s["pairs"] for s in dev_sources]), bar("by file")), dev_newer,
+                resamples, seed)
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
@@ -234,9 +240,10 @@ def by_file(sizes: Sequence[int]) -> list[np.ndarray]:
 
 def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
                 cosines: Sequence[float] | None = None,
-                held_out: Sequence[np.ndarray] | None = None) -> list[str]:
+                held_out: Sequence[np.ndarray] | None = None,
+                progress: Callable[[list[Split]], Iterable[Split]] = iter) -> list[str]:
     """Each pair's label from a model fitted on the other folds only: stratified, seeded folds,
-    or the given ones (e.g. `by_file`)."""
+    or the given ones (e.g. `by_file`); `progress` wraps the folds (a bar)."""
     sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
 
     def predict(train: np.ndarray, held: np.ndarray) -> list[str]:
@@ -247,7 +254,7 @@ def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: in
 
     splits = held_out_splits(len(pairs), held_out if held_out is not None
                              else folds_of(labels, folds, seed))
-    return [str(label) for label in held_out_values(splits, len(pairs), predict)]
+    return [str(label) for label in held_out_values(progress(splits), len(pairs), predict)]
 
 
 def _reports(truth: Sequence[str], predicted: Sequence[str], resamples: int,

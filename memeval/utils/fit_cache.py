@@ -55,6 +55,7 @@ class FitCache:
         self.directory = directory
         self.code = code if code is not None else code_digest()
         self.hits = self.misses = self.damaged = 0
+        self._announced: set[str] = set()
 
     def digest(self, kind: str, key: Any) -> str:
         return hashlib.sha256(repr((FORMAT, kind, key, self.code)).encode()).hexdigest()
@@ -70,6 +71,10 @@ class FitCache:
             self.hits += 1
             return self._remember(digest, found)
         self.misses += 1
+        if kind not in self._announced:  # once per kind: a cross-validation misses per fold
+            self._announced.add(kind)
+            log.info("fitting %s: not fitted on these settings, data and code yet; kept in "
+                     "%s for later runs", kind, path.parent if path else "this process")
         model = make()
         if path is not None:
             write_atomic(path, pickle.dumps((FORMAT, kind, digest, model),

@@ -9,7 +9,7 @@ a module that uses them registers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ def held_out_splits(n: int, held_out: Sequence[np.ndarray]) -> list[Split]:
     return [(np.setdiff1d(np.arange(n), held), np.asarray(held)) for held in held_out]
 
 
-def out_of_fold(splits: Sequence[Split], n: int,
+def out_of_fold(splits: Iterable[Split], n: int,
                 predict: Callable[[np.ndarray, np.ndarray], Sequence[Any] | np.ndarray]
                 ) -> list[Any]:
     """Per item, what `predict(train, held)` (a model fitted on `train`, asked about `held`)
