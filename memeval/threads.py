@@ -12,7 +12,9 @@ threads (default: the cores this process may use).
 `size_pools()` runs before numpy is imported (the command line, the test session) so that the
 environment it sets reaches every library and every worker process a launcher starts; a pool
 that is already loaded (the Python API in a notebook) is limited in place. A variable the user set
-(`OMP_NUM_THREADS=4`) is kept. Vectors and decisions do not depend on the pool sizes.
+(`OMP_NUM_THREADS=4`) is kept; `MEMEVAL_THREADS=library` sizes nothing, to compare with the
+libraries' own pools (`python -m memeval bench --suite --threads`). Vectors and decisions do not
+depend on the pool sizes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 ENV = "MEMEVAL_THREADS"
+LIBRARY = "library"  # MEMEVAL_THREADS=library: size nothing (the libraries' own pools)
 # Every pool's own variable: set for libraries loaded later and inherited by worker processes.
 POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                   "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -35,6 +38,7 @@ class ThreadSettings:
     cores: int  # the cores this process may use
     model: int  # the embedding model's (torch's) pool
     numeric: int  # each BLAS and OpenMP pool, as the environment has it
+    sized: bool = True  # False: MEMEVAL_THREADS=library, every pool its library's default
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,10 +53,13 @@ def available_cores() -> int:
 
 
 def settings() -> ThreadSettings:
-    """The sizes in force: `MEMEVAL_THREADS` for the model, else the available cores."""
+    """The sizes in force: `MEMEVAL_THREADS` for the model, else the available cores;
+    `MEMEVAL_THREADS=library` leaves every pool as its library sizes it (for comparison)."""
     cores = available_cores()
     raw = os.environ.get(ENV, "").strip()
     model = cores
+    if raw == LIBRARY:
+        return ThreadSettings(cores, cores, cores, sized=False)
     if raw:
         try:
             model = int(raw)
@@ -66,6 +73,8 @@ def settings() -> ThreadSettings:
 
 def size_pools() -> ThreadSettings:
     """Size every pool for this process and the processes it starts; idempotent."""
+    if not settings().sized:
+        return settings()
     for variable in POOL_VARIABLES:
         os.environ.setdefault(variable, str(NUMERIC_THREADS))
     sized = settings()
@@ -82,6 +91,7 @@ def size_model_pool() -> None:
     """torch reads OMP_NUM_THREADS when it loads: the model's pool is set after that."""
     import torch
 
-    wanted = settings().model
-    if torch.get_num_threads() != wanted:
+    sized = settings()
+    wanted = sized.model
+    if sized.sized and torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)

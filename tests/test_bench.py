@@ -99,3 +99,54 @@ def test_warm_up_compares_a_cold_replay_with_the_replay_after_a_warm_up(tmp_path
         (result["warm_up_s"] + result["replay_after_warm_up_s"]) / result["cold_replay_s"],
         abs=0.02)
     assert "same_decisions                 True" in done.stdout
+
+
+def _budgets(path: Path, warm: float) -> Path:
+    """One tiny job whose warm budget is `warm` seconds."""
+    tiny = ["run", "+experiment=three_pass", "embedder=hashing", "dataset.limit=40",
+            "plots=false", "reporting.phoenix.enabled=false"]
+    path.write_text(json.dumps({"contended_factor": 100, "cpu_factor": 100, "jobs": [
+        {"name": "tiny", "command": tiny, "warm": warm, "cold": 600}]}))
+    return path
+
+
+def test_the_suite_times_each_job_cold_warm_and_contended_and_fails_past_a_budget(
+        tmp_path: Path) -> None:
+    out = tmp_path / "suite.json"
+    done = memeval("bench", "--suite", "--budgets", str(_budgets(tmp_path / "b.yaml", 0.01)),
+                   "--contended", "1", "--threads", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "memeval bench: tiny: warm took" in done.stderr and "budget of 0.0 s" in done.stderr
+    assert "bench --suite: tiny, warm beside 1 busy processes" in done.stderr  # progress
+    table = done.stdout.splitlines()
+    assert table[0].startswith("| job | cold | warm (CPU) |") and "contended" in table[0]
+    assert table[2].startswith("| tiny |") and table[2].endswith("| over budget |")
+    [job] = json.loads(out.read_text())["jobs"]
+    assert set(job["runs"]) == {"cold", "warm", "one thread", "library pools", "contended"}
+    assert all(run["exit"] == 0 and run["wall_s"] > 0 and run["cpu_s"] > 0
+               for run in job["runs"].values())
+
+
+@pytest.mark.parametrize(("warm", "contended", "one_thread_cpu", "failures"), [
+    (10.0, 20.0, 10.0, []),
+    (11.0, 20.0, 10.0, ["warm took 11.0 s, over its budget of 10.0 s"]),
+    (10.0, 31.0, 10.0, ["contended took 31.0 s, over its budget of 30.0 s"]),
+    (10.0, 20.0, 8.0, ["memeval's pools used 1.25x the CPU of one thread each"])])
+def test_each_budget_is_judged(warm: float, contended: float, one_thread_cpu: float,
+                               failures: list[str]) -> None:
+    from memeval.cli.bench_suite import Budgets, Job, Measured, Timed, judge
+
+    measured = Measured(Job("job", ["run"], warm=10.0, cold=100.0), {
+        "cold": Timed(90.0, 90.0, 0), "warm": Timed(warm, 10.0, 0),
+        "one thread": Timed(9.0, one_thread_cpu, 0), "contended": Timed(contended, 10.0, 0)})
+    judge(measured, Budgets([measured.job], contended_factor=3.0, cpu_factor=1.2))
+    assert [line.removeprefix("job: ").split(" (at most")[0]
+            for line in measured.failures] == failures
+
+
+@pytest.mark.bad_input
+def test_the_suite_names_an_unknown_job(tmp_path: Path) -> None:
+    done = memeval("bench", "--suite", "--budgets", str(_budgets(tmp_path / "b.yaml", 1)),
+                   "--only", "nope", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--only nope: not a job in" in done.stderr and "(jobs: tiny)" in done.stderr

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 # The work of each mode is imported when it runs: `bench --help` loads nothing heavy.
@@ -53,6 +54,19 @@ def _parser() -> argparse.ArgumentParser:
                         help="with --ray: the cluster (default: $MEMEVAL_RAY_ADDRESS, else auto)")
     parser.add_argument("--workers", type=int, default=2,
                         help="with --ray: models embedding at once (default 2)")
+    parser.add_argument("--suite", action="store_true",
+                        help="instead: the main job, every experiment and the gate, cold and "
+                             "warm, against the budgets in conf/bench_suite.yaml (exit 1 past "
+                             "one)")
+    parser.add_argument("--budgets", type=Path, default=None,
+                        help="with --suite: another budgets file")
+    parser.add_argument("--only", action="append", default=[], metavar="JOB",
+                        help="with --suite: only this job (repeatable)")
+    parser.add_argument("--contended", type=int, default=0, metavar="N",
+                        help="with --suite: also each job warm beside N CPU-bound processes")
+    parser.add_argument("--threads", action="store_true",
+                        help="with --suite: also each job warm with one thread per pool and "
+                             "with the libraries' own pools")
     for child in ("--entries-one", "--scale-one"):  # one size, in its own process
         parser.add_argument(child, type=int, default=None, help=argparse.SUPPRESS)
     return parser
@@ -80,6 +94,27 @@ def _warm_up(options: argparse.Namespace) -> None:
         print(f"{key.ljust(width)}  {value}")
 
 
+def _suite(options: argparse.Namespace) -> int:
+    from memeval.cli.bench_suite import BUDGETS, as_json, bench_suite, load_budgets, table
+
+    if options.contended < 0:
+        raise SystemExit("memeval bench: --contended takes a number of processes, 0 or more")
+    try:
+        budgets = load_budgets(options.budgets or BUDGETS, options.only)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"memeval bench: {err}", file=sys.stderr)
+        return 2
+    results = bench_suite(budgets, options.contended, options.threads)
+    if options.out is not None:
+        options.out.write_text(json.dumps(as_json(results, budgets, options.contended),
+                                          indent=2))
+    print(table(results, budgets))
+    failures = [line for measured in results for line in measured.failures]
+    for line in failures:
+        print(f"memeval bench: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
 def main(args: list[str]) -> int:
     parser = _parser()
     options = parser.parse_args(args)
@@ -94,6 +129,8 @@ def main(args: list[str]) -> int:
         scale(options.scale, options.embedder, options.out, options.override)
     elif options.warm_up is not None:
         _warm_up(options)
+    elif options.suite:
+        return _suite(options)
     elif options.phoenix:
         if len(options.entries) != 1:
             parser.error("--phoenix measures one size: give --entries N")
