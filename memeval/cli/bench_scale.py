@@ -55,13 +55,15 @@ def labelled_three_pass(work: Path, entries: int, embedder: str, *extra: str) ->
 
 
 def time_split(metrics: dict[str, Any], decisions: pd.DataFrame) -> dict[str, float]:
-    """Where a run's experiment time went: embedding (cache lookups included), the judge, and
-    the gate's own work (stages, learning, redaction: everything else)."""
+    """Where a run's experiment time went: embedding (cache lookups included), the judge,
+    fitting the quality models (once per settings and data: the fit cache keeps them), and the
+    gate's own work (stages, learning, redaction, scoring what was stored: everything else)."""
     judge_column = "latency_judge_ms"
     judge_s = float(decisions[judge_column].sum()) / 1000 if judge_column in decisions else 0.0
     embed_s = metrics["timing"]["embedding_s"]
-    return {"embedding_s": embed_s, "judge_s": judge_s,
-            "gate_own_s": metrics["timing"]["experiment_s"] - embed_s - judge_s}
+    fit_s = metrics["timing"].get("fitting_s", 0.0)
+    return {"embedding_s": embed_s, "judge_s": judge_s, "fitting_s": fit_s,
+            "gate_own_s": metrics["timing"]["experiment_s"] - embed_s - judge_s - fit_s}
 
 
 def peak_rss_mb() -> float:

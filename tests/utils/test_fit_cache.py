@@ -17,10 +17,18 @@ from tests.quality.test_conflict_learned import _toy, _words
 
 
 @pytest.fixture(autouse=True)
-def _empty_memory() -> Iterator[None]:
+def _empty_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No model held in this process, and a signing key of the test's own."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    fit_cache.signing_key.cache_clear()
     forget_in_memory()
     yield
     forget_in_memory()
+    fit_cache.signing_key.cache_clear()
+
+
+def _signed(payload: bytes, key: bytes) -> bytes:
+    return fit_cache.MAGIC + fit_cache._mac(key, payload) + payload
 
 
 class Counting:
@@ -83,20 +91,59 @@ def test_a_damaged_entry_is_a_miss_that_refits_and_is_rewritten(
     make = Counting()
     FitCache(tmp_path, code="c1").fit("model", "key", make)
     forget_in_memory()
-    [entry] = (tmp_path / "model").glob("*.pkl")
+    [entry] = (tmp_path / "model").glob("*.fit")
     good = entry.read_bytes()
+    key = fit_cache.signing_key()
+    assert key is not None and fit_cache.key_file().stat().st_mode & 0o777 == 0o600
     entry.write_bytes({"garbage": b"\x80\x05not a pickle at all",
                        "truncated": good[: len(good) // 2], "empty": b"",
-                       "another key's": pickle.dumps((fit_cache.FORMAT, "model", "0" * 64,
-                                                      {"weights": 99}))}[damage])
+                       "another key's": _signed(pickle.dumps((fit_cache.FORMAT, "model", "0" * 64,
+                                                              {"weights": 99})), key)}[damage])
     cache = FitCache(tmp_path, code="c1")
     with caplog.at_level(logging.WARNING, logger="memeval.utils.fit_cache"):
         assert cache.fit("model", "key", make) == {"weights": 2}
     assert cache.damaged == 1 and make.calls == 2
-    if damage != "another key's":
-        assert "fitting it again" in caplog.text and str(entry) in caplog.text
+    assert "fitting it again" in caplog.text and str(entry) in caplog.text
     forget_in_memory()
     assert FitCache(tmp_path, code="c1").fit("model", "key", make) == {"weights": 2}  # rewritten
+
+
+class Planted:
+    """A pickle that would run code when loaded: it leaves a file behind."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (Path.touch.__get__(self.marker), ())  # type: ignore[return-value]
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("signed_by", ["nobody", "another user's key"])
+def test_an_entry_not_signed_with_this_users_key_is_never_unpickled(
+        tmp_path: Path, signed_by: str) -> None:
+    """A cache directory others can write to (a shared or restored CI cache) can plant a pickle
+    that runs code: it is refused unread, and the model is fitted instead."""
+    make = Counting()
+    FitCache(tmp_path, code="c1").fit("model", "key", make)
+    forget_in_memory()
+    [entry] = (tmp_path / "model").glob("*.fit")
+    marker = tmp_path / "code ran"
+    payload = pickle.dumps((fit_cache.FORMAT, "model", "x", Planted(marker)))
+    entry.write_bytes(payload if signed_by == "nobody" else _signed(payload, b"k" * 32))
+    cache = FitCache(tmp_path, code="c1")
+    assert cache.fit("model", "key", make) == {"weights": 2}
+    assert not marker.exists() and cache.damaged == 1
+
+
+def test_without_a_usable_key_fits_stay_in_this_process(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "not a folder").write_text("")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "not a folder"))
+    fit_cache.signing_key.cache_clear()
+    make = Counting()
+    FitCache(tmp_path / "fits", code="c1").fit("model", "key", make)
+    assert make.calls == 1 and not (tmp_path / "fits").exists()
 
 
 def test_no_directory_keeps_fits_in_this_process_only(tmp_path: Path) -> None:
