@@ -13,6 +13,7 @@ was damaged (the others are imported), 2 for a usage error or no shards for a na
 from __future__ import annotations
 
 import argparse
+import shutil
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from memeval.backends.judges.http_judge import CACHE_TABLE as JUDGE_TABLE
 from memeval.backends.judges.http_judge import usable_records
 from memeval.registry import ConfigError
 from memeval.utils.cache_shards import ShardError, export_store, import_shards
+from memeval.utils.fit_cache import FITS_DIR
 from memeval.utils.kvcache import SqliteKV
 
 
@@ -44,6 +46,9 @@ CACHES = {"embeddings": Cache(EMBEDDING_FILE, EMBEDDING_TABLE, usable_vectors),
           "judge": Cache(JUDGE_FILE, JUDGE_TABLE, usable_records)}
 # SQLite's journal files and the cache's own damage marker live beside each file.
 SIDECARS = ("", "-wal", "-shm", "-journal", ".needs-check")
+# Fitted quality models (utils/fit_cache.py): listed and cleared, never shared (each entry is
+# signed with its user's own key).
+FITS = "fits"
 
 
 def default_dir() -> Path:
@@ -73,11 +78,20 @@ def info(folder: Path) -> int:
         path = folder / cache.file
         held = f"{entries(path, cache.table)}, {megabytes(path)}" if path.is_file() else "empty"
         print(f"  {name:<11} {cache.file:<18} {held}")
+    fitted = [p for p in (folder / FITS_DIR).rglob("*.fit") if p.is_file()]
+    held = f"{len(fitted):,} models, {sum(p.stat().st_size for p in fitted) / 1e6:.1f} MB" \
+        if fitted else "empty"
+    print(f"  {FITS:<11} {FITS_DIR + '/':<18} {held}")
     return 0
 
 
 def clear(folder: Path, names: list[str]) -> int:
     for name in names:
+        if name == FITS:
+            held = (folder / FITS_DIR).is_dir()
+            shutil.rmtree(folder / FITS_DIR, ignore_errors=True)
+            print(f"{name}: {'cleared' if held else 'already empty'} ({folder / FITS_DIR})")
+            continue
         file = CACHES[name].file
         removed = [folder / f"{file}{suffix}" for suffix in SIDECARS
                    if (folder / f"{file}{suffix}").is_file()]
@@ -151,7 +165,8 @@ def main(argv: list[str]) -> int:
     commands.add_parser("info", help="each cache's file, entries and size")
     which = f"which ({', '.join(CACHES)}); none: all of them"
     wipe = commands.add_parser("clear", help="delete caches (the next run recomputes them)")
-    wipe.add_argument("names", nargs="*", metavar="NAME", help=which)
+    wipe.add_argument("names", nargs="*", metavar="NAME",
+                      help=f"which ({', '.join([*CACHES, FITS])}); none: all of them")
     out = commands.add_parser("export", help="write caches as Parquet shards in DIR/<name>/")
     into = commands.add_parser("import", help="add the rows of the shards in DIR/<name>/ that "
                                               "the caches lack")
@@ -159,15 +174,16 @@ def main(argv: list[str]) -> int:
         sub.add_argument("shards", type=Path, metavar="DIR", help="the shard folder")
         sub.add_argument("names", nargs="*", metavar="NAME", help=which)
     args = parser.parse_args(argv)
-    unknown = [name for name in getattr(args, "names", []) if name not in CACHES]
+    known = [*CACHES, FITS] if args.command == "clear" else list(CACHES)
+    unknown = [name for name in getattr(args, "names", []) if name not in known]
     if unknown:
-        parser.error(f"no cache named {', '.join(unknown)} (caches: {', '.join(CACHES)})")
+        parser.error(f"no cache named {', '.join(unknown)} (caches: {', '.join(known)})")
     folder = (args.dir or default_dir()).expanduser()
     if args.command == "info":
         return info(folder)
-    names = args.names or list(CACHES)
     if args.command == "clear":
-        return clear(folder, names)
+        return clear(folder, args.names or known)
+    names = args.names or list(CACHES)
     share = export if args.command == "export" else import_
     try:
         return share(folder, args.shards.expanduser(), names, bool(args.names))

@@ -64,14 +64,21 @@ def signing_key() -> bytes | None:
     except OSError as err:
         log.warning("fit cache key %s unreadable (%s): fits kept in this process only", path, err)
         return None
-    key = secrets.token_bytes(KEY_BYTES)
+    mine = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        write_atomic(path, key)  # created 0600
+        write_atomic(mine, secrets.token_bytes(KEY_BYTES))  # created 0600
+        try:
+            os.link(mine, path)  # never replaces a key another process made meanwhile
+        except FileExistsError:
+            pass
+        finally:
+            mine.unlink()
+        key = path.read_bytes()
     except OSError as err:
-        log.warning("cannot write the fit cache key %s (%s): fits kept in this process only",
+        log.warning("cannot make the fit cache key %s (%s): fits kept in this process only",
                     path, err)
         return None
-    return key
+    return key if len(key) == KEY_BYTES else None
 
 
 def source_digest(root: Path) -> str:
