@@ -17,6 +17,19 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 size_pools()  # before numpy loads: the tests' pools, and those of every process they start
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`-n`), each worker is a session of its own, so a module's or a
+    session's fixture would be built once per worker that runs one of its tests: a test file's
+    tests run in one worker, and every test that uses the real Phoenix server or Ray cluster
+    (tests/phoenix/, tests/ray/) in one worker, so each is started once."""
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        package = path.split("/")[1] if path.count("/") > 1 else ""
+        item.add_marker(pytest.mark.xdist_group(
+            package if package in ("phoenix", "ray") else path))
+
+
 @pytest.fixture(autouse=True)
 def _root_logging_restored() -> Iterator[None]:
     """A run in process lets Hydra point the root logger at this test's captured streams; put
@@ -26,6 +39,16 @@ def _root_logging_restored() -> Iterator[None]:
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's embedding and fit cache for tests that run the real model on the bundled
+    data: $MEMEVAL_CACHE_DIR when set (CI sets one per clone), else one for this session. The
+    vectors do not depend on the cache (a cold and a warm run decide alike), so sharing it only
+    spares each such test embedding the same texts again."""
+    found = os.environ.get("MEMEVAL_CACHE_DIR")
+    return Path(found) if found else tmp_path_factory.mktemp("shared-cache")
 
 
 @pytest.fixture

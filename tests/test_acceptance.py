@@ -20,9 +20,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def default_config(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., DictConfig]:
-    cache = tmp_path_factory.mktemp("cache")
-    return lambda *o: compose([f"cache_dir={cache}", "progress=false", *o])
+def default_config(shared_cache: Path) -> Callable[..., DictConfig]:
+    return lambda *o: compose([f"cache_dir={shared_cache}", "progress=false", *o])
 
 
 @pytest.mark.parametrize("experiment", ["three_pass", "three_pass_holdout"])

@@ -112,17 +112,17 @@ def test_an_old_conf_gates_path_is_refused_naming_the_new_one(
     assert str(regression_gate.THRESHOLDS) in message and "Traceback" not in message
 
 
-def gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def gate(*args: str, cwd: Path, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "MEMEVAL_CACHE_DIR": str(cwd / "cache")}
+           "MEMEVAL_CACHE_DIR": str(cache or cwd / "cache")}
     return subprocess.run([sys.executable, "-m", "memeval", "gate", "--out",
                            str(cwd / "gate.json"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=1200)
 
 
 @pytest.mark.slow
-def test_the_gate_passes_on_this_code(tmp_path: Path) -> None:
-    done = gate(cwd=tmp_path)
+def test_the_gate_passes_on_this_code(tmp_path: Path, shared_cache: Path) -> None:
+    done = gate(cwd=tmp_path, cache=shared_cache)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     report = json.loads((tmp_path / "gate.json").read_text())
     assert report["failures"] == [] and len(report["rows"]) == len(load()["checks"])

@@ -1,4 +1,7 @@
-"""A real Phoenix server on free loopback ports, started once per session (it takes ~20 s)."""
+"""A real Phoenix server on free loopback ports, started once for this package's tests (it takes
+~20 s) and stopped when they are done: an idle Phoenix keeps a fifth of a core busy, which the rest
+of the session would pay for. Under pytest-xdist these tests all run in one worker
+(tests/conftest.py), one after another."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def phoenix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer]:
     port, grpc_port = free_ports(2)
     settings = PhoenixSettings(
@@ -34,7 +37,7 @@ def phoenix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def phoenix_url(phoenix_server: PhoenixServer) -> str:
     """Base URL of the session's Phoenix, e.g. http://127.0.0.1:PORT (OTLP at /v1/traces)."""
     return phoenix_server.url
