@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,10 +12,14 @@ import pytest
 from omegaconf import DictConfig
 
 from memeval.threads import size_pools
+from memeval.utils.fit_cache import DIR_ENV
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 size_pools()  # before numpy loads: the tests' pools, and those of every process they start
+# Fitted models are keyed by settings, data and code: every test, worker and subprocess of the
+# session (and later sessions) shares one place for them, whatever cache_dir each test uses.
+os.environ.setdefault(DIR_ENV, f"{tempfile.gettempdir()}/memeval-test-fits-{os.getuid()}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items

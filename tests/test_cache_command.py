@@ -26,6 +26,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     judge.put("a prompt's key", b"a verdict")
     judge.close()
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path.parent / f"{tmp_path.name}-config"))
+    monkeypatch.delenv(fit_cache.DIR_ENV, raising=False)  # the fits under the cache directory
     fit_cache.signing_key.cache_clear()
     fit_cache.FitCache(tmp_path / fit_cache.FITS_DIR).fit("model", "key", lambda: [1.0, 2.0])
     yield tmp_path

@@ -31,6 +31,7 @@ import conf
 from memeval.cli.bench_scale import markdown_table
 from memeval.threads import ENV as THREADS_ENV
 from memeval.threads import LIBRARY, POOL_VARIABLES
+from memeval.utils.fit_cache import DIR_ENV as FIT_DIR_ENV
 
 BUDGETS = Path(conf.__file__).parent / "bench_suite.yaml"
 ONE_THREAD = {THREADS_ENV: "1", **dict.fromkeys(POOL_VARIABLES, "1")}
@@ -121,6 +122,7 @@ def measure(job: Job, work: Path, contention: int, threads: bool) -> Measured:
     cache = work / job.name / "cache"
     env = {**os.environ, "MEMEVAL_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1"}
+    env.pop(FIT_DIR_ENV, None)  # cold means every model fitted: fits go under the job's cache
     variants: list[tuple[str, dict[str, str]]] = [("cold", env), ("warm", env)]
     if threads:
         variants += [("one thread", {**env, **ONE_THREAD}),

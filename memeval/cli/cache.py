@@ -31,7 +31,7 @@ from memeval.backends.judges.http_judge import CACHE_TABLE as JUDGE_TABLE
 from memeval.backends.judges.http_judge import usable_records
 from memeval.registry import ConfigError
 from memeval.utils.cache_shards import ShardError, export_store, import_shards
-from memeval.utils.fit_cache import FITS_DIR
+from memeval.utils.fit_cache import FITS_DIR, fits_dir
 from memeval.utils.kvcache import SqliteKV
 
 
@@ -78,19 +78,22 @@ def info(folder: Path) -> int:
         path = folder / cache.file
         held = f"{entries(path, cache.table)}, {megabytes(path)}" if path.is_file() else "empty"
         print(f"  {name:<11} {cache.file:<18} {held}")
-    fitted = [p for p in (folder / FITS_DIR).rglob("*.fit") if p.is_file()]
+    fits = fits_dir(folder)
+    fitted = [p for p in fits.rglob("*.fit") if p.is_file()]
     held = f"{len(fitted):,} models, {sum(p.stat().st_size for p in fitted) / 1e6:.1f} MB" \
         if fitted else "empty"
-    print(f"  {FITS:<11} {FITS_DIR + '/':<18} {held}")
+    shown = f"{FITS_DIR}/" if fits == folder / FITS_DIR else str(fits)
+    print(f"  {FITS:<11} {shown:<18} {held}")
     return 0
 
 
 def clear(folder: Path, names: list[str]) -> int:
     for name in names:
         if name == FITS:
-            held = (folder / FITS_DIR).is_dir()
-            shutil.rmtree(folder / FITS_DIR, ignore_errors=True)
-            print(f"{name}: {'cleared' if held else 'already empty'} ({folder / FITS_DIR})")
+            fits = fits_dir(folder)
+            held = fits.is_dir()
+            shutil.rmtree(fits, ignore_errors=True)
+            print(f"{name}: {'cleared' if held else 'already empty'} ({fits})")
             continue
         file = CACHES[name].file
         removed = [folder / f"{file}{suffix}" for suffix in SIDECARS

@@ -26,7 +26,7 @@ from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import ConfigError, Registry, to_dataclass
 from memeval.systems.base import SYSTEMS, Capability, Ingestor, System, require
 from memeval.systems.reference import ReferenceIngestor, ReferenceSystem
-from memeval.utils.fit_cache import FITS_DIR, FitCache
+from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
 
@@ -71,7 +71,7 @@ class RunContext:
     @cached_property
     def fits(self) -> FitCache:
         """Fitted models kept by settings, data and code, shared by every run on this cache."""
-        return FitCache(self.cache_dir / FITS_DIR)
+        return FitCache(fits_dir(self.cache_dir))
 
     @cached_property
     def loaded(self) -> Dataset | MemoryCorpus:

@@ -6,7 +6,9 @@ it. The key is a digest of all three: the caller's settings and data fingerprint
 value with a stable `repr`: dataclass settings, fingerprints, seeds) and `code_digest()`, every
 source file of the memeval package, so an edit anywhere in the code refits rather than reusing a
 model the old code made. Fits are kept in this process (a test session, a sweep's jobs in one
-worker) and on disk under `CACHE_DIR/fits/KIND/`, written atomically.
+worker) and on disk under `CACHE_DIR/fits/KIND/` (or `$MEMEVAL_FIT_CACHE_DIR/KIND/`: entries are
+keyed by content, so runs on different cache directories, such as a test session's, can share
+them), written atomically.
 
 A fitted scikit-learn model is a pickle, and unpickling runs code, so an entry is signed: an
 HMAC-SHA256 under this user's own key, kept outside the cache directory (`KEY_FILE`, mode 0600,
@@ -36,12 +38,19 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 FITS_DIR = "fits"
+DIR_ENV = "MEMEVAL_FIT_CACHE_DIR"  # where fits are kept instead of CACHE_DIR/fits
 PACKAGE = Path(__file__).resolve().parents[1]  # memeval/
 FORMAT = 2  # an entry: MAGIC, the HMAC of the rest, pickle of (FORMAT, kind, digest, model)
 MAGIC = b"memeval-fit\0"
 KEY_BYTES = 32
 _MEMORY: dict[str, Any] = {}  # digest -> model, for every cache in this process
 MEMORY_ENTRIES = 256  # the oldest goes first past this
+
+
+def fits_dir(cache_dir: Path) -> Path:
+    """`$MEMEVAL_FIT_CACHE_DIR` when set, else the run's `CACHE_DIR/fits`."""
+    chosen = os.environ.get(DIR_ENV, "").strip()
+    return Path(chosen).expanduser() if chosen else cache_dir / FITS_DIR
 
 
 def key_file() -> Path:

@@ -176,3 +176,11 @@ def test_a_cached_conflict_detector_predicts_as_a_fresh_fit_without_fitting(
     third = LearnedConflictDetector(cfg, FitCache(tmp_path, code="c1"))
     third.fit(pairs[:-4], labels[:-4])  # other training pairs: fitted
     assert len(fits) == 1
+
+
+def test_fits_go_under_the_cache_directory_unless_a_fit_directory_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(fit_cache.DIR_ENV, raising=False)
+    assert fit_cache.fits_dir(tmp_path / "cache") == tmp_path / "cache" / "fits"
+    monkeypatch.setenv(fit_cache.DIR_ENV, str(tmp_path / "shared fits"))
+    assert fit_cache.fits_dir(tmp_path / "cache") == tmp_path / "shared fits"
