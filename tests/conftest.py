@@ -22,6 +22,10 @@ size_pools()  # before numpy loads: the tests' pools, and those of every process
 os.environ.setdefault(DIR_ENV, f"{tempfile.gettempdir()}/memeval-test-fits-{os.getuid()}")
 
 
+# Real servers, clusters and faults injected into real runs: all of it `slow` (not the quick tier).
+SLOW_PACKAGES = ("phoenix", "ray", "faults")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n`), each worker is a session of its own, so a module's or a
@@ -33,6 +37,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         package = path.split("/")[1] if path.count("/") > 1 else ""
         item.add_marker(pytest.mark.xdist_group(
             package if package in ("phoenix", "ray") else path))
+        if package in SLOW_PACKAGES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -41,6 +41,7 @@ def test_a_read_only_cache_dir_is_named_with_the_setting(
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_an_unusable_memeval_cache_dir_exits_2_without_a_traceback(tmp_path: Path) -> None:
     blocker = tmp_path / "cache-file"
     blocker.write_text("not a folder")

@@ -13,6 +13,8 @@ import pytest
 
 from memeval.__main__ import _discard_if_unused
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -74,6 +74,7 @@ def test_every_registered_experiment_has_its_yaml() -> None:
 @pytest.mark.parametrize(("group", "option"),
                          [(g, o) for g in GROUPS for o in options(g)],
                          ids=lambda value: str(value))
+@pytest.mark.slow
 def test_every_option_composes_and_validates(group: str, option: str) -> None:
     cfg = compose(["+experiment=three_pass", f"{group}={option}",
                    *REQUIRED.get((group, option), [])])

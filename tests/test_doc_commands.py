@@ -22,6 +22,8 @@ from memeval.config import check_overrides, compose, quote_values, validate
 from tests.test_contributing import GUIDE_OPTION
 from tests.test_plugins import EXAMPLE_OPTIONS
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = "…"  # "the same command as before", in the resume example: dropped

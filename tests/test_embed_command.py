@@ -77,6 +77,7 @@ def test_a_memory_corpus_is_warmed_with_its_memories_and_queries(
     assert metrics["embedder"]["cache_hits"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input
 def test_a_loopback_cluster_without_ray_s_loopback_switch_is_named(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

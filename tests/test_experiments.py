@@ -16,6 +16,8 @@ from memeval.registry import ConfigError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 # score hand-labelled quality sets; replay no traces

@@ -22,6 +22,8 @@ from memeval.experiments.base import EXPERIMENTS
 from memeval.registry import Registry
 from memeval.systems.base import SYSTEMS
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 REGISTRIES: dict[str, Registry[Any]] = {"dataset": DATASETS, "embedder": EMBEDDERS,
                                         "scorer": SCORERS, "judge": JUDGES,
                                         "labeller": LABELLERS, "system": SYSTEMS}

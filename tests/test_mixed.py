@@ -11,6 +11,8 @@ from omegaconf import DictConfig
 from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 CORPORA = Path(__file__).resolve().parents[1] / "data" / "claude_code" / "vsla"
 
 

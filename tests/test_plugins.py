@@ -136,6 +136,7 @@ def _cli(*args: str, cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input
 def test_an_installed_plugin_that_fails_stops_run_and_list_in_one_line(tmp_path: Path) -> None:
     """A distribution installed as pip leaves it (its dist-info), its module broken."""

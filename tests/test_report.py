@@ -17,6 +17,8 @@ from memeval.reporting.report import main, write_report
 from memeval.results.run import Run
 from memeval.runner import run_experiment
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 
 class Tags(HTMLParser):
     def __init__(self) -> None:

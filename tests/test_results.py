@@ -178,6 +178,7 @@ def test_the_report_of_a_schema_1_run_is_unchanged(fixture: Path, tmp_path: Path
                "funnel", "learning_curve", "score_distributions", "rejection_store"}),
     (RETRIEVAL, {"retrieval"}), (CONFLICTS, {"conflict_confusion"})],
     ids=lambda v: v.name if isinstance(v, Path) else "")
+@pytest.mark.slow
 def test_the_figures_of_a_schema_1_run_are_drawn(fixture: Path, figures: set[str],
                                                  tmp_path: Path) -> None:
     run_dir = tmp_path / "run"

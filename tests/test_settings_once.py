@@ -54,6 +54,7 @@ SHARED = [("mqs_calibration", "mai", "memledger", "experiment.mai"),
           ("three_pass_mixed", "trust", "content_aware", "experiment.stored_models.trust")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("experiment", "group", "option", "place"), SHARED)
 def test_each_experiment_composes_the_shared_groups_in(experiment: str, group: str, option: str,
                                                        place: str) -> None:

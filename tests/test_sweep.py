@@ -20,6 +20,8 @@ from omegaconf import OmegaConf
 
 from memeval.cli.sweep import SweepError, main, pareto_mask, summarise
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
 TARGET = "threshold.target_recall"

@@ -241,6 +241,7 @@ def _chat(req: Received) -> Reply:
                                  "total_tokens": 2}})
 
 
+@pytest.mark.slow
 def test_payloads_in_the_data_are_kept_literally_and_never_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         fast_config: Callable[..., DictConfig]) -> None:

@@ -388,6 +388,7 @@ def test_longmemeval_with_nothing_usable_fails_loudly(tmp_path: Path) -> None:
     ("longmemeval", [f"dataset.path={LONGMEMEVAL}", "dataset.text=all", "dataset.limit=2"]),
     ("memory_jsonl", [f"dataset.memories={MEMORIES}", f"dataset.queries={QUERIES}"]),
 ])
+@pytest.mark.slow
 def test_each_yaml_composes_validates_and_builds(option: str, settings: list[str]) -> None:
     cfg = compose(["+experiment=three_pass", f"dataset={option}", *settings])
     assert cfg.dataset.name == option

@@ -294,6 +294,7 @@ def test_values_in_range_pass_and_keep_their_type() -> None:
     ("labeller=judge", None),
     ("reporting.phoenix.timeout_s=0", "reporting.phoenix.timeout_s must be > 0, got 0.0"),
 ])
+@pytest.mark.slow
 def test_settings_are_refused_up_front_naming_the_key_and_range(override: str,
                                                                 message: str | None) -> None:
     cfg = compose(["+experiment=three_pass", override])

@@ -84,6 +84,7 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
         load_conflict_pairs(path, on_error="raise")
 
 
+@pytest.mark.slow
 def test_the_experiment_compares_both_rule_sets(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=conflict_detection", "bootstrap=50", "plots=true")
@@ -105,6 +106,7 @@ def test_the_experiment_compares_both_rule_sets(
     assert (tmp_path / "run" / "figures" / "conflict_confusion.png").is_file()
 
 
+@pytest.mark.slow
 def test_same_path_pairs_are_skipped_unless_switched_off(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     a, b = "User likes tabs", "User dislikes tabs"

@@ -192,6 +192,7 @@ def _uncited(tmp_path: Path) -> str:
         for i in range(9)])
 
 
+@pytest.mark.slow
 def test_a_set_whose_decisions_name_no_memory_is_read_by_the_metadata_model(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     dev, _ = _sets(tmp_path)
@@ -208,6 +209,7 @@ def test_a_set_whose_decisions_name_no_memory_is_read_by_the_metadata_model(
     assert set(metrics["coefficients"]) == {"all", "metadata"}
 
 
+@pytest.mark.slow
 def test_the_golden_style_split_is_scored_beside_the_test_split_by_the_metadata_model(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     dev, test = _sets(tmp_path)
@@ -254,6 +256,7 @@ def test_a_test_split_among_the_development_sets_is_a_config_error(
         validate(cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input
 def test_a_bad_development_line_is_reported_with_file_and_line(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:

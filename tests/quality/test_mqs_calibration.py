@@ -19,6 +19,7 @@ from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 
 
+@pytest.mark.slow
 def test_calibration_run_writes_metrics_tables_and_figures(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=mqs_calibration", "bootstrap=50", "plots=true")
@@ -49,6 +50,7 @@ def test_calibration_run_writes_metrics_tables_and_figures(
     assert saved["mqs"]["fingerprint"] == mqs["fingerprint"]
 
 
+@pytest.mark.slow
 def test_a_worse_constant_changes_the_calibration(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     base = run_experiment(fast_config("+experiment=mqs_calibration", "bootstrap=20"),
@@ -86,6 +88,7 @@ def _graded_copy(tmp_path: Path, keep_labels: bool) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_numeric_trust_grade_gets_its_own_rank_agreement(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     both = run_experiment(fast_config("+experiment=mqs_calibration", "bootstrap=30",
@@ -132,6 +135,7 @@ def test_too_few_labelled_records_to_fit_are_noted_not_a_crash(
 @pytest.mark.parametrize(("left_out", "kept", "tables"), [
     ("scenarios", "mqs", {"mqs_records", "trust_records"}),
     ("records", "mai", {"mai_scenarios", "trust_records"})])
+@pytest.mark.slow
 def test_either_set_alone_skips_the_other_half(
         tmp_path: Path, fast_config: Callable[..., DictConfig], left_out: str, kept: str,
         tables: set[str]) -> None:

@@ -51,6 +51,7 @@ ARMS = ("cosine", "bm25", "hybrid", "sip0001", "sip0001_positive", "sip0001_rank
 CORPORA = Path(__file__).resolve().parents[1] / "data" / "corpora"
 
 
+@pytest.mark.slow
 def test_the_replay_compares_arms_on_held_out_queries(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=retrieval_replay", "experiment.store_passes=1",
@@ -87,6 +88,7 @@ def test_the_replay_compares_arms_on_held_out_queries(
     assert (tmp_path / "run" / "figures" / "retrieval.png").is_file()
 
 
+@pytest.mark.slow
 def test_a_graph_that_counts_for_nothing_ranks_as_cosine(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=retrieval_replay", "experiment.store_passes=1",
@@ -140,6 +142,7 @@ def test_longmemeval_questions_see_only_sessions_written_before_them(
         assert sorted(served) == sorted(m for m, t in written.items() if t <= asked[query])
 
 
+@pytest.mark.slow
 def test_feedback_noise_flips_what_the_usage_queries_teach(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     lifted = {}

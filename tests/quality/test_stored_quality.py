@@ -15,6 +15,8 @@ from memeval.results.result import load_result
 from memeval.results.run_dir import read_decisions, read_table
 from memeval.runner import run_experiment
 
+pytestmark = pytest.mark.slow  # each test reads a whole replay's stored memories
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:

@@ -43,6 +43,7 @@ def _run(fast_config: Callable[..., DictConfig], out: Path, dev: Path, test: Pat
     return found
 
 
+@pytest.mark.slow
 def test_the_test_split_never_reaches_the_fit(
         tmp_path: Path, fast_config: Callable[..., DictConfig],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,6 +67,7 @@ def test_the_test_split_never_reaches_the_fit(
     assert set(first["gap"]) == {"spearman", "kendall", "brier", "ece"}
 
 
+@pytest.mark.slow
 @pytest.mark.bad_input
 def test_a_bad_dev_line_is_counted_with_its_file_and_line(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:

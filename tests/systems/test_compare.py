@@ -15,6 +15,8 @@ from memeval.results.run_dir import read_decisions
 from memeval.runner import run_experiment
 from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (registered)
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 ONLY_REFERENCE = "~system@experiment.systems.memledger"  # the default pair is reference, memledger
 TWO = ["+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.keep=reference",
        "experiment.systems.keep.name=keep-all", "dataset.limit=60", "experiment.passes=2",

@@ -47,6 +47,7 @@ def test_mai_reproduces_memledgers_verdicts(report: dict[str, Any]) -> None:
     assert only["id"] == "mai-028" and "declared 0.0" in only["why"]
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_tables(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--json"]) == 0
     printed = json.loads(capsys.readouterr().out)

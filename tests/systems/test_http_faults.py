@@ -22,7 +22,7 @@ from tests.faults.common import decisions_without_clock, without_clock
 from tests.loopback import LoopbackServer, Received, Reply, scripted
 from tests.systems.test_http import FakeMemoryd, entries, ingestor
 
-pytestmark = pytest.mark.faults
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
 STORED = Reply(200, {"stage": "stored", "stored": 1})
 

@@ -27,6 +27,8 @@ from memeval.systems.base import SYSTEMS, Capability, Memory
 from memeval.systems.memledger import MemledgerSystem
 from memeval.systems.memledger_runtime import SEARCH_PATHS
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 pytest.importorskip("memledger")
 
 NEAR = ("Postgres max_connections is 200 on the prod cluster",

@@ -14,6 +14,8 @@ from memeval.runner import run_experiment
 from memeval.systems.base import Capability, require
 from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (registered)
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 
 def test_require_names_what_is_missing_and_what_the_system_has() -> None:
     with pytest.raises(ConfigError) as caught:

@@ -30,6 +30,8 @@ from memeval.serve.http import Routes, make_server, url_of
 from memeval.serve.memoryd import MemorydEngine
 from memeval.systems.reference import ReferenceSystem
 
+pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
+
 COMPARED = ("stage_counts", "judge_calls", "substantive_recall", "substantive_recall_ci95",
             "noise_stored", "low_value_filtered_rate", "per_label", "prejudge_filter_rate",
             "judge_call_saving", "rejection_store_size")

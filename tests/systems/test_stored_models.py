@@ -191,6 +191,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, tuple[Path, dic
     return found
 
 
+@pytest.mark.slow
 def test_a_replay_reports_the_models_per_pass(
         runs: dict[bool, tuple[Path, dict[str, Any]]]) -> None:
     run_dir, metrics = runs[True]
@@ -210,6 +211,7 @@ def test_a_replay_reports_the_models_per_pass(
     assert "MQS of stored memories" in printed
 
 
+@pytest.mark.slow
 def test_switched_off_the_models_leave_mqs_as_it_was(
         runs: dict[bool, tuple[Path, dict[str, Any]]]) -> None:
     (on_dir, on), (off_dir, off) = runs[True], runs[False]

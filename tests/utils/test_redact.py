@@ -1111,6 +1111,7 @@ ADVERSARIAL: dict[str, Callable[[], str]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_no_catastrophic_backtracking_on_2mb_inputs(name: str) -> None:
     text = ADVERSARIAL[name]()
