@@ -124,9 +124,10 @@ def measure(job: Job, work: Path, contention: int, threads: bool) -> Measured:
            "HF_DATASETS_OFFLINE": "1"}
     env.pop(FIT_DIR_ENV, None)  # cold means every model fitted: fits go under the job's cache
     variants: list[tuple[str, dict[str, str]]] = [("cold", env), ("warm", env)]
-    if threads:
+    if threads:  # the pool variables this process set (size_pools) are not the libraries'
+        library = {k: v for k, v in env.items() if k not in POOL_VARIABLES}
         variants += [("one thread", {**env, **ONE_THREAD}),
-                     ("library pools", {**env, **LIBRARY_POOLS})]
+                     ("library pools", {**library, **LIBRARY_POOLS})]
     for kind, variant in variants:
         print(f"bench --suite: {job.name}, {kind} …", file=sys.stderr, flush=True)
         measured.runs[kind] = timed(_arguments(job, work / job.name / kind), variant, work)
