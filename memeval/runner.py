@@ -175,6 +175,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
     if ctx.built("fits"):  # quality models fitted (not found in the fit cache) during the run
         timing["fitting_s"] = round(ctx.fits.seconds, 3)
+    if ctx.scoring_seconds:  # scoring each pass's stored memories (fits included)
+        timing["stored_scoring_s"] = round(ctx.scoring_seconds, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json
     failures = run_failures(result.decisions, checked.gate,
                             getattr(checked.system, "max_error_share", 1.0))

@@ -155,7 +155,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     header = ["entries", "model load", "embedding cold (texts/s)",
               "embedding cached (texts/s)", *(f"{s} (entries/s)" for s in stages),
               "three passes", "÷ one embedding pass", "gate's own work", "÷ one embedding pass",
-              "quality models fitted", "peak RSS", "Python heap peak"]
+              "quality models fitted", "stored memories scored", "peak RSS", "Python heap peak"]
     cells: list[list[str]] = []
     for row in rows:
         rates = [row["stages"].get(s, {}).get("entries_per_s") for s in stages]
@@ -167,7 +167,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                       f"{row['ratios']['three_passes_over_one_embedding_pass']:.2f}",
                       f"{row['gate_own_s']:.1f} s",
                       f"{row['ratios']['gate_own_over_one_embedding_pass']:.3f}",
-                      f"{row['fitting_s']:.1f} s",
+                      f"{row['fitting_s']:.1f} s", f"{row['stored_scoring_s']:.1f} s",
                       f"{row['peak_rss_mb']:,.0f} MB", f"{row['python_heap_peak_mb']:.1f} MB"])
     return markdown_table(header, cells)
 

@@ -54,6 +54,7 @@ class RunContext:
         self.cfg = cfg
         self.run_dir = run_dir
         self.load_seconds = 0.0  # dataset loading, kept apart from the experiment's own time
+        self.scoring_seconds = 0.0  # scoring what each pass stored, kept apart from the replay
         # Called with each measured pass's decisions as it ends (e.g. to stream spans).
         self.pass_listeners: list[Callable[[list[Decision]], None]] = []
 

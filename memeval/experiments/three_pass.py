@@ -10,6 +10,7 @@ evaluated (train/test leakage). `three_pass_holdout` is the leakage-free variant
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -69,6 +70,7 @@ class ThreePass:
         if not isinstance(gate, StoredQuality):  # only the reference engine exposes its store
             return PassRecord(metrics, rows, {"stored": []})
         common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed + pass_no}
+        started = time.perf_counter()
         quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
         metrics = {**metrics, "stored_mqs": quality}
         if self.cfg.stored_models.enabled:
@@ -76,6 +78,7 @@ class ThreePass:
                                                   **common)
             metrics["stored_models"] = learned
             memories = [{**row, **columns[row["memory_id"]]} for row in memories]
+        ctx.scoring_seconds += time.perf_counter() - started
         return PassRecord(metrics, rows, {"stored": memories})
 
 
