@@ -175,7 +175,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
     if ctx.built("fits"):  # quality models fitted (not found in the fit cache) during the run
         timing["fitting_s"] = round(ctx.fits.seconds, 3)
-    if ctx.scoring_seconds:  # scoring each pass's stored memories (fits included)
+    if ctx.scoring_seconds:  # scoring each pass's stored memories (their models' fit apart)
         timing["stored_scoring_s"] = round(ctx.scoring_seconds, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json
     failures = run_failures(result.decisions, checked.gate,

@@ -73,8 +73,9 @@ def settings() -> ThreadSettings:
 
 def size_pools() -> ThreadSettings:
     """Size every pool for this process and the processes it starts; idempotent."""
-    if not settings().sized:
-        return settings()
+    asked = settings()
+    if not asked.sized:
+        return asked
     for variable in POOL_VARIABLES:
         os.environ.setdefault(variable, str(NUMERIC_THREADS))
     sized = settings()

@@ -70,12 +70,12 @@ class ThreePass:
         if not isinstance(gate, StoredQuality):  # only the reference engine exposes its store
             return PassRecord(metrics, rows, {"stored": []})
         common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed + pass_no}
+        models = self.models(ctx) if self.cfg.stored_models.enabled else None  # fitted apart
         started = time.perf_counter()
         quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
         metrics = {**metrics, "stored_mqs": quality}
-        if self.cfg.stored_models.enabled:
-            learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, self.models(ctx),
-                                                  **common)
+        if models is not None:
+            learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, models, **common)
             metrics["stored_models"] = learned
             memories = [{**row, **columns[row["memory_id"]]} for row in memories]
         ctx.scoring_seconds += time.perf_counter() - started

@@ -128,8 +128,8 @@ class FitCache:
             self.hits += 1
             return _MEMORY[digest]
         signing = signing_key() if self.directory else None
-        path = self.directory / kind / f"{digest[:32]}.fit" if self.directory and signing \
-            else None
+        path = self.directory / kind / f"{digest[:32]}.fit" \
+            if self.directory and signing else None  # no key: this process only
         found = self._read(path, signing, kind, digest) if path and signing else None
         if found is not None:
             self.hits += 1
