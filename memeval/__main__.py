@@ -56,6 +56,11 @@ def _discard_if_unused(run_dir: Path, log_name: str) -> None:
 
 
 def _run(args: list[str]) -> int:
+    if {"-h", "--help"}.intersection(args):  # Hydra's help composes every option: seconds
+        from memeval.cli.run_help import run_help
+
+        print(run_help())
+        return 0
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -69,11 +74,6 @@ def _run(args: list[str]) -> int:
     from memeval.runner import run_experiment
     from memeval.utils.redact import redact
 
-    if {"-h", "--help"}.intersection(args):  # Hydra's help composes every option: seconds
-        from memeval.cli.run_help import run_help
-
-        print(run_help())
-        return 0
     register_resolvers()
     user_errors = user_error_types()
     args = quote_values(args)
@@ -149,7 +149,7 @@ def _gate(args: list[str]) -> int:
 
 
 def _report(args: list[str]) -> int:
-    from memeval.reporting.report import main as report_main
+    from memeval.cli.report import main as report_main
 
     return report_main(args)
 

@@ -119,6 +119,11 @@ class PluginConfigs(SearchPathPlugin):
                 search_path.append(f"memeval-plugin-{plugin.name}", plugin.conf)
 
 
+def installed() -> bool:
+    """Whether any plugin is installed, read from the entry points without loading one."""
+    return bool(entry_points(group=GROUP))
+
+
 def load_plugins() -> list[Plugin]:
     """Every installed plugin, loaded once per process (the built-ins must be loaded first, so
     a plugin reusing a built-in's name is the one refused)."""

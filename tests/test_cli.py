@@ -184,3 +184,40 @@ def test_a_user_error_is_printed_redacted(capsys: pytest.CaptureFixture[str]) ->
     report_user_error(DatasetError(f"rows.jsonl:3: unknown label '{token}'"))
     err = capsys.readouterr().err
     assert token not in err and err.startswith("memeval: rows.jsonl:3: unknown label")
+
+
+# What makes a `--help` take seconds: none of it is needed to print one.
+HEAVY = ("numpy", "pandas", "scipy", "sklearn", "torch", "pyarrow", "matplotlib", "httpx",
+         "sentence_transformers", "datasets", "phoenix", "ray")
+HELP_PROBE = """
+import contextlib, io, json, sys
+from memeval.__main__ import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as done:
+        code = done.code
+print(json.dumps({"code": code, "printed": out.getvalue()[:40],
+                  "heavy": sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))}))
+"""
+
+
+def _help_commands() -> list[tuple[str, ...]]:
+    from memeval.__main__ import COMMANDS
+
+    nested = {"cache": ("info", "clear", "export", "import"), "phoenix": ("serve", "push"),
+              "serve": ("memoryd", "embeddings")}
+    return [(name, *sub) for name in COMMANDS for sub in [(), *((s,) for s in nested.get(name, ()))]]
+
+
+@pytest.mark.parametrize("command", _help_commands(), ids=" ".join)
+def test_a_commands_help_loads_no_heavy_library(command: tuple[str, ...], tmp_path: Path) -> None:
+    """`--help` answers in a fraction of a second (docs/operations.md) because it parses its
+    arguments before importing the work: this holds for every command and subcommand."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{HELP_PROBE}", *command, "--help"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = json.loads(done.stdout.splitlines()[-1])
+    assert shown["code"] == 0 and shown["printed"].startswith("usage: python -m memeval"), shown
+    assert shown["heavy"] == [], f"{' '.join(command)} --help imports {shown['heavy']}"

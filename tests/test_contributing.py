@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memeval.cli.listing import description
+from memeval.cli.catalogue import description
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "contributing.md"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memeval import plugins
-from memeval.cli.listing import option_file
+from memeval.cli.catalogue import option_file
 from memeval.components import load_builtin_components
 from memeval.config import compose
 from memeval.plugins import GROUP, PluginError, load_plugin, load_plugins
@@ -212,3 +212,6 @@ def test_the_example_plugin_is_listed(example: Path, tmp_path: Path) -> None:
     assert system["component"] == "keyword_memory" and system["settings"]["min_chars"] == 40
     assert scorer["component"] == "centroid_margin" and scorer["settings"]["min_learned"] == 10
     assert "memeval-plugin-example" in system["description"]
+    helped = _cli("run", "--help", cwd=tmp_path, pythonpath=example)  # loads plugins: one exists
+    assert helped.returncode == 0, helped.stderr
+    assert "keyword_memory" in helped.stdout and "centroid_margin" in helped.stdout

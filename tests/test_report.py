@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig
 
+from memeval.cli.report import main
 from memeval.metrics.paired import mcnemar
 from memeval.paths import data_path
 from memeval.reporting.compare import IncomparableRuns, compare_runs
-from memeval.reporting.report import main, write_report
+from memeval.reporting.report import write_report
 from memeval.results.run import Run
 from memeval.runner import run_experiment
 

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from memeval.cli.report import main
 from memeval.reporting.plots import learning_curve, rejection_store, score_distributions
-from memeval.reporting.report import comparison_stem, main, write_report
+from memeval.reporting.report import comparison_stem, write_report
 from memeval.results.result import load_result
 from memeval.results.run import Run
 from memeval.results.run_dir import read_decisions

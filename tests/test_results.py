@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from memeval.cli import regression_gate
+from memeval.cli.report import main as report_main
 from memeval.cli.sweep import main as sweep_main
 from memeval.cli.sweep import summarise
 from memeval.reporting.plots import make_figures
-from memeval.reporting.report import main as report_main
 from memeval.reporting.report import write_report
 from memeval.reporting.systems_table import systems_summary
 from memeval.reporting.table import pass_table, threshold_footer

@@ -82,11 +82,15 @@ def load_budgets(path: Path = BUDGETS, only: Sequence[str] = ()) -> Budgets:
                    float(raw["contended_factor"]), float(raw["cpu_factor"]))
 
 
+# Per command: the arguments that keep its outputs under a folder (a `--help` writes nothing).
+OUTPUTS = {"gate": lambda out: ["--out", str(out / "gate.json")],
+           "run": lambda out: [f"hydra.run.dir={out}"]}
+
+
 def _arguments(job: Job, out: Path) -> list[str]:
     """The job's command with its outputs kept under `out`."""
-    if job.command[0] == "gate":
-        return [*job.command, "--out", str(out / "gate.json")]
-    return [*job.command, f"hydra.run.dir={out}"]
+    keep = OUTPUTS.get(job.command[0])
+    return [*job.command, *(keep(out) if keep and "--help" not in job.command else [])]
 
 
 def timed(args: list[str], env: dict[str, str], cwd: Path) -> Timed:
@@ -163,7 +167,9 @@ def judge(measured: Measured, budgets: Budgets) -> None:
 def _cell(run: Timed | None, cpu: bool = False) -> str:
     if run is None:
         return "—"
-    return f"{run.wall_s:.1f} s ({run.cpu_s:.1f} s CPU)" if cpu else f"{run.wall_s:.1f} s"
+    digits = 2 if run.wall_s < 1 else 1  # a --help's tenths of a second
+    return (f"{run.wall_s:.{digits}f} s ({run.cpu_s:.{digits}f} s CPU)" if cpu
+            else f"{run.wall_s:.{digits}f} s")
 
 
 def table(results: Sequence[Measured], budgets: Budgets) -> str:

@@ -13,37 +13,50 @@ was damaged (the others are imported), 2 for a usage error or no shards for a na
 from __future__ import annotations
 
 import argparse
+import importlib
 import shutil
 import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
 import conf
-from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_FILE
-from memeval.backends.embedders.cache import CACHE_TABLE as EMBEDDING_TABLE
-from memeval.backends.embedders.cache import usable_vectors
-from memeval.backends.judges.http_judge import CACHE_FILE as JUDGE_FILE
-from memeval.backends.judges.http_judge import CACHE_TABLE as JUDGE_TABLE
-from memeval.backends.judges.http_judge import usable_records
 from memeval.registry import ConfigError
-from memeval.utils.cache_shards import ShardError, export_store, import_shards
 from memeval.utils.fit_cache import FITS_DIR, fits_dir
 from memeval.utils.kvcache import SqliteKV
 
 
 @dataclass(frozen=True)
 class Cache:
-    file: str  # under the cache directory
-    table: str
-    valid: Callable[[list[bytes]], list[bool]]  # per imported value: could a run use it?
+    """A cache, named by the backend module that owns it (its CACHE_FILE and CACHE_TABLE) and
+    that module's check of an imported value. The module loads on first use, so `cache --help`
+    loads no backend."""
+
+    module: str
+    check: str  # the module's function: per imported value, could a run use it?
+
+    def _owner(self) -> Any:
+        return importlib.import_module(self.module)
+
+    @property
+    def file(self) -> str:  # under the cache directory
+        return str(self._owner().CACHE_FILE)
+
+    @property
+    def table(self) -> str:
+        return str(self._owner().CACHE_TABLE)
+
+    @property
+    def valid(self) -> Callable[[list[bytes]], list[bool]]:
+        return cast(Callable[[list[bytes]], list[bool]], getattr(self._owner(), self.check))
 
 
-CACHES = {"embeddings": Cache(EMBEDDING_FILE, EMBEDDING_TABLE, usable_vectors),
-          "judge": Cache(JUDGE_FILE, JUDGE_TABLE, usable_records)}
+CACHES = {"embeddings": Cache("memeval.backends.embedders.cache", "usable_vectors"),
+          "judge": Cache("memeval.backends.judges.http_judge", "usable_records")}
 # SQLite's journal files and the cache's own damage marker live beside each file.
 SIDECARS = ("", "-wal", "-shm", "-journal", ".needs-check")
 # Fitted quality models (utils/fit_cache.py): listed and cleared, never shared (each entry is
@@ -106,6 +119,7 @@ def clear(folder: Path, names: list[str]) -> int:
 
 def export(folder: Path, shards: Path, names: list[str], named: bool) -> int:
     """A cache with no file is skipped, unless it was named: then nothing is written."""
+    from memeval.utils.cache_shards import export_store
     missing = [str(folder / CACHES[name].file) for name in names
                if not (folder / CACHES[name].file).is_file()]
     if named and missing:
@@ -129,6 +143,7 @@ def export(folder: Path, shards: Path, names: list[str], named: bool) -> int:
 
 def import_(folder: Path, shards: Path, names: list[str], named: bool) -> int:
     """Checks that every named cache has shards before writing anything."""
+    from memeval.utils.cache_shards import import_shards
     found = [name for name in names if any((shards / name).glob("*.parquet"))]
     missing = [str(shards / name) for name in names if name not in found]
     if named and missing:
@@ -188,6 +203,8 @@ def main(argv: list[str]) -> int:
         return clear(folder, args.names or known)
     names = args.names or list(CACHES)
     share = export if args.command == "export" else import_
+    from memeval.utils.cache_shards import ShardError  # Parquet: loaded only to share
+
     try:
         return share(folder, args.shards.expanduser(), names, bool(args.names))
     except BrokenPipeError:  # `python -m memeval` ends quietly when the reader has had enough

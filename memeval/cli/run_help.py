@@ -11,8 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import conf
-from memeval.components import load_components
-from memeval.plugins import conf_dirs
+from memeval.plugins import conf_dirs, installed
 from memeval.reporting.table import wrapped
 
 USAGE = """usage: python -m memeval run +experiment=NAME [group=option …] [key=value …]
@@ -37,9 +36,19 @@ def groups(folders: Iterable[Path]) -> dict[str, list[str]]:
     return {group: sorted(options) for group, options in sorted(found.items())}
 
 
+def plugin_conf_dirs() -> list[Path]:
+    """The installed plugins' option folders. Loading a plugin loads every built-in component
+    first (most of a second), so it happens only when a plugin is installed."""
+    if not installed():
+        return []
+    from memeval.components import load_components
+
+    load_components()
+    return conf_dirs()
+
+
 def run_help() -> str:
-    load_components()  # a plugin's options are listed beside the built-in ones
-    options = groups([Path(conf.__file__).parent, *conf_dirs()])
+    options = groups([Path(conf.__file__).parent, *plugin_conf_dirs()])
     experiments = options.pop("experiment", [])
     lines = [USAGE, "", "experiments (+experiment=NAME):",
              wrapped(", ".join(experiments), indent="  "), "",

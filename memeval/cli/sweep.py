@@ -16,15 +16,19 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from memeval.reporting.table import aligned, wrapped
 from memeval.results.result import PASS_COLUMNS, UnreadableResult
-from memeval.results.run import OVERRIDES, Run, find_runs, same_setting, swept_settings
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from memeval.results.run import Run
+
+# pandas and the run reader are imported when a sweep is read: `sweep --help` loads neither.
 
 OUTPUTS = ("sweep_summary.csv", "sweep_summary.md", "pareto.png")
 # Metrics a front can be drawn on, and which way is better (+1 higher, -1 lower).
@@ -87,6 +91,8 @@ def _nan(*values: float) -> bool:
 def default_mask(runs: Sequence[Run], swept: Sequence[str], experiments: Sequence[str],
                  compose: Callable[[list[str]], DictConfig]) -> list[bool]:
     """True for a run whose swept settings equal the experiment's default config (resolved)."""
+    from memeval.results.run import same_setting
+
     defaults: dict[str, DictConfig | None] = {}
     marks = []
     for run, experiment in zip(runs, experiments, strict=True):
@@ -116,6 +122,10 @@ def _natural(text: str) -> list[Any]:
 
 def summarise(root: str | Path, x: str = "judge_call_saving", y: str = "substantive_recall",
               compose: Callable[[list[str]], DictConfig] | None = None) -> Sweep:
+    import pandas as pd
+
+    from memeval.results.run import OVERRIDES, find_runs, swept_settings
+
     for metric in (x, y):
         if metric not in SENSE:
             raise SweepError(f"unknown metric '{metric}' (choose from {', '.join(SENSE)})")
@@ -214,6 +224,8 @@ def _spread(values: pd.Series, metric: str) -> str:
 def seed_aggregate(sweep: Sweep) -> tuple[list[str], list[list[str]]] | None:
     """Across seeds, for each combination of the other swept settings: the seeds' mean, SD and
     worst value of the headline metrics. None when the sweep did not vary the seed."""
+    import pandas as pd
+
     if SEED not in sweep.swept:
         return None
     others = [key for key in sweep.swept if key != SEED]
@@ -310,25 +322,6 @@ def write(sweep: Sweep, root: Path, out: Path) -> list[Path]:
     md.write_text(markdown(sweep, root))
     plot(sweep, png)
     return [csv, md, png]
-
-
-class SweepSummary(Callback):
-    """Hydra callback (conf/config.yaml): a multirun ends with its sweep table and, when it
-    varied the seed, the spread over seeds, as `python -m memeval sweep` prints them."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from hydra.core.global_hydra import GlobalHydra
-        from hydra.initialize import get_gh_backup, restore_gh_from_backup
-
-        # The summary composes each experiment's defaults (to mark the default run): Hydra's
-        # own state is set aside meanwhile and restored, as Hydra's initialize() does.
-        backup = get_gh_backup()
-        GlobalHydra.instance().clear()
-        try:
-            print()
-            main([str(config.hydra.sweep.dir)])
-        finally:
-            restore_gh_from_backup(backup)
 
 
 def main(argv: list[str]) -> int:

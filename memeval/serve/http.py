@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
 
-from memeval.reporting.phoenix.server import _terminate_as_interrupt, is_loopback
+from memeval.utils.serving import is_loopback, terminate_as_interrupt
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def serve_until_stopped(server: ThreadingHTTPServer, banner: str, out: TextIO | 
     """Print `banner` (it names the URL) once listening; Ctrl-C, SIGTERM or SIGHUP stop the
     server cleanly (exit 0)."""
     out = sys.stdout if out is None else out
-    with _terminate_as_interrupt():
+    with terminate_as_interrupt():
         try:
             print(banner, file=out, flush=True)
             server.serve_forever(poll_interval=0.2)

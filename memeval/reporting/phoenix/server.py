@@ -20,21 +20,20 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib.util
-import ipaddress
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any, TextIO
+from typing import TextIO
 
 import httpx
+
+from memeval.utils.serving import is_loopback, terminate_as_interrupt
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 6006
@@ -51,16 +50,6 @@ def default_working_dir() -> Path:
 
 class PhoenixServerError(RuntimeError):
     """Phoenix could not be started, did not become healthy, or exited on its own."""
-
-
-def is_loopback(host: str) -> bool:
-    """Literal loopback only: a name other than `localhost` is never resolved (no DNS)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _check_port(name: str, value: object) -> int:
@@ -313,27 +302,6 @@ class PhoenixServer:
         self.stop()
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP unwind like Ctrl-C: the child is in its own session and would
-    otherwise outlive us, since Python dies on them without running `finally`. SIGINT is taken
-    too: a process started from a background job inherits SIGINT ignored, and Python then
-    installs no Ctrl-C handler, so the server would never stop on it."""
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[signum] = signal.signal(signum, _interrupt)
-    try:
-        yield
-    finally:
-        for restored, handler in previous.items():
-            signal.signal(restored, handler)
-
-
 def _stop(server: PhoenixServer) -> bool:
     """Stop within STOP_TIMEOUT_S + KILL_WAIT_S, saying so when Phoenix had to be killed; False
     when even SIGKILL left it running."""
@@ -362,7 +330,7 @@ def serve(settings: PhoenixSettings | None = None, out: TextIO | None = None) ->
         print(f"memeval phoenix: {err}", file=sys.stderr)
         return 2
     server = PhoenixServer(settings)
-    with _terminate_as_interrupt():
+    with terminate_as_interrupt():
         try:
             server.start()
             pid = server.process.pid if server.process is not None else None
