@@ -7,11 +7,13 @@ before anything runs, and names the fix when a name or key is wrong.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import math
 import re
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -178,6 +180,25 @@ def _where(node: Mapping[Any, Any]) -> str | None:
     return find(parent[1], parent[0])
 
 
+# Typed instances already converted, by schema and the parameters' repr: OmegaConf's structured
+# merge takes milliseconds, and a run converts the same settings many times (validation, each
+# component's build, the checkpoints' settings). Each caller gets its own copy.
+_TYPED: OrderedDict[tuple[type, str], Any] = OrderedDict()
+TYPED_KEPT = 1024
+
+
+def _typed(schema: type[C], params: Mapping[Any, Any]) -> C:
+    """`params` merged onto the schema's defaults, type-checked by OmegaConf, as an instance."""
+    memo = (schema, repr(params))
+    if memo not in _TYPED:
+        _TYPED[memo] = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema),
+                                                           dict(params)))
+        if len(_TYPED) > TYPED_KEPT:
+            _TYPED.popitem(last=False)
+    _TYPED.move_to_end(memo)
+    return copy.deepcopy(_TYPED[memo])
+
+
 def to_dataclass(schema: type[C], params: Mapping[Any, Any], what: str,
                  key: str | None = None) -> C:
     """Validate `params` against a dataclass schema: unknown keys, wrong types and values out of
@@ -196,7 +217,7 @@ def to_dataclass(schema: type[C], params: Mapping[Any, Any], what: str,
 
     keyed = key is not None
     try:
-        obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), dict(params)))
+        obj = _typed(schema, params)
     except (ValidationError, ConfigKeyError, MissingMandatoryValue) as err:
         path = str(err.full_key)
         bounded_field = _bounded_field(schema, path)
@@ -218,7 +239,7 @@ def to_dataclass(schema: type[C], params: Mapping[Any, Any], what: str,
             raise ConfigError(f"{what}: {err}") from None
         except (ValueError, re.error) as err:  # re.error: a bad pattern in a word list
             raise ConfigError(f"{what}: {err}") from None
-    return obj  # type: ignore[return-value]
+    return obj
 
 
 class Registry(Generic[T]):

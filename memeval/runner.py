@@ -177,6 +177,11 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         timing["fitting_s"] = round(ctx.fits.seconds, 3)
     if ctx.scoring_seconds:  # scoring each pass's stored memories (their models' fit apart)
         timing["stored_scoring_s"] = round(ctx.scoring_seconds, 3)
+    # each pass's metrics, and saving it to resume from: the run's, not the system's, work
+    bookkeeping = ctx.metrics_seconds + (ctx.checkpoints.seconds if ctx.built("checkpoints")
+                                         else 0.0)
+    if bookkeeping:
+        timing["bookkeeping_s"] = round(bookkeeping, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json
     failures = run_failures(result.decisions, checked.gate,
                             getattr(checked.system, "max_error_share", 1.0))

@@ -207,7 +207,8 @@ def _help_commands() -> list[tuple[str, ...]]:
 
     nested = {"cache": ("info", "clear", "export", "import"), "phoenix": ("serve", "push"),
               "serve": ("memoryd", "embeddings")}
-    return [(name, *sub) for name in COMMANDS for sub in [(), *((s,) for s in nested.get(name, ()))]]
+    return [(name, *sub) for name in COMMANDS
+            for sub in [(), *((s,) for s in nested.get(name, ()))]]
 
 
 @pytest.mark.parametrize("command", _help_commands(), ids=" ".join)

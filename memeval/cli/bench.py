@@ -4,7 +4,9 @@ pass, per stage, at several sizes.
 Each size runs in a fresh process (so its peak RSS is its own) over N distinct labelled entries:
 the bundled set cycled, each copy tagged so every text embeds anew. That process measures, in
 this order: model load; one batch embedded untimed (a first batch pays one-off start-up); one
-cold embedding pass of the N texts (no cache); the three-pass run with a cold cache; the N texts
+cold embedding pass of the N texts (no cache); three passes over 120 entries untimed, on a cache
+of their own (the libraries the gate loads on first use are start-up too); the three-pass run
+with a cold cache; the N texts
 again through the run's now-warm embedding cache; then the three passes once more on the warm
 cache under tracemalloc, for the Python heap peak (tracing made the three passes about three
 times slower with the hashing embedder, so the timed run is never traced). Ratios come from one

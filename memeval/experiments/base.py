@@ -55,6 +55,7 @@ class RunContext:
         self.run_dir = run_dir
         self.load_seconds = 0.0  # dataset loading, kept apart from the experiment's own time
         self.scoring_seconds = 0.0  # scoring what each pass stored, kept apart from the replay
+        self.metrics_seconds = 0.0  # each pass's metrics and their intervals, kept apart too
         # Called with each measured pass's decisions as it ends (e.g. to stream spans).
         self.pass_listeners: list[Callable[[list[Decision]], None]] = []
 
@@ -179,12 +180,15 @@ class RunContext:
     def measure(self, decisions: list[Decision], gate: Ingestor, pass_no: int
                 ) -> dict[str, Any]:
         """Metrics of one pass plus the state the system ended it with."""
+        started = time.perf_counter()
         metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
                                seed=self.seed + pass_no)
         for listener in self.pass_listeners:
             listener(decisions)
         labels = {e.id: e.label for e in self.dataset.entries}
-        return {"pass": pass_no, **metrics, **gate.pass_state(labels)}
+        measured = {"pass": pass_no, **metrics, **gate.pass_state(labels)}
+        self.metrics_seconds += time.perf_counter() - started
+        return measured
 
 
 class Experiment(Protocol):

@@ -16,7 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,7 @@ class Checkpoints:
         self._replaying: set[Path] = set()
         self._settings = ""
         self._saved: dict[str, dict[str, Any]] = {}  # finished passes, checked, by key
+        self.seconds = 0.0  # spent checking, saving and restoring: the run's bookkeeping
 
     @property
     def saved(self) -> int:
@@ -84,9 +87,21 @@ class Checkpoints:
     def started(self) -> bool:
         return (self.dir / SETTINGS_FILE).is_file()
 
+    @contextmanager
+    def _timed(self) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - started
+
     def start(self, cfg: DictConfig, resume: bool) -> None:
         """A resumed run must find every finished pass whole and match the settings the
         interrupted one saved with them; both are checked before any work."""
+        with self._timed():
+            self._start(cfg, resume)
+
+    def _start(self, cfg: DictConfig, resume: bool) -> None:
         self._settings = result_settings(cfg)
         path = self.dir / SETTINGS_FILE
         if not resume:
@@ -133,13 +148,15 @@ class Checkpoints:
             decisions = _read_json(snapshot / DECISIONS_FILE)
             return PassRecord(saved["metrics"], [Decision(**d) for d in decisions],
                               saved["tables"], saved["extra"])
-        if not self.started:  # from here on the run directory holds something to resume
-            write_text_atomic(self.dir / SETTINGS_FILE, self._settings)
-        if gate.state_dir not in self._replaying:
-            self._replaying.add(gate.state_dir)
-            self._restore(gate, *self._finished.get(gate.state_dir, (None, set(), None)))
+        with self._timed():
+            if not self.started:  # from here on the run directory holds something to resume
+                write_text_atomic(self.dir / SETTINGS_FILE, self._settings)
+            if gate.state_dir not in self._replaying:
+                self._replaying.add(gate.state_dir)
+                self._restore(gate, *self._finished.get(gate.state_dir, (None, set(), None)))
         record = run()
-        self._save(gate, key, record)
+        with self._timed():
+            self._save(gate, key, record)
         return record
 
     def _restore(self, gate: Ingestor, snapshot: Path | None, copies: set[str],

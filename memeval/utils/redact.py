@@ -996,6 +996,19 @@ DEFAULT_PATTERNS: tuple[Detector, ...] = (
 DEFAULT_REDACTOR = Redactor(DEFAULT_PATTERNS)
 
 
+# Recent texts' redactions are remembered (a gate redacts each entry to read it and again to
+# store it), up to a size that bounds the memory this keeps to a few tens of MB.
+REMEMBERED = 2048
+REMEMBERED_CHARS = 8000
+
+
 def redact(text: str) -> str:
     """Redact with the default patterns; the one call every outbound path should make."""
+    if len(text) > REMEMBERED_CHARS:
+        return DEFAULT_REDACTOR.redact(text)
+    return _remembered(text)
+
+
+@lru_cache(maxsize=REMEMBERED)
+def _remembered(text: str) -> str:
     return DEFAULT_REDACTOR.redact(text)

@@ -17,7 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+# Texts whose claims are remembered: a replay's passes and every rebuild of the content scorer's
+# learning window read the same texts again.
+CLAIMS_KEPT = 4096
 # after . ! ? or : (not a list number such as "1."), within a line
 SENTENCE_BREAK = re.compile(r"(?<=[.!?:])(?<!\b\d\.)\s+")
 LIST_ITEM = re.compile(r"^\s*([-*•]|\d+[.)])\s")
@@ -56,6 +60,7 @@ class Narration:
         self._plan = re.compile(rf"^[\W_]*{leads}({_words(cfg.plans)})\b", re.IGNORECASE)
         reason = _words(cfg.rationale)
         self._reason = re.compile(rf"\b({reason})\b", re.IGNORECASE) if reason else None
+        self._claimed = lru_cache(maxsize=CLAIMS_KEPT)(self._claims)
 
     def _strip(self, sentence: str) -> str:
         if self._interjection is None:
@@ -68,6 +73,9 @@ class Narration:
 
     def claims(self, text: str) -> str:
         """The text's non-narration sentences, interjections cut, joined by spaces."""
+        return self._claimed(text)
+
+    def _claims(self, text: str) -> str:
         kept: list[str] = []
         in_plan_list = False
         for line in text.splitlines():

@@ -24,7 +24,7 @@ class LexicalFeatures:
         row = self._memo.get(text)
         if row is None:
             per_kchar = max(len(text), 1) / 1000.0
-            counts = [sum(1 for _ in p.finditer(text)) / per_kchar for p in self._patterns]
+            counts = [len(p.findall(text)) / per_kchar for p in self._patterns]
             row = np.array([*np.log1p(counts), np.log1p(len(text))], dtype=np.float32)
             self._memo[text] = row
         return row
