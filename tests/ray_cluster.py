@@ -27,7 +27,12 @@ import psutil
 
 from tests.phoenix.conftest import free_ports
 
+# A head stopped with SIGTERM drains first, waiting for the node to go idle; the detached actors
+# Ray Data leaves (its stats and autoscaling coordinators) never do, so it waits out the whole
+# drain timeout (Ray's default 30 s, for serving traffic) before stopping. Nothing is served here.
+DRAIN_S = "2"
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": DRAIN_S,
                 "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 START_TIMEOUT_S = 120.0
 

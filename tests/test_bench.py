@@ -108,7 +108,8 @@ def test_warm_up_compares_a_cold_replay_with_the_replay_after_a_warm_up(tmp_path
 def _budgets(path: Path, warm: float) -> Path:
     """One tiny job whose warm budget is `warm` seconds."""
     tiny = ["run", "+experiment=three_pass", "embedder=hashing", "dataset.limit=40",
-            "plots=false", "reporting.phoenix.enabled=false"]
+            "experiment.stored_models.enabled=false", "plots=false",
+            "reporting.phoenix.enabled=false"]  # no quality models to fit cold
     path.write_text(json.dumps({"contended_factor": 100, "cpu_factor": 100, "jobs": [
         {"name": "tiny", "command": tiny, "warm": warm, "cold": 600}]}))
     return path

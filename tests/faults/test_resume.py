@@ -145,7 +145,7 @@ def test_a_killed_cli_run_resumes_from_the_command_line(tmp_path: Path) -> None:
     def command(run_dir: Path, server: LoopbackServer, *extra: str) -> list[str]:
         return [sys.executable, "-m", "memeval", "run", "+experiment=three_pass",
                 "embedder=hashing", "judge=openai_chat", f"judge.base_url={server.base_url}/v1",
-                "judge.cache=false", "plots=false", "progress=false",
+                "judge.cache=false", "plots=false", "progress=false", "dataset.limit=120",
                 "reporting.phoenix.enabled=false", f"hydra.run.dir={run_dir}", *extra]
 
     env = {**os.environ, "MEMEVAL_CACHE_DIR": str(tmp_path / "cache")}
@@ -159,7 +159,7 @@ def test_a_killed_cli_run_resumes_from_the_command_line(tmp_path: Path) -> None:
         while not (broken / "checkpoints" / "pass-1.json").exists():
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        time.sleep(0.5)  # into pass 2
+        time.sleep(0.2)  # into pass 2
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         assert not (broken / "metrics.json").exists()
@@ -336,7 +336,7 @@ def test_a_cli_run_stopped_by_a_signal_says_how_to_resume_without_a_traceback(
     def command(server: LoopbackServer, *extra: str) -> list[str]:
         return [sys.executable, "-m", "memeval", "run", "+experiment=three_pass",
                 "embedder=hashing", "judge=openai_chat", f"judge.base_url={server.base_url}/v1",
-                "judge.cache=false", "plots=false", "progress=false",
+                "judge.cache=false", "plots=false", "progress=false", "dataset.limit=120",
                 "reporting.phoenix.enabled=false", f"hydra.run.dir={run_dir}", *extra]
 
     run_dir = tmp_path / "run"
@@ -349,7 +349,7 @@ def test_a_cli_run_stopped_by_a_signal_says_how_to_resume_without_a_traceback(
         while not (run_dir / "checkpoints" / "pass-1.json").exists():
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        time.sleep(0.5)  # into pass 2
+        time.sleep(0.2)  # into pass 2
         child.send_signal(signum)
         _, stderr = child.communicate(timeout=60)
         assert child.returncode == code, stderr[-2000:]
