@@ -56,7 +56,6 @@ def test_a_replay_after_a_ray_warm_up_reads_only_the_cache(ray_cluster: RayClust
     warm, warm_dir = _run(env, tmp_path, "warm", "after-warm-up")
     assert warm["embedder"]["cache_misses"] == 0
     assert warm["embedder"]["cache_hits"] > 0
-    assert warm["timing"]["embedding_s"] < 0.10 * warm["wall_seconds"], warm["timing"]
 
     cold, cold_dir = _run(env, tmp_path, "cold", "cold")
     assert cold["embedder"]["cache_misses"] > 0
