@@ -169,17 +169,18 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             streamer.close()
         if ctx.built("system"):
             ctx.system.close()
-    experiment_s = time.perf_counter() - running - ctx.load_seconds
-    timing = {"dataset_load_s": round(ctx.load_seconds, 3), "experiment_s": round(experiment_s, 3)}
+    experiment_s = time.perf_counter() - running - ctx.loading.seconds
+    timing = {"dataset_load_s": round(ctx.loading.seconds, 3),
+              "experiment_s": round(experiment_s, 3)}
     if ctx.built("embedder"):
         timing["embedding_s"] = round(ctx.embedder.seconds, 3)
     if ctx.built("fits"):  # quality models fitted (not found in the fit cache) during the run
         timing["fitting_s"] = round(ctx.fits.seconds, 3)
-    if ctx.scoring_seconds:  # scoring each pass's stored memories (their models' fit apart)
-        timing["stored_scoring_s"] = round(ctx.scoring_seconds, 3)
+    if ctx.scoring.seconds:  # scoring each pass's stored memories (their models' fit apart)
+        timing["stored_scoring_s"] = round(ctx.scoring.seconds, 3)
     # each pass's metrics, and saving it to resume from: the run's, not the system's, work
-    bookkeeping = ctx.metrics_seconds + (ctx.checkpoints.seconds if ctx.built("checkpoints")
-                                         else 0.0)
+    bookkeeping = ctx.measuring.seconds + (ctx.checkpoints.spent.seconds
+                                         if ctx.built("checkpoints") else 0.0)
     if bookkeeping:
         timing["bookkeeping_s"] = round(bookkeeping, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +28,7 @@ from memeval.systems.reference import ReferenceIngestor, ReferenceSystem
 from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
+from memeval.utils.stopwatch import Stopwatch
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -53,9 +53,9 @@ class RunContext:
     def __init__(self, cfg: DictConfig, run_dir: Path) -> None:
         self.cfg = cfg
         self.run_dir = run_dir
-        self.load_seconds = 0.0  # dataset loading, kept apart from the experiment's own time
-        self.scoring_seconds = 0.0  # scoring what each pass stored, kept apart from the replay
-        self.metrics_seconds = 0.0  # each pass's metrics and their intervals, kept apart too
+        # kept apart from the experiment's own time: loading the dataset, scoring what each pass
+        # stored, and each pass's metrics with their intervals
+        self.loading, self.scoring, self.measuring = Stopwatch(), Stopwatch(), Stopwatch()
         # Called with each measured pass's decisions as it ends (e.g. to stream spans).
         self.pass_listeners: list[Callable[[list[Decision]], None]] = []
 
@@ -78,12 +78,12 @@ class RunContext:
     @cached_property
     def loaded(self) -> Dataset | MemoryCorpus:
         """The configured dataset: entries to gate, or a memory corpus to search."""
-        started = time.perf_counter()
-        built = DATASETS.build(self.cfg.dataset, labeller=self.cfg.labeller,
-                               cache_dir=self.cache_dir)
-        # ids, label sources and load problems reach metrics and the console like texts do
-        loaded = redacted_names(built) if isinstance(built, Dataset) else redacted_corpus(built)
-        self.load_seconds += time.perf_counter() - started
+        with self.loading.running():
+            built = DATASETS.build(self.cfg.dataset, labeller=self.cfg.labeller,
+                                   cache_dir=self.cache_dir)
+            # ids, label sources and load problems reach metrics and the console like texts do
+            loaded = (redacted_names(built) if isinstance(built, Dataset)
+                      else redacted_corpus(built))
         for problem in loaded.report.problems:
             log.warning("skipped %s", problem)
         return loaded
@@ -180,15 +180,13 @@ class RunContext:
     def measure(self, decisions: list[Decision], gate: Ingestor, pass_no: int
                 ) -> dict[str, Any]:
         """Metrics of one pass plus the state the system ended it with."""
-        started = time.perf_counter()
-        metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
-                               seed=self.seed + pass_no)
-        for listener in self.pass_listeners:
-            listener(decisions)
-        labels = {e.id: e.label for e in self.dataset.entries}
-        measured = {"pass": pass_no, **metrics, **gate.pass_state(labels)}
-        self.metrics_seconds += time.perf_counter() - started
-        return measured
+        with self.measuring.running():
+            metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
+                                   seed=self.seed + pass_no)
+            for listener in self.pass_listeners:
+                listener(decisions)
+            labels = {e.id: e.label for e in self.dataset.entries}
+            return {"pass": pass_no, **metrics, **gate.pass_state(labels)}
 
 
 class Experiment(Protocol):

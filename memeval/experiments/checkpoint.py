@@ -16,9 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from memeval.registry import ConfigError
 from memeval.systems.base import Ingestor
 from memeval.utils.atomic import remove_stale_temps, write_atomic, write_text_atomic
 from memeval.utils.redact import redact
+from memeval.utils.stopwatch import Stopwatch
 
 CHECKPOINTS = "checkpoints"
 SETTINGS_FILE = "settings.yaml"
@@ -76,7 +75,7 @@ class Checkpoints:
         self._replaying: set[Path] = set()
         self._settings = ""
         self._saved: dict[str, dict[str, Any]] = {}  # finished passes, checked, by key
-        self.seconds = 0.0  # spent checking, saving and restoring: the run's bookkeeping
+        self.spent = Stopwatch()  # checking, saving and restoring: the run's bookkeeping
 
     @property
     def saved(self) -> int:
@@ -87,18 +86,10 @@ class Checkpoints:
     def started(self) -> bool:
         return (self.dir / SETTINGS_FILE).is_file()
 
-    @contextmanager
-    def _timed(self) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds += time.perf_counter() - started
-
     def start(self, cfg: DictConfig, resume: bool) -> None:
         """A resumed run must find every finished pass whole and match the settings the
         interrupted one saved with them; both are checked before any work."""
-        with self._timed():
+        with self.spent.running():
             self._start(cfg, resume)
 
     def _start(self, cfg: DictConfig, resume: bool) -> None:
@@ -148,14 +139,14 @@ class Checkpoints:
             decisions = _read_json(snapshot / DECISIONS_FILE)
             return PassRecord(saved["metrics"], [Decision(**d) for d in decisions],
                               saved["tables"], saved["extra"])
-        with self._timed():
+        with self.spent.running():
             if not self.started:  # from here on the run directory holds something to resume
                 write_text_atomic(self.dir / SETTINGS_FILE, self._settings)
             if gate.state_dir not in self._replaying:
                 self._replaying.add(gate.state_dir)
                 self._restore(gate, *self._finished.get(gate.state_dir, (None, set(), None)))
         record = run()
-        with self._timed():
+        with self.spent.running():
             self._save(gate, key, record)
         return record
 

@@ -10,7 +10,6 @@ evaluated (train/test leakage). `three_pass_holdout` is the leakage-free variant
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -71,14 +70,14 @@ class ThreePass:
             return PassRecord(metrics, rows, {"stored": []})
         common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed + pass_no}
         models = self.models(ctx) if self.cfg.stored_models.enabled else None  # fitted apart
-        started = time.perf_counter()
-        quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
-        metrics = {**metrics, "stored_mqs": quality}
-        if models is not None:
-            learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, models, **common)
-            metrics["stored_models"] = learned
-            memories = [{**row, **columns[row["memory_id"]]} for row in memories]
-        ctx.scoring_seconds += time.perf_counter() - started
+        with ctx.scoring.running():
+            quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
+            metrics = {**metrics, "stored_mqs": quality}
+            if models is not None:
+                learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, models,
+                                                      **common)
+                metrics["stored_models"] = learned
+                memories = [{**row, **columns[row["memory_id"]]} for row in memories]
         return PassRecord(metrics, rows, {"stored": memories})
 
 
