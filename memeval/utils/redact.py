@@ -56,6 +56,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+from memeval.utils.text_memo import TextMemo
+
 Accept = Callable[[re.Match[str]], bool]
 """Second-stage check on a regex match; returning False keeps the text (code, not a secret)."""
 
@@ -997,18 +999,10 @@ DEFAULT_REDACTOR = Redactor(DEFAULT_PATTERNS)
 
 
 # Recent texts' redactions are remembered (a gate redacts each entry to read it and again to
-# store it), up to a size that bounds the memory this keeps to a few tens of MB.
-REMEMBERED = 2048
-REMEMBERED_CHARS = 8000
+# store it, in every pass): 8 M characters of texts and their redactions, a few tens of MB.
+_REMEMBERED = TextMemo(DEFAULT_REDACTOR.redact, max_chars=8_000_000)
 
 
 def redact(text: str) -> str:
     """Redact with the default patterns; the one call every outbound path should make."""
-    if len(text) > REMEMBERED_CHARS:
-        return DEFAULT_REDACTOR.redact(text)
-    return _remembered(text)
-
-
-@lru_cache(maxsize=REMEMBERED)
-def _remembered(text: str) -> str:
-    return DEFAULT_REDACTOR.redact(text)
+    return _REMEMBERED(text)
