@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -13,11 +12,12 @@ from memeval.components import load_components
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
 from memeval.engine.gate.gate import GateConfig
-from memeval.engine.gate.threshold import ThresholdConfig, threshold_settings
+from memeval.engine.gate.threshold import threshold_settings
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
+from memeval.experiments.settings import Settings, Validated
 from memeval.paths import data_path
-from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean, to_dataclass
+from memeval.registry import ConfigError, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.systems.base import SYSTEMS
 
@@ -157,36 +157,6 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("memeval_data", data_path)
 
 
-@dataclass
-class Settings:
-    """The top-level settings of conf/config.yaml (the component groups aside)."""
-
-    seed: int = bounded(0, *SEEDS)
-    cache_dir: str = "~/.cache/memeval"
-    progress: bool = True
-    # Resamples per bootstrap CI: fewer are noise; each costs resamples x entries of memory.
-    bootstrap: int = bounded(2000, 20, 100_000)
-    plots: bool = True
-    resume: bool = False
-
-
-@dataclass
-class Validated:
-    """Every component's config as its schema dataclass; composing one never loads anything."""
-
-    settings: Settings
-    experiment: Any
-    dataset: Any
-    labeller: Any
-    embedder: Any
-    scorer: Any
-    threshold: ThresholdConfig
-    judge: Any
-    gate: GateConfig
-    phoenix: PhoenixConfig
-    system: Any
-
-
 def validate(cfg: DictConfig) -> Validated:
     load_components()
     if "experiment" not in cfg:
@@ -205,15 +175,15 @@ def validate(cfg: DictConfig) -> Validated:
     top = {k: v for k, v in resolved.items() if not isinstance(v, dict)}
     return Validated(
         settings=to_dataclass(Settings, top, "the top level", key=""),
-        experiment=EXPERIMENTS.validate(cfg.experiment, key="experiment"),
-        dataset=DATASETS.validate(cfg.dataset, key="dataset"),
-        labeller=LABELLERS.validate(cfg.labeller, key="labeller"),
-        embedder=EMBEDDERS.validate(cfg.embedder, key="embedder"),
-        scorer=SCORERS.validate(cfg.scorer, key="scorer"),
+        experiment=EXPERIMENTS.choose(resolved["experiment"], key="experiment"),
+        dataset=DATASETS.choose(resolved["dataset"], key="dataset"),
+        labeller=LABELLERS.choose(resolved["labeller"], key="labeller"),
+        embedder=EMBEDDERS.choose(resolved["embedder"], key="embedder"),
+        scorer=SCORERS.choose(resolved["scorer"], key="scorer"),
         threshold=threshold_settings(resolved["threshold"]),
-        judge=JUDGES.validate(cfg.judge, key="judge"),
+        judge=JUDGES.choose(resolved["judge"], key="judge"),
         gate=to_dataclass(GateConfig, resolved["gate"], "gate", key="gate"),
         phoenix=to_dataclass(PhoenixConfig, resolved["reporting"]["phoenix"], "reporting.phoenix",
                              key="reporting.phoenix"),
-        system=SYSTEMS.validate(cfg.system, key="system"),
+        system=SYSTEMS.choose(resolved["system"], key="system"),
     )

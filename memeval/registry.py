@@ -1,8 +1,9 @@
 """Name → (config schema, factory) registries, so adding a component never edits a central switch.
 
 Every configurable component (embedder, judge, scorer, dataset, experiment…) registers itself with a
-dataclass schema. `Registry.build(node)` validates the composed config node against that schema
-before anything runs, and names the fix when a name or key is wrong.
+dataclass schema. `Registry.choose(node)` validates the composed config node against that schema
+before anything runs, and names the fix when a name or key is wrong; `Registry.make` builds the
+component from what was chosen, so a setting is parsed once.
 """
 
 from __future__ import annotations
@@ -88,6 +89,15 @@ class Registration(Generic[T]):
     name: str
     schema: type
     factory: Callable[..., T]
+
+
+@dataclasses.dataclass(frozen=True)
+class Chosen:
+    """A registered component's name and its settings, validated: what `Registry.make` builds
+    (each build gets its own copy of the settings)."""
+
+    name: str
+    params: Any
 
 
 def _kind(annotation: Any) -> tuple[type, bool]:
@@ -285,7 +295,13 @@ class Registry(Generic[T]):
         return to_dataclass(reg.schema, params, f"{self.kind} '{reg.name}'",
                             key if key is not None else _where(raw))
 
+    def choose(self, node: Mapping[str, Any] | DictConfig, key: str | None = None) -> Chosen:
+        """The node's component name with its validated settings (see `validate`)."""
+        params = self.validate(node, key)  # first: a node without a name is said so
+        return Chosen(str(node["name"]), params)
+
+    def make(self, chosen: Chosen, **deps: Any) -> T:
+        return self.get(chosen.name).factory(copy.deepcopy(chosen.params), **deps)
+
     def build(self, node: Mapping[str, Any] | DictConfig, **deps: Any) -> T:
-        params = self.validate(node)
-        name = node["name"]
-        return self.get(str(name)).factory(params, **deps)
+        return self.make(self.choose(node), **deps)

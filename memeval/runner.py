@@ -21,6 +21,7 @@ from memeval.data.base import Dataset
 from memeval.engine.gate.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
+from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import run_failures
 from memeval.registry import ConfigError
 from memeval.reporting.phoenix.config import PhoenixConfig
@@ -33,7 +34,7 @@ from memeval.utils.redact import redact
 log = logging.getLogger(__name__)
 
 
-def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
+def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
     """metrics.json sections for the components this run actually built."""
     sections: dict[str, Any] = {}
     if ctx.built("loaded"):
@@ -58,7 +59,7 @@ def _components(ctx: RunContext, checked: Any) -> dict[str, Any]:
                                          for k, v in system.notes.items()}}
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
-        sections["scorer"] = {"name": ctx.cfg.scorer.name,
+        sections["scorer"] = {"name": checked.scorer.name,
                               "threshold_policy": checked.threshold.policy,
                               "threshold_rule": explain(checked.threshold)}
     return sections
@@ -87,7 +88,7 @@ def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
         entries = ctx.loaded.entries if isinstance(ctx.loaded, Dataset) else []
         return write_phoenix_files(ctx.run_dir, entries, metrics, ctx.cfg, settings, redact)
 
-    report_run(ctx.run_dir, settings, write, progress=bool(ctx.cfg.progress), out=sys.stdout,
+    report_run(ctx.run_dir, settings, write, progress=ctx.settings.progress, out=sys.stdout,
                push=push_run)
 
 
@@ -111,7 +112,7 @@ def _run_resumably(ctx: RunContext, experiment: Experiment, resume: bool) -> Exp
     """Passes are checkpointed as they finish; an interruption says how to go on from them."""
     if not experiment.resumable:
         if resume:
-            raise ConfigError(f"experiment {ctx.cfg.experiment.name} does not checkpoint its "
+            raise ConfigError(f"experiment {ctx.validated.experiment.name} does not checkpoint its "
                               f"passes: run it again instead of resume=true")
         return experiment.run(ctx)
     ctx.checkpoints.start(ctx.cfg, resume)
@@ -154,11 +155,11 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
 def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
-    resume = bool(cfg.get("resume", False))
-    _check_run_dir(run_dir, resume)
     checked = validate(cfg)
-    ctx = RunContext(cfg, run_dir)
-    experiment = EXPERIMENTS.build(cfg.experiment)
+    resume = checked.settings.resume
+    _check_run_dir(run_dir, resume)
+    ctx = RunContext(cfg, run_dir, checked)
+    experiment = EXPERIMENTS.make(checked.experiment)
     run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix
     streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
     running = time.perf_counter()
@@ -185,11 +186,11 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         timing["bookkeeping_s"] = round(bookkeeping, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json
     failures = run_failures(result.decisions, checked.gate,
-                            getattr(checked.system, "max_error_share", 1.0))
+                            getattr(checked.system.params, "max_error_share", 1.0))
     metrics: dict[str, Any] = {
         "run_id": run_id,
-        "experiment": cfg.experiment.name,
-        "seed": int(cfg.seed),
+        "experiment": checked.experiment.name,
+        "seed": checked.settings.seed,
         **_components(ctx, checked),
         "passes": result.passes,
         **result.extra,
@@ -209,7 +210,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         print(threshold_footer(written.passes, written.scorer.threshold_rule))
     if checked.phoenix.enabled:
         _report_to_phoenix(ctx, checked.phoenix, metrics)
-    if cfg.plots:
+    if checked.settings.plots:
         try:
             from memeval.reporting.plots import make_figures
 

@@ -105,11 +105,12 @@ def test_the_embedding_bar_moves_once_per_batch_and_counts_entries(
         fast_config: Callable[..., DictConfig], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     from memeval.backends.embedders.cache import CHUNK
+    from memeval.config import validate
     from memeval.experiments.base import RunContext
 
     cfg = fast_config("+experiment=three_pass", "dataset.limit=150")
     cfg.progress = True
-    ctx = RunContext(cfg, tmp_path / "run")
+    ctx = RunContext(cfg, tmp_path / "run", validate(cfg))
     entries = ctx.dataset.entries
     ingestor = _Recording()
     prepared = ctx.prepare(ingestor, entries)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from memeval.backends.embedders.cache import (
 )
 from memeval.backends.embedders.warm_up import ENGINES, Embedded, Engine
 from memeval.components import load_components
+from memeval.config import validate
 from memeval.data.base import MemoryCorpus
 from memeval.engine.gate.gate import embedded_texts
 from memeval.experiments.base import RunContext
@@ -67,13 +68,14 @@ def warm_up(cfg: DictConfig, engine: Engine, shards: Path, progress: bool = True
     """Embed what a run of `cfg` would and the cache lacks; shard it; import the shards."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memeval-embed-") as scratch:
-        ctx = RunContext(cfg, Path(scratch))
+        ctx = RunContext(cfg, Path(scratch), validate(cfg))
         texts = run_texts(ctx)
         cache_dir = ctx.cache_dir
+    # a plain dict crosses to Ray workers, which load the components before they build it
     settings = OmegaConf.to_container(cfg.embedder, resolve=True)
     assert isinstance(settings, dict)
     node = {str(key): value for key, value in settings.items()}
-    identity = EMBEDDERS.build(node).identity  # models load lazily: this loads nothing
+    identity = EMBEDDERS.make(ctx.validated.embedder).identity  # models load lazily
     store = SqliteKV(cache_dir / CACHE_FILE, CACHE_TABLE)
     try:
         keyed = {content_key(identity, text): text for text in texts}

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport, of_entries
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.data.labellers import LABELLERS
 from memeval.data.splits import stratified_split
 from memeval.paths import data_path
-from memeval.registry import SEEDS, ConfigError, bounded, did_you_mean
+from memeval.registry import SEEDS, Chosen, ConfigError, bounded, did_you_mean
 
 # corpus name → (loader, default path or None for the loader's own default)
 CORPORA: dict[str, tuple[str, str | None]] = {
@@ -57,7 +56,7 @@ def corpus_node(cfg: MixedConfig) -> dict[str, Any]:
     return node
 
 
-def build_mixed_dataset(cfg: MixedConfig, labeller_node: Any, **deps: Any) -> Dataset:
+def build_mixed_dataset(cfg: MixedConfig, labeller: Chosen, **deps: Any) -> Dataset:
     rng = np.random.default_rng(cfg.seed)
     labelled = load_labeled_jsonl(cfg.labeled_path)
     human = labelled.entries
@@ -68,8 +67,8 @@ def build_mixed_dataset(cfg: MixedConfig, labeller_node: Any, **deps: Any) -> Da
     except DatasetError as err:  # the corpus loader names its own setting, `path`
         raise DatasetError(str(err).replace("dataset.path=", "dataset.corpus_path=")) from None
     picked = sorted(rng.permutation(len(corpus.entries))[: cfg.corpus_rows])
-    labeller = LABELLERS.build(labeller_node, training=labelled.entries, **deps)
-    rows = labeller.label([corpus.entries[i] for i in picked])
+    rows = LABELLERS.make(labeller, training=labelled.entries, **deps).label(
+        [corpus.entries[i] for i in picked])
     mixed = [*human, *rows]
     order = rng.permutation(len(mixed))
     report = LoadReport(
@@ -86,7 +85,7 @@ def build_mixed_dataset(cfg: MixedConfig, labeller_node: Any, **deps: Any) -> Da
 
 
 @DATASETS.register("mixed", MixedConfig)
-def build_mixed(cfg: MixedConfig, *, labeller: DictConfig | dict[str, Any] | None = None,
+def build_mixed(cfg: MixedConfig, *, labeller: Chosen | None = None,
                 **deps: Any) -> Dataset:
     if labeller is None:
         raise ConfigError("dataset 'mixed' needs a labeller config (labeller=heuristic)")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,12 +20,12 @@ from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, MemoryCorpus, of_entries, redacted_names
 from memeval.data.memory_corpus import redacted_corpus
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.gate.threshold import ThresholdConfig, threshold_settings
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.experiments.checkpoint import Checkpoints
+from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import pass_metrics
-from memeval.registry import ConfigError, Registry, to_dataclass
-from memeval.systems.base import SYSTEMS, Capability, Ingestor, System, require
-from memeval.systems.reference import ReferenceIngestor, ReferenceSystem
+from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
+from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
 from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
@@ -50,8 +51,10 @@ class RunContext:
     """What an experiment may use, each built from config on first use: an experiment that
     never replays traces (e.g. MQS calibration) never loads a dataset, a model or a judge."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path) -> None:
-        self.cfg = cfg
+    def __init__(self, cfg: DictConfig, run_dir: Path, validated: Validated) -> None:
+        self.cfg = cfg  # only to save the resolved settings; the run reads `validated`
+        self.validated = validated
+        self.settings = validated.settings
         self.run_dir = run_dir
         # kept apart from the experiment's own time: loading the dataset, scoring what each pass
         # stored, and each pass's metrics with their intervals
@@ -62,7 +65,7 @@ class RunContext:
     @cached_property
     def cache_dir(self) -> Path:
         """Checked on first use, before anything is loaded or cached there."""
-        path = Path(str(self.cfg.cache_dir)).expanduser()
+        path = Path(self.settings.cache_dir).expanduser()
         try:
             check_writable_directory(path)
         except OSError as err:
@@ -79,8 +82,8 @@ class RunContext:
     def loaded(self) -> Dataset | MemoryCorpus:
         """The configured dataset: entries to gate, or a memory corpus to search."""
         with self.loading.running():
-            built = DATASETS.build(self.cfg.dataset, labeller=self.cfg.labeller,
-                                   cache_dir=self.cache_dir)
+            built = DATASETS.make(self.validated.dataset, labeller=self.validated.labeller,
+                                  cache_dir=self.cache_dir)
             # ids, label sources and load problems reach metrics and the console like texts do
             loaded = (redacted_names(built) if isinstance(built, Dataset)
                       else redacted_corpus(built))
@@ -95,7 +98,7 @@ class RunContext:
     @cached_property
     def embedder(self) -> CachedEmbedder:
         """Built on first use; a service behind it is checked then (`preflight`), before work."""
-        inner = EMBEDDERS.build(self.cfg.embedder)
+        inner = EMBEDDERS.make(self.validated.embedder)
         preflight(inner)
         return CachedEmbedder(inner, self.cache_dir / EMBEDDING_CACHE)
 
@@ -105,8 +108,8 @@ class RunContext:
 
     @cached_property
     def judge(self) -> Judge:
-        judge = JUDGES.build(self.cfg.judge, cache_dir=self.cache_dir,
-                             entries=self.dataset.entries, seed=self.seed)
+        judge = JUDGES.make(self.validated.judge, cache_dir=self.cache_dir,
+                            entries=self.dataset.entries, seed=self.seed)
         preflight(judge)
         return judge
 
@@ -115,39 +118,46 @@ class RunContext:
 
     @property
     def seed(self) -> int:
-        return int(self.cfg.seed)
+        return self.settings.seed
+
+    @property
+    def resamples(self) -> int:
+        """Resamples per bootstrap confidence interval (`bootstrap=`)."""
+        return self.settings.bootstrap
 
     def gate_config(self, **overrides: Any) -> GateConfig:
-        node = OmegaConf.merge(self.cfg.gate, overrides)
-        params = OmegaConf.to_container(node, resolve=True)
+        """The gate's settings, a copy per caller; `overrides` change some of them (validated
+        again, as one value can constrain another)."""
+        if not overrides:
+            return copy.deepcopy(self.validated.gate)
+        merged = OmegaConf.merge(OmegaConf.structured(self.validated.gate), overrides)
+        params = OmegaConf.to_container(merged, resolve=True)
         assert isinstance(params, dict)
         return to_dataclass(GateConfig, params, "gate")
 
-    @cached_property
+    @property
     def threshold(self) -> ThresholdConfig:
         """The content-score stage's cut settings (the top-level `threshold` group)."""
-        params = OmegaConf.to_container(self.cfg.threshold, resolve=True)
-        assert isinstance(params, dict)
-        return threshold_settings(params)
+        return self.validated.threshold
+
+    @property
+    def scorer(self) -> Chosen:
+        """The content scorer chosen (`scorer=`): each gate builds its own."""
+        return self.validated.scorer
 
     @cached_property
     def system(self) -> System:
         """The memory system under test (`system=`, default the reference engine)."""
-        return self.build_system(self.cfg.system)
+        return SYSTEMS.make(self.validated.system, ctx=self.components)
 
-    def build_system(self, node: Any) -> System:
+    def build_system(self, node: Mapping[str, Any] | DictConfig) -> System:
         """A system from its settings (a conf/system option), sharing this run's components."""
-        return SYSTEMS.build(node, ctx=self)
+        return SYSTEMS.build(node, ctx=self.components)
 
-    def reference_ingestor(self, experiment: str, state_name: str = "state",
-                           gate_cfg: GateConfig | None = None) -> ReferenceIngestor:
-        """The reference engine's write gate, for studies of the engine itself (its rejection
-        store's feed, its stored memories): any other system is refused by name."""
-        system = self.system
-        if not isinstance(system, ReferenceSystem):
-            raise ConfigError(f"experiment {experiment} studies memeval's reference engine: run "
-                              f"it with system=reference (not system={system.name})")
-        return system.ingestor(self.run_dir / state_name, gate_cfg)
+    @property
+    def components(self) -> Components:
+        """This context as what a system may use (the type checker holds it to the protocol)."""
+        return self
 
     def ingestor(self, needed: Sequence[Capability], experiment: str,
                  state_name: str = "state") -> Ingestor:
@@ -158,7 +168,7 @@ class RunContext:
 
     def progress(self, items: Iterable[T], total: int, desc: str,
                  unit: str = "entry") -> Iterator[T]:
-        yield from tqdm(items, total=total, desc=desc, disable=not self.cfg.progress,
+        yield from tqdm(items, total=total, desc=desc, disable=not self.settings.progress,
                         unit=unit, leave=False)
 
     def prepare(self, gate: Ingestor, entries: list[Any], batch: int = CHUNK) -> list[Any]:
@@ -170,7 +180,7 @@ class RunContext:
         order = sorted(range(len(entries)), key=lambda i: len(entries[i].assistant_response))
         prepared: list[Any] = []
         with tqdm(total=len(entries), desc="embedding", unit="entry", leave=False,
-                  disable=not self.cfg.progress) as bar:
+                  disable=not self.settings.progress) as bar:
             for start in range(0, len(order), batch):
                 prepared += gate.prepare([entries[i] for i in order[start : start + batch]])
                 bar.update(min(batch, len(order) - start))
@@ -181,7 +191,7 @@ class RunContext:
                 ) -> dict[str, Any]:
         """Metrics of one pass plus the state the system ended it with."""
         with self.measuring.running():
-            metrics = pass_metrics(decisions, resamples=int(self.cfg.bootstrap),
+            metrics = pass_metrics(decisions, resamples=self.resamples,
                                    seed=self.seed + pass_no)
             for listener in self.pass_listeners:
                 listener(decisions)

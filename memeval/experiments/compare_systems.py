@@ -131,7 +131,7 @@ class CompareSystems:
         keep = [i for i, item in enumerate(items) if item.label is not None]
         ranks = np.array([item.trust_rank for item in labelled], dtype=float)
         trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
-        common = {"bins": self.cfg.bins, "resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
+        common = {"bins": self.cfg.bins, "resamples": ctx.resamples, "seed": ctx.seed}
         scores = {n: np.asarray(s.score_records(records), dtype=float)[keep]
                   for n, s in systems.items()}
         table = {n: calibration_report(v, ranks, trusted, **common) for n, v in scores.items()}
@@ -144,7 +144,7 @@ class CompareSystems:
         assert self.cfg.pairs is not None
         pairs, _ = load_conflict_pairs(self.cfg.pairs, self.cfg.on_error)
         truth = [p.conflict for p in pairs]
-        common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
+        common = {"resamples": ctx.resamples, "seed": ctx.seed}
         table: dict[str, Any] = {}
         hits: dict[str, np.ndarray] = {}
         for name, system in systems.items():
@@ -193,7 +193,7 @@ def _against_first(per_item: dict[str, np.ndarray], ctx: RunContext) -> dict[str
     """Each system's mean per-item measure, and every later system's paired difference with the
     first's (bootstrap over items)."""
     names = list(per_item)
-    common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
+    common = {"resamples": ctx.resamples, "seed": ctx.seed}
     return {name: {"mean": float(per_item[name].mean()) if per_item[name].size else None,
                    **({} if i == 0 else {"vs": names[0], **paired_delta(
                        per_item[names[0]], per_item[name], **common)})}
@@ -213,7 +213,7 @@ def _write_gate_table(arms: dict[str, list[dict[str, Any]]], decisions: list[Any
     ids = sorted(set.intersection(*(set(v) for v in by_arm.values())))
     human = [i for i in ids if by_arm[first][i].label == "substantive"
              and by_arm[first][i].label_source == "human"]
-    common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed + pass_no}
+    common = {"resamples": ctx.resamples, "seed": ctx.seed + pass_no}
     paired: dict[str, Any] = {}
     for name in list(by_arm)[1:]:
         a, b = by_arm[first], by_arm[name]

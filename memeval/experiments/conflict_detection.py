@@ -74,7 +74,7 @@ class ConflictDetection:
         pairs, report = load_conflict_pairs(self.cfg.pairs, self.cfg.on_error)
         truth = [p.conflict for p in pairs]
         found, guesses = self._detect(ctx, pairs)
-        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
+        resamples, seed = ctx.resamples, ctx.seed
         results: dict[str, Any] = {}
         for mode, predicted in guesses.items():
             any_conflict, per_type = _reports(truth, predicted, resamples, seed)
@@ -127,7 +127,7 @@ class ConflictDetection:
         scored on the test split beside the reference rules; with each pair's guess by every
         detector (the rules both ways too), so each can be looked at pair by pair."""
         dev, dev_sources = self._load(self.cfg.dev_pairs)
-        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
+        resamples, seed = ctx.resamples, ctx.seed
         learned = CONFLICT_DETECTORS.build(self.cfg.detector, fits=ctx.fits)
         rules = CONFLICT_DETECTORS.build({"name": "rules", **asdict(self.cfg.rules)})
         dev_cos = self._cosines(ctx, dev)

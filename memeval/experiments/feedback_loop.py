@@ -17,6 +17,7 @@ from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, 
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
 from memeval.systems.base import Ingestor
+from memeval.systems.reference import reference_ingestor
 
 
 @dataclass
@@ -44,7 +45,8 @@ class FeedbackLoop:
         decisions = []
         for arm, feed in arms.items():
             gate_cfg = ctx.gate_config(rejection_store={"feed_stages": feed})
-            gate = ctx.reference_ingestor("feedback_loop", f"state_{arm}", gate_cfg)
+            gate = reference_ingestor(ctx.system, ctx.run_dir / f"state_{arm}", "feedback_loop",
+                                      gate_cfg)
             items = ctx.prepare(gate, ctx.dataset.entries)
             per_arm[arm] = []
             for pass_no in range(1, self.cfg.passes + 1):

@@ -124,7 +124,7 @@ class MAICalibration:
                        "problems": report.problems[:100]}
 
     def run(self, ctx: RunContext) -> ExperimentResult:
-        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed
+        resamples, seed = ctx.resamples, ctx.seed
         dev: list[Scenario] = []
         sources = []
         for path in self.cfg.scenarios:

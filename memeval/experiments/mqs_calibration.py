@@ -155,7 +155,7 @@ class MQSCalibration:
         records = [item.record for item in labelled]
         ranks = np.array([item.trust_rank for item in labelled], dtype=float)
         trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
-        common = {"bins": self.cfg.bins, "resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed}
+        common = {"bins": self.cfg.bins, "resamples": ctx.resamples, "seed": ctx.seed}
         found = LabelFit(calibration_report(scores, ranks, trusted, **common))
         if not fit:
             notes["fitted_out_of_fold"] = (f"system {ctx.system.name} scores records its own "
@@ -215,7 +215,7 @@ class MQSCalibration:
         if graded:
             grades = np.array([items[i].trust for i in graded], dtype=float)
             against_grade = {"scale": TRUST_GRADE, **grade_agreement(
-                scores[graded], grades, resamples=int(ctx.cfg.bootstrap), seed=ctx.seed)}
+                scores[graded], grades, resamples=ctx.resamples, seed=ctx.seed)}
         summary = {
             "source": report.source, "fingerprint": file_fingerprint(path),
             "records": len(records), "skipped": report.skipped, "problems": report.problems[:100],
@@ -272,7 +272,7 @@ class MQSCalibration:
     def _report(self, ctx: RunContext, scores: np.ndarray, data: TrustSet) -> dict[str, Any]:
         return {"against": data.against, **calibration_report(
             scores, data.target, data.trusted, bins=self.cfg.bins,
-            resamples=int(ctx.cfg.bootstrap), seed=ctx.seed)}
+            resamples=ctx.resamples, seed=ctx.seed)}
 
     def _rows(self, split: str, data: TrustSet, scores: np.ndarray,
               model: TrustModel) -> list[dict[str, Any]]:
@@ -327,7 +327,7 @@ class MQSCalibration:
         confusion = {truth: {predicted: sum(s.ground_truth == truth and r.label == predicted
                                             for s, r in zip(scenarios, results, strict=True))
                              for predicted in MAI_LABELS} for truth in MAI_LABELS}
-        low, high = bootstrap_ci(correct, int(ctx.cfg.bootstrap), ctx.seed)
+        low, high = bootstrap_ci(correct, ctx.resamples, ctx.seed)
         rows = [{"scenario_id": s.id, "ground_truth": s.ground_truth, "predicted": r.label,
                  "score": r.score, "memories": len(s.memories), "note": s.note,
                  **{f"term_{k}": v for k, v in r.terms.items()}}

@@ -216,7 +216,7 @@ class RetrievalReplay:
 
     def _measure(self, pass_no: int, arms: Sequence[Arm],
                  scored: Mapping[str, list[dict[str, Any]]], ctx: RunContext) -> dict[str, Any]:
-        resamples, seed = int(ctx.cfg.bootstrap), ctx.seed + pass_no
+        resamples, seed = ctx.resamples, ctx.seed + pass_no
         out: dict[str, Any] = {"pass": pass_no, "arms": [a.name for a in arms],
                                "baseline": self.cfg.baseline}
         for arm in arms:

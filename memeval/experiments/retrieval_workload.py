@@ -28,6 +28,7 @@ from memeval.quality.mqs import compute_mqs
 from memeval.quality.rankers import Store
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig, records_from_store
+from memeval.systems.reference import reference_ingestor
 from memeval.systems.stored_quality import gate_confidences
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the clock of a replay whose queries carry no time
@@ -131,7 +132,7 @@ def store_workload(ctx: RunContext, queries_path: str, on_error: str, store_pass
                    trace_prompts: bool, stored: StoredMQSConfig) -> Workload:
     """The memories the last of `store_passes` write-gate passes stored, each a memory record
     carrying its write-time confidence, searched by the labelled queries."""
-    gate = ctx.reference_ingestor("retrieval_replay")
+    gate = reference_ingestor(ctx.system, ctx.run_dir / "state", "retrieval_replay")
     items = ctx.prepare(gate, ctx.dataset.entries)
     decisions = []
     for pass_no in range(1, store_passes + 1):

@@ -68,7 +68,7 @@ class ThreePass:
         metrics = ctx.measure(rows, gate, pass_no)
         if not isinstance(gate, StoredQuality):  # only the reference engine exposes its store
             return PassRecord(metrics, rows, {"stored": []})
-        common = {"resamples": int(ctx.cfg.bootstrap), "seed": ctx.seed + pass_no}
+        common = {"resamples": ctx.resamples, "seed": ctx.seed + pass_no}
         models = self.models(ctx) if self.cfg.stored_models.enabled else None  # fitted apart
         with ctx.scoring.running():
             quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)

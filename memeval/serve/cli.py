@@ -59,9 +59,10 @@ def main(args: list[str]) -> int:
         state_dir = (options.state_dir if options.command == "memoryd" and options.state_dir
                      else Path(tempfile.mkdtemp(prefix=f"memeval-{options.command}-")))
         state_dir.mkdir(parents=True, exist_ok=True)
+        from memeval.config import validate
         from memeval.experiments.base import RunContext
 
-        ctx = RunContext(cfg, state_dir)
+        ctx = RunContext(cfg, state_dir, validate(cfg))
         port = DEFAULT_PORTS[options.command] if options.port is None else options.port
         if options.command == "memoryd":
             return _memoryd(ctx, state_dir, options.host, port)

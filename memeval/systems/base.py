@@ -23,10 +23,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from memeval.engine.gate.gate import Decision
+from memeval.backends.embedders.base import Embedder
+from memeval.backends.judges.base import Judge
+from memeval.engine.gate.gate import Decision, GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.quality.record import MemoryRecord
-from memeval.registry import ConfigError, Registry
+from memeval.registry import Chosen, ConfigError, Registry
 
 
 class Capability(StrEnum):
@@ -170,6 +173,33 @@ class System(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Components(Protocol):
+    """What a system may take from the run that builds it (the run context satisfies it): its
+    directory and the components it shares, so the reference engine and an adapter embed and
+    judge with the run's own."""
+
+    @property
+    def run_dir(self) -> Path: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def judge(self) -> Judge: ...
+
+    @property
+    def scorer(self) -> Chosen:
+        """The content scorer chosen; each gate builds its own from it."""
+        ...
+
+    @property
+    def threshold(self) -> ThresholdConfig: ...
+
+    def gate_config(self) -> GateConfig:
+        """The gate's settings, a copy per caller."""
+        ...
 
 
 SYSTEMS: Registry[System] = Registry("system")

@@ -26,7 +26,14 @@ from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError
-from memeval.systems.base import SYSTEMS, Capability, Hit, KeepsItsOwnState, Memory
+from memeval.systems.base import (
+    SYSTEMS,
+    Capability,
+    Components,
+    Hit,
+    KeepsItsOwnState,
+    Memory,
+)
 from memeval.systems.http_client import Daemon, DaemonError
 from memeval.systems.http_mapping import HttpSystemConfig, IngestRoute, pluck
 from memeval.utils.redact import redact
@@ -224,7 +231,7 @@ class HttpSystem:
 
 
 @SYSTEMS.register("http", HttpSystemConfig)
-def build_http(cfg: HttpSystemConfig, *, ctx: Any) -> HttpSystem:
+def build_http(cfg: HttpSystemConfig, *, ctx: Components) -> HttpSystem:
     """The daemon is checked (preflight) before any work."""
     daemon = Daemon(cfg)
     try:

@@ -25,7 +25,14 @@ from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
 from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError, bounded
-from memeval.systems.base import SYSTEMS, Capability, Hit, KeepsItsOwnState, Memory
+from memeval.systems.base import (
+    SYSTEMS,
+    Capability,
+    Components,
+    Hit,
+    KeepsItsOwnState,
+    Memory,
+)
 from memeval.systems.memledger_records import UNDECLARED, ledger_scores
 from memeval.systems.memledger_runtime import (
     SEARCH_PATHS,
@@ -210,10 +217,10 @@ class MemledgerSystem:
             self._loop.stop()
 
 
-def _open(cfg: MemledgerSystemConfig, ctx: Any, loop: Loop) -> tuple[Any, dict[str, Any]]:
+def _open(cfg: MemledgerSystemConfig, ctx: Components, loop: Loop) -> tuple[Any, dict[str, Any]]:
     """The ledger on its SQLite file, and what a reader must know of how it runs."""
     logging.getLogger("memledger").setLevel(logging.WARNING)  # a line per add and search
-    path = Path(ctx.run_dir) / cfg.db
+    path = ctx.run_dir / cfg.db
     path.unlink(missing_ok=True)  # a fresh ledger every run
     if cfg.embeddings == "memeval":
         embedder = ctx.embedder
@@ -262,7 +269,7 @@ async def _probe_width(cfg: MemledgerSystemConfig) -> int:
 
 
 @SYSTEMS.register("memledger", MemledgerSystemConfig)
-def build_memledger(cfg: MemledgerSystemConfig, *, ctx: Any) -> MemledgerSystem:
+def build_memledger(cfg: MemledgerSystemConfig, *, ctx: Components) -> MemledgerSystem:
     """memledger and LiteLLM are imported here, only when this system is built."""
     if importlib.util.find_spec("memledger") is None:
         raise ConfigError("system=memledger needs the memledger package: pip install -e "

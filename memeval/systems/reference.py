@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from memeval.engine.gate.gate import Decision, Gate
+from memeval.engine.gate.gate import Decision, Gate, GateConfig
 from memeval.engine.scorers.base import SCORERS
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.quality.mqs import compute_mqs
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
-from memeval.systems.base import SYSTEMS, Capability, Hit, Memory
+from memeval.registry import ConfigError
+from memeval.systems.base import SYSTEMS, Capability, Components, Hit, Memory, System
 from memeval.systems.stored_models import StoredModels, stored_model_quality
 from memeval.systems.stored_quality import stored_memory_quality
 from memeval.utils.redact import redact
@@ -66,17 +67,17 @@ class ReferenceSystem:
     name = "reference"
     capabilities = frozenset(Capability) - {Capability.FEEDBACK}
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Components) -> None:
         self._ctx = ctx
         self.notes: dict[str, Any] = {}
         self._detector = ConflictDetector(ConflictRules())
         self._ids: list[str] = []
         self._vectors = np.zeros((0, 0), dtype=np.float32)
 
-    def ingestor(self, state_dir: Path, gate_cfg: Any = None) -> ReferenceIngestor:
+    def ingestor(self, state_dir: Path, gate_cfg: GateConfig | None = None) -> ReferenceIngestor:
         ctx = self._ctx
         return ReferenceIngestor(gate_cfg or ctx.gate_config(), embedder=ctx.embedder,
-                                 judge=ctx.judge, scorer=SCORERS.build(ctx.cfg.scorer),
+                                 judge=ctx.judge, scorer=SCORERS.make(ctx.scorer),
                                  threshold=ctx.threshold,
                                  redact=redact, state_dir=state_dir)
 
@@ -106,6 +107,16 @@ class ReferenceSystem:
         """Nothing held open: the run context owns the embedder and judge."""
 
 
+def reference_ingestor(system: System, state_dir: Path, experiment: str,
+                       gate_cfg: GateConfig | None = None) -> ReferenceIngestor:
+    """The reference engine's write gate, for studies of the engine itself (its rejection
+    store's feed, its stored memories): any other system is refused by name."""
+    if not isinstance(system, ReferenceSystem):
+        raise ConfigError(f"experiment {experiment} studies memeval's reference engine: run "
+                          f"it with system=reference (not system={system.name})")
+    return system.ingestor(state_dir, gate_cfg)
+
+
 @SYSTEMS.register("reference", ReferenceConfig)
-def build_reference(cfg: ReferenceConfig, *, ctx: Any) -> ReferenceSystem:
+def build_reference(cfg: ReferenceConfig, *, ctx: Components) -> ReferenceSystem:
     return ReferenceSystem(ctx)

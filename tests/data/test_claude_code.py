@@ -12,6 +12,7 @@ import pytest
 from memeval.data.base import DATASETS
 from memeval.data.claude_code import load_claude_code
 from memeval.data.labeled_jsonl import DatasetError
+from memeval.data.labellers import LABELLERS
 from memeval.registry import ConfigError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data/claude_code/vsla"
@@ -336,5 +337,6 @@ def test_factory_accepts_the_runner_dependencies(tmp_path: Path) -> None:
                       "message": {"role": "assistant", "model": "m",
                                   "content": [{"type": "text", "text": "Because X."}]}}) + "\n")
     data = DATASETS.build({"name": "claude_code", "path": str(session)},
-                          labeller={"name": "heuristic"}, cache_dir=tmp_path)
+                          labeller=LABELLERS.choose({"name": "heuristic"}),
+                          cache_dir=tmp_path)
     assert [e.assistant_response for e in data.entries] == ["Because X."]

@@ -179,8 +179,8 @@ def test_register_rules() -> None:
 def config_schemas() -> dict[str, type]:
     """Every config dataclass a run validates: the top level, each registered component's
     schema, the gate and Phoenix, and the dataclasses nested in them, by a key naming it."""
-    from memeval.config import Settings
     from memeval.data.labellers import LABELLERS
+    from memeval.experiments.settings import Settings
     from memeval.reporting.phoenix.config import PhoenixConfig
 
     found: dict[str, type] = {}

@@ -339,8 +339,9 @@ def test_the_http_system_composes_from_its_yaml(fast_config: Callable[..., DictC
     from memeval.config import validate
 
     checked = validate(fast_config("+experiment=three_pass", "system=http"))
-    assert checked.system.base_url == "http://127.0.0.1:8765"
-    assert checked.system.ingest.stages["no_synthesizer"] == "stored"
+    assert checked.system.name == "http"
+    assert checked.system.params.base_url == "http://127.0.0.1:8765"
+    assert checked.system.params.ingest.stages["no_synthesizer"] == "stored"
     with pytest.raises(ConfigError, match=r"system\.ingest\.path must be a path relative"):
         validate(fast_config("+experiment=three_pass", "system=http",
                              "system.ingest.path=https://example.com/ingest"))

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.backends.embedders.openai_http import OpenAIHttpConfig, OpenAIHttpEmbedder
+from memeval.config import validate
 from memeval.experiments.base import RunContext
 from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer
@@ -57,7 +58,8 @@ def test_the_served_engine_through_system_http_gives_the_references_own_figures(
     unchanged: the wire mapping loses nothing memeval counts."""
     base = ("+experiment=three_pass", "dataset.limit=80")
     reference = run_experiment(fast_config(*base), tmp_path / "reference")
-    ctx = RunContext(fast_config(*base), tmp_path / "daemon")
+    cfg = fast_config(*base)
+    ctx = RunContext(cfg, tmp_path / "daemon", validate(cfg))
     engine = MemorydEngine(ReferenceSystem(ctx).ingestor(tmp_path / "daemon"),
                            ctx.dataset.entries)
     with serving(engine.routes) as url:
@@ -76,7 +78,8 @@ def test_the_served_engine_through_system_http_gives_the_references_own_figures(
 
 def test_the_engine_answers_in_memoryds_shapes(tmp_path: Path,
                                                 fast_config: Callable[..., DictConfig]) -> None:
-    ctx = RunContext(fast_config("+experiment=three_pass", "dataset.limit=40"), tmp_path)
+    cfg = fast_config("+experiment=three_pass", "dataset.limit=40")
+    ctx = RunContext(cfg, tmp_path, validate(cfg))
     engine = MemorydEngine(ReferenceSystem(ctx).ingestor(tmp_path / "state"), [])
     long = ("The embedding cache key is the sha256 of the model identity and the text, so a "
             "model change misses the cache instead of serving stale vectors.")

@@ -17,7 +17,7 @@ from typing import Any
 from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
 from memeval.registry import bounded
-from memeval.systems.base import SYSTEMS, Capability, Hit, Memory, Persisted
+from memeval.systems.base import SYSTEMS, Capability, Components, Hit, Memory, Persisted
 
 WORD = re.compile(r"\w+")
 
@@ -108,5 +108,5 @@ class KeywordMemory:
 
 
 @SYSTEMS.register("keyword_memory", KeywordMemoryConfig)
-def build_keyword_memory(cfg: KeywordMemoryConfig, *, ctx: Any) -> KeywordMemory:
+def build_keyword_memory(cfg: KeywordMemoryConfig, *, ctx: Components) -> KeywordMemory:
     return KeywordMemory(cfg)
