@@ -1,8 +1,9 @@
 """Finds and imports every built-in component module, so each registers itself with its
 registry by decorator, then every installed plugin's (memeval/plugins.py).
 
-A new component is one module in one of COMPONENT_PACKAGES (plus its YAML under conf/): no list
-to keep. Only the packages are named here; every module in them is imported.
+A new component is one module in one of COMPONENT_PACKAGES or a package inside one (plus its
+YAML under conf/): no list to keep. Only the packages are named here; every module in them is
+imported.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def builtin_modules() -> tuple[str, ...]:
     found = []
     for name in COMPONENT_PACKAGES:
         package = importlib.import_module(name)
-        found += [f"{name}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+        found += [info.name for info in pkgutil.walk_packages(package.__path__, f"{name}.")
                   if not info.ispkg]
     return tuple(sorted(found))
 

@@ -157,9 +157,11 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("memeval_data", data_path)
 
 
-def validate(cfg: DictConfig) -> Validated:
+def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
+    """The composed config as types, or a ConfigError naming the fix. `experiment`: whether the
+    config must choose one (a run must; `serve` runs none)."""
     load_components()
-    if "experiment" not in cfg:
+    if experiment and "experiment" not in cfg:
         raise ConfigError("no experiment chosen: add +experiment=NAME "
                           f"(known: {', '.join(EXPERIMENTS.names())})")
     for old in RENAMED:
@@ -175,7 +177,8 @@ def validate(cfg: DictConfig) -> Validated:
     top = {k: v for k, v in resolved.items() if not isinstance(v, dict)}
     return Validated(
         settings=to_dataclass(Settings, top, "the top level", key=""),
-        experiment=EXPERIMENTS.choose(resolved["experiment"], key="experiment"),
+        experiment=(EXPERIMENTS.choose(resolved["experiment"], key="experiment")
+                    if "experiment" in resolved else None),
         dataset=DATASETS.choose(resolved["dataset"], key="dataset"),
         labeller=LABELLERS.choose(resolved["labeller"], key="labeller"),
         embedder=EMBEDDERS.choose(resolved["embedder"], key="embedder"),

@@ -108,12 +108,13 @@ def _check_run_dir(run_dir: Path, resume: bool) -> None:
                           f"directory (hydra.run.dir=…; the default is timestamped)")
 
 
-def _run_resumably(ctx: RunContext, experiment: Experiment, resume: bool) -> ExperimentResult:
+def _run_resumably(ctx: RunContext, name: str, experiment: Experiment,
+                   resume: bool) -> ExperimentResult:
     """Passes are checkpointed as they finish; an interruption says how to go on from them."""
     if not experiment.resumable:
         if resume:
-            raise ConfigError(f"experiment {ctx.validated.experiment.name} does not checkpoint its "
-                              f"passes: run it again instead of resume=true")
+            raise ConfigError(f"experiment {name} does not checkpoint its passes: run it again "
+                              f"instead of resume=true")
         return experiment.run(ctx)
     ctx.checkpoints.start(ctx.cfg, resume)
     try:
@@ -159,12 +160,14 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     resume = checked.settings.resume
     _check_run_dir(run_dir, resume)
     ctx = RunContext(cfg, run_dir, checked)
-    experiment = EXPERIMENTS.make(checked.experiment)
+    chosen = checked.experiment
+    assert chosen is not None  # validate() refuses a config without one
+    experiment = EXPERIMENTS.make(chosen)
     run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix
     streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
     running = time.perf_counter()
     try:
-        result = _run_resumably(ctx, experiment, resume)
+        result = _run_resumably(ctx, chosen.name, experiment, resume)
     finally:
         if streamer is not None:
             streamer.close()
@@ -189,7 +192,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
                             getattr(checked.system.params, "max_error_share", 1.0))
     metrics: dict[str, Any] = {
         "run_id": run_id,
-        "experiment": checked.experiment.name,
+        "experiment": chosen.name,
         "seed": checked.settings.seed,
         **_components(ctx, checked),
         "passes": result.passes,

@@ -33,8 +33,8 @@ from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
 from memeval.reporting.table import aligned, wrapped
 from memeval.systems.base import Capability, require
-from memeval.systems.reference import ReferenceSystem
-from memeval.systems.stored_models import labelled_sides
+from memeval.systems.reference.stored_models import labelled_sides
+from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.folds import Split, held_out_splits
 from memeval.utils.folds import out_of_fold as held_out_values
 

@@ -17,7 +17,7 @@ from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, 
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
 from memeval.systems.base import Ingestor
-from memeval.systems.reference import reference_ingestor
+from memeval.systems.reference.system import reference_ingestor
 
 
 @dataclass

@@ -52,7 +52,7 @@ from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded, input_file
 from memeval.reporting.table import aligned, wrapped
 from memeval.systems.base import Capability, require
-from memeval.systems.reference import ReferenceSystem
+from memeval.systems.reference.system import ReferenceSystem
 
 METRICS = ("spearman", "kendall", "brier", "ece")
 

@@ -28,8 +28,8 @@ from memeval.quality.mqs import compute_mqs
 from memeval.quality.rankers import Store
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig, records_from_store
-from memeval.systems.reference import reference_ingestor
-from memeval.systems.stored_quality import gate_confidences
+from memeval.systems.reference.stored_quality import gate_confidences
+from memeval.systems.reference.system import reference_ingestor
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the clock of a replay whose queries carry no time
 EMBED_BATCH = 256  # texts per embedding call: the progress bar's step

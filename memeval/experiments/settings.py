@@ -33,7 +33,7 @@ class Validated:
     loads anything."""
 
     settings: Settings
-    experiment: Chosen
+    experiment: Chosen | None  # None only where no experiment runs (`serve`)
     dataset: Chosen
     labeller: Chosen
     embedder: Chosen

@@ -19,7 +19,11 @@ from memeval.experiments.checkpoint import PassRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded
 from memeval.systems.base import Capability, Ingestor, StoredQuality
-from memeval.systems.stored_models import StoredModels, StoredModelsConfig, fit_stored_models
+from memeval.systems.reference.stored_models import (
+    StoredModels,
+    StoredModelsConfig,
+    fit_stored_models,
+)
 
 
 @dataclass

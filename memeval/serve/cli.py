@@ -62,7 +62,7 @@ def main(args: list[str]) -> int:
         from memeval.config import validate
         from memeval.experiments.base import RunContext
 
-        ctx = RunContext(cfg, state_dir, validate(cfg))
+        ctx = RunContext(cfg, state_dir, validate(cfg, experiment=False))
         port = DEFAULT_PORTS[options.command] if options.port is None else options.port
         if options.command == "memoryd":
             return _memoryd(ctx, state_dir, options.host, port)
@@ -77,7 +77,7 @@ def main(args: list[str]) -> int:
 
 def _memoryd(ctx: RunContext, state_dir: Path, host: str, port: int) -> int:
     from memeval.serve.memoryd import MemorydEngine
-    from memeval.systems.reference import ReferenceSystem
+    from memeval.systems.reference.system import ReferenceSystem
 
     gate = ReferenceSystem(ctx).ingestor(state_dir)
     engine = MemorydEngine(gate, ctx.dataset.entries)

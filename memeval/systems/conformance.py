@@ -24,8 +24,8 @@ from memeval.paths import data_path
 from memeval.quality.mai import AttributedMemory, MAIRubric, evaluate_mai
 from memeval.quality.mqs import MQSConstants, compute_mqs, effective_confidence
 from memeval.quality.record import MemoryRecord
-from memeval.systems.memledger_records import UNDECLARED, ledger_effective, ledger_scores
-from memeval.systems.memledger_runtime import EmbedderBridge, Loop, open_memledger, vec_enabled
+from memeval.systems.memledger.records import UNDECLARED, ledger_effective, ledger_scores
+from memeval.systems.memledger.runtime import EmbedderBridge, Loop, open_memledger, vec_enabled
 
 RECORDS = "mqs/memory_records_v1.jsonl"
 SCENARIOS = "mai/attribution_scenarios_v1.jsonl"

@@ -32,7 +32,7 @@ from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.difference_words import DifferenceWords, said_by_one
 from memeval.registry import ConfigError, to_dataclass
 from memeval.runner import run_experiment
-from memeval.systems.stored_models import labelled_sides
+from memeval.systems.reference.stored_models import labelled_sides
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "conflict_detector" / "learned.yaml"
 

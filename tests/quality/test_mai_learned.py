@@ -160,9 +160,10 @@ def test_the_test_split_never_reaches_the_fit(tmp_path: Path, monkeypatch: pytes
                       f"experiment.test_scenarios={test}", "experiment.golden=false",
                       "experiment.folds=3", "bootstrap=20")
     metrics = run_experiment(cfg, tmp_path / "run")
+    from memeval.experiments.base import EXPERIMENTS
     from memeval.experiments.mai_calibration import MAICalibration
 
-    experiment = MAICalibration(validate(cfg).experiment.params)
+    experiment = MAICalibration(EXPERIMENTS.choose(cfg.experiment).params)
     test_rows = {r.tobytes() for r in experiment.matrix(load_scenarios(test)[0])}
     dev_rows = {r.tobytes() for r in experiment.matrix(load_scenarios(dev)[0])}
     # Three folds for each view (every feature, metadata only), then both final models on every

@@ -20,9 +20,9 @@ from memeval.registry import ConfigError
 from memeval.reporting.table import pass_table
 from memeval.results.result import PassMetrics
 from memeval.systems.base import SYSTEMS, Capability, Memory
-from memeval.systems.http import HttpIngestor, HttpSystem, read_verdict
-from memeval.systems.http_client import Daemon
-from memeval.systems.http_mapping import HttpSystemConfig, IngestRoute
+from memeval.systems.http.client import Daemon
+from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute
+from memeval.systems.http.system import HttpIngestor, HttpSystem, read_verdict
 from tests.loopback import LoopbackServer, Received, Reply
 
 

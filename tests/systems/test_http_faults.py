@@ -17,7 +17,7 @@ from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.results.run_dir import read_metrics
 from memeval.runner import run_experiment
-from memeval.systems.http_client import Daemon
+from memeval.systems.http.client import Daemon
 from tests.faults.common import decisions_without_clock, without_clock
 from tests.loopback import LoopbackServer, Received, Reply, scripted
 from tests.systems.test_http import FakeMemoryd, entries, ingestor

@@ -24,8 +24,8 @@ from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import Request, make_server, url_of
 from memeval.systems.base import SYSTEMS, Capability, Memory
-from memeval.systems.memledger import MemledgerSystem
-from memeval.systems.memledger_runtime import SEARCH_PATHS
+from memeval.systems.memledger.runtime import SEARCH_PATHS
+from memeval.systems.memledger.system import MemledgerSystem
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -214,7 +214,7 @@ from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import make_server, url_of
 from memeval.systems.base import SYSTEMS
-import memeval.systems.memledger
+import memeval.systems.memledger.system
 http = make_server(EmbeddingsServer(HashingEmbedder(64), "h").routes, "127.0.0.1", 0)
 threading.Thread(target=http.serve_forever, daemon=True).start()
 class Ctx:
@@ -267,7 +267,7 @@ def test_three_pass_with_memledger_names_its_search_path(
 
 def test_the_fallback_search_path_is_named_when_sqlite_vec_is_missing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memeval.systems.memledger.vec_enabled", lambda ledger: False)
+    monkeypatch.setattr("memeval.systems.memledger.system.vec_enabled", lambda ledger: False)
     system = build(tmp_path)
     try:
         assert system.notes["search_path"] == SEARCH_PATHS[False]

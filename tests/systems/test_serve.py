@@ -29,7 +29,7 @@ from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import Routes, make_server, url_of
 from memeval.serve.memoryd import MemorydEngine
-from memeval.systems.reference import ReferenceSystem
+from memeval.systems.reference.system import ReferenceSystem
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 

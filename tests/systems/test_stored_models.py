@@ -23,13 +23,13 @@ from memeval.reporting.table import pass_table
 from memeval.results.result import load_result
 from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
-from memeval.systems.stored_models import (
+from memeval.systems.reference.stored_models import (
     StoredModels,
     StoredModelsConfig,
     fit_stored_models,
     stored_model_quality,
 )
-from memeval.systems.stored_quality import stored_records
+from memeval.systems.reference.stored_quality import stored_records
 from memeval.utils.fit_cache import FitCache
 
 DEV = StoredModelsConfig(

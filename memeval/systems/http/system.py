@@ -34,8 +34,8 @@ from memeval.systems.base import (
     KeepsItsOwnState,
     Memory,
 )
-from memeval.systems.http_client import Daemon, DaemonError
-from memeval.systems.http_mapping import HttpSystemConfig, IngestRoute, pluck
+from memeval.systems.http.client import Daemon, DaemonError
+from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute, pluck
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)

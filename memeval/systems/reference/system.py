@@ -25,8 +25,8 @@ from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import ConfigError
 from memeval.systems.base import SYSTEMS, Capability, Components, Hit, Memory, System
-from memeval.systems.stored_models import StoredModels, stored_model_quality
-from memeval.systems.stored_quality import stored_memory_quality
+from memeval.systems.reference.stored_models import StoredModels, stored_model_quality
+from memeval.systems.reference.stored_quality import stored_memory_quality
 from memeval.utils.redact import redact
 
 
@@ -45,14 +45,14 @@ class ReferenceIngestor(Gate):
 
     def stored_quality(self, decisions: Sequence[Decision], cfg: StoredMQSConfig, *,
                        resamples: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """MQS of the memories this pass stored (see systems/stored_quality.py)."""
+        """MQS of the memories this pass stored (see systems/reference/stored_quality.py)."""
         return stored_memory_quality(self, decisions, cfg, resamples=resamples, seed=seed)
 
     def stored_models(self, decisions: Sequence[Decision], cfg: StoredMQSConfig,
                       models: StoredModels, *, resamples: int, seed: int
                       ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The learned conflict detector and trust score on the same memories (see
-        systems/stored_models.py)."""
+        systems/reference/stored_models.py)."""
         return stored_model_quality(self, decisions, cfg, models, resamples=resamples, seed=seed)
 
 

@@ -17,7 +17,7 @@ import httpx
 from memeval.backends.judges.base import NOT_SENT
 from memeval.registry import ConfigError
 from memeval.systems.base import Capability
-from memeval.systems.http_mapping import ID_PLACEHOLDER, HttpSystemConfig, Route, pluck
+from memeval.systems.http.mapping import ID_PLACEHOLDER, HttpSystemConfig, Route, pluck
 from memeval.utils.http_retry import (
     Breaker,
     Cooldown,

@@ -44,7 +44,7 @@ from memeval.quality.mqs import MQSConstants
 from memeval.quality.stored import StoredMQSConfig, nearest_earlier
 from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded
-from memeval.systems.stored_quality import stored_records
+from memeval.systems.reference.stored_quality import stored_records
 from memeval.utils.fit_cache import FitCache
 
 KINDS = CONFLICT_LABELS[:-1]  # every label but "none"

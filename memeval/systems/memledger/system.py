@@ -33,8 +33,8 @@ from memeval.systems.base import (
     KeepsItsOwnState,
     Memory,
 )
-from memeval.systems.memledger_records import UNDECLARED, ledger_scores
-from memeval.systems.memledger_runtime import (
+from memeval.systems.memledger.records import UNDECLARED, ledger_scores
+from memeval.systems.memledger.runtime import (
     SEARCH_PATHS,
     EmbedderBridge,
     Loop,
