@@ -1,200 +1,12 @@
-"""`python -m memeval COMMAND [hydra overrides…]`: the subcommand word is stripped before Hydra."""
+"""`python -m memeval COMMAND [options]`: the command word picks a module from the command table
+(memeval/cli/commands.py), which gets the rest of the arguments."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
+from memeval.cli.commands import COMMANDS, run_command, usage
 from memeval.threads import size_pools
-from memeval.user_errors import report_user_error, user_error_types
-
-USAGE = """usage: python -m memeval COMMAND [options]
-
-commands:
-  run     run an experiment: python -m memeval run +experiment=three_pass [key=value …]
-  list    experiments, component options, input files: python -m memeval list --help
-  bench   three passes vs one embedding pass, per-stage time: python -m memeval bench --help
-  gate    CI regression gate on calibration and recall: python -m memeval gate --help
-  phoenix local Phoenix server and pushing runs to it: python -m memeval phoenix --help
-  report  one run, or two compared, as HTML and Markdown: python -m memeval report --help
-  sweep   a multirun as a table, Pareto front and default marked: python -m memeval sweep --help
-  embed   warm the embedding cache for a run, here or on a Ray cluster: python -m memeval embed -h
-  cache   the embedding and judge caches, clearing or sharing them: python -m memeval cache --help
-  serve   memeval's engine as a memoryd daemon, its embedder as an OpenAI-compatible server:
-          python -m memeval serve --help
-
-options:
-  -h, --help     this message
-  -V, --version  memeval's version
-"""
-
-
-HYDRA_FILES = {"config.yaml", "hydra.yaml", "overrides.yaml"}
-
-
-def _discard_if_unused(run_dir: Path, log_name: str) -> None:
-    """A run that failed before writing anything leaves no directory behind: one holding only
-    Hydra's `.hydra/` and its log is removed, then the folders above it that this leaves empty
-    (`runs/DATE/`) up to the working directory, which is never removed."""
-    import shutil
-
-    run_dir, cwd = run_dir.resolve(), Path.cwd().resolve()
-    if not run_dir.is_dir() or run_dir in (cwd, *cwd.parents):
-        return
-    hydra_dir = run_dir / ".hydra"
-    if not ({p.name for p in run_dir.iterdir()} <= {".hydra", log_name}
-            and (not hydra_dir.is_dir() or {p.name for p in hydra_dir.iterdir()} <= HYDRA_FILES)):
-        return
-    shutil.rmtree(run_dir, ignore_errors=True)
-    for parent in run_dir.parents:
-        if parent == cwd or not parent.is_relative_to(cwd) or any(parent.iterdir()):
-            break
-        parent.rmdir()
-
-
-def _run(args: list[str]) -> int:
-    if {"-h", "--help"}.intersection(args):  # Hydra's help composes every option: seconds
-        from memeval.cli.run_help import run_help
-
-        print(run_help())
-        return 0
-    import hydra
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-    from omegaconf import DictConfig
-
-    from memeval.components import load_components
-    from memeval.config import check_overrides, quote_values, register_resolvers
-    from memeval.log_redaction import redact_logs
-    from memeval.reporting.table import wrapped
-    from memeval.results.run_dir import redact_in_place
-    from memeval.runner import run_experiment
-    from memeval.utils.redact import redact
-
-    register_resolvers()
-    user_errors = user_error_types()
-    args = quote_values(args)
-    try:
-        load_components()  # before Hydra: a plugin's YAML options join its search path
-        if "--hydra-help" not in args:  # Hydra prints its flags and exits: nothing to check
-            check_overrides(args)
-    except user_errors as err:
-        report_user_error(err)
-        return 2
-    status = {"code": 0}
-
-    @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
-    def job(cfg: DictConfig) -> None:
-        hydra_cfg = HydraConfig.get()
-        run_dir = Path(hydra_cfg.runtime.output_dir)
-        # Hydra has saved its files and set up logging with the overrides as typed, a URL's
-        # password included: both are redacted before anything else is written
-        redact_logs()
-        saved = run_dir / hydra_cfg.output_subdir if hydra_cfg.output_subdir else None
-        sweep = Path(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else None
-        redact_in_place(*(saved / name for name in sorted(HYDRA_FILES) if saved),
-                        *([sweep / "multirun.yaml"] if sweep else []))
-        try:
-            if hydra_cfg.mode == RunMode.MULTIRUN:
-                # Parallel jobs print at once: each job's output goes out as one block under
-                # a header naming the job, so tables never interleave.
-                header = wrapped(redact(f"── job {hydra_cfg.job.num}: "
-                                        f"{' '.join(hydra_cfg.overrides.task)}"))
-                with _one_block(header):
-                    run_experiment(cfg, run_dir)
-            else:
-                run_experiment(cfg, run_dir)
-        except user_errors as err:
-            report_user_error(err)
-            _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
-            status["code"] = 2
-            if hydra_cfg.mode == RunMode.MULTIRUN:
-                # A parallel launcher runs jobs in worker processes that cannot set our exit
-                # code: failing the job is how the sweep learns of it.
-                raise SystemExit(2) from None
-        except BaseException:
-            _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
-            raise
-
-    sys.argv = [f"{sys.argv[0]} run", *args]
-    job()
-    return status["code"]
-
-
-@contextlib.contextmanager
-def _one_block(header: str) -> Iterator[None]:
-    """Hold what the body prints and write it, under `header`, in one write when it ends."""
-    held = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(held):
-            yield
-    finally:
-        sys.stdout.write(f"{header}\n{held.getvalue()}\n")
-        sys.stdout.flush()
-
-
-def _bench(args: list[str]) -> int:
-    from memeval.cli.bench import main as bench_main
-
-    return bench_main(args)
-
-
-def _gate(args: list[str]) -> int:
-    from memeval.cli.regression_gate import main as gate_main
-
-    return gate_main(args)
-
-
-def _report(args: list[str]) -> int:
-    from memeval.cli.report import main as report_main
-
-    return report_main(args)
-
-
-def _sweep(args: list[str]) -> int:
-    from memeval.cli.sweep import main as sweep_main
-
-    return sweep_main(args)
-
-
-def _phoenix(args: list[str]) -> int:
-    from memeval.reporting.phoenix.cli import main as phoenix_main
-
-    return phoenix_main(args)
-
-
-def _serve(args: list[str]) -> int:
-    from memeval.serve.cli import main as serve_main
-
-    return serve_main(args)
-
-
-def _cache(args: list[str]) -> int:
-    from memeval.cli.cache import main as cache_main
-
-    return cache_main(args)
-
-
-def _embed(args: list[str]) -> int:
-    from memeval.cli.embed import main as embed_main
-
-    return embed_main(args)
-
-
-def _list(args: list[str]) -> int:
-    from memeval.cli.listing import main as list_main
-
-    return list_main(args)
-
-
-COMMANDS: dict[str, Callable[[list[str]], int]] = {"run": _run, "list": _list, "bench": _bench,
-                                                   "gate": _gate, "phoenix": _phoenix,
-                                                   "report": _report, "sweep": _sweep,
-                                                   "serve": _serve, "cache": _cache,
-                                                   "embed": _embed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,19 +17,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memeval: {err}", file=sys.stderr)
         return 2
     if not args or args[0] in ("-h", "--help", "help"):
-        print(USAGE)
+        print(usage())
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
         from importlib.metadata import version
 
         print(f"memeval {version('memeval')}")
         return 0
-    command = COMMANDS.get(args[0])
-    if command is None:
-        print(f"memeval: unknown command '{args[0]}'\n\n{USAGE}", file=sys.stderr)
+    if args[0] not in COMMANDS:
+        print(f"memeval: unknown command '{args[0]}'\n\n{usage()}", file=sys.stderr)
         return 2
     try:
-        return command(args[1:])
+        return run_command(args[0], args[1:])
     except KeyboardInterrupt:  # Ctrl-C: what was saved and how to go on is already printed
         print("memeval: interrupted", file=sys.stderr)
         return 130  # 128 + SIGINT, as a shell reports it

@@ -139,7 +139,7 @@ def test_the_suite_times_each_job_cold_warm_and_contended_and_fails_past_a_budge
     (10.0, 20.0, 8.0, ["memeval's pools used 1.25x the CPU of one thread each"])])
 def test_each_budget_is_judged(warm: float, contended: float, one_thread_cpu: float,
                                failures: list[str]) -> None:
-    from memeval.cli.bench_suite import Budgets, Job, Measured, Timed, judge
+    from memeval.bench.suite import Budgets, Job, Measured, Timed, judge
 
     measured = Measured(Job("job", ["run"], warm=10.0, cold=100.0), {
         "cold": Timed(90.0, 90.0, 0), "warm": Timed(warm, 10.0, 0),

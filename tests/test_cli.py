@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memeval.__main__ import _discard_if_unused
+from memeval.cli.run import _discard_if_unused
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -203,7 +203,7 @@ print(json.dumps({"code": code, "printed": out.getvalue()[:40],
 
 
 def _help_commands() -> list[tuple[str, ...]]:
-    from memeval.__main__ import COMMANDS
+    from memeval.cli.commands import COMMANDS
 
     nested = {"cache": ("info", "clear", "export", "import"), "phoenix": ("serve", "push"),
               "serve": ("memoryd", "embeddings")}

@@ -3,13 +3,14 @@ database password in the labelled set, the trace sample's planted credentials (i
 lists them), the e-mail addresses in the real Claude Code sessions. None is a false positive. A new
 hit fails here until it has been read and listed: as a true positive, or as a false positive
 counted against the rate docs/operations.md quotes
-(`python -m memeval.cli.redaction_scan --show`)."""
+(`python -m memeval redaction-scan --show`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memeval.cli.redaction_scan import CORPORA, main, scan
+from memeval.cli.redaction_scan import main
+from memeval.data.redaction_scan import CORPORA, scan
 
 TRUE_POSITIVES: dict[str, dict[tuple[str, str], set[str]]] = {
     "labelled": {

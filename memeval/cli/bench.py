@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _phoenix(sizes: list[int], embedder: str, out: Path | None) -> None:
-    from memeval.cli.bench_phoenix import bench_phoenix
+    from memeval.bench.phoenix import bench_phoenix
 
     result = bench_phoenix(sizes[0], embedder, out)
     width = max(len(k) for k in result)
@@ -85,7 +85,7 @@ def _phoenix(sizes: list[int], embedder: str, out: Path | None) -> None:
 
 def _warm_up(options: argparse.Namespace) -> None:
     from memeval.backends.embedders.warm_up import Engine
-    from memeval.cli.bench_warm_up import bench_warm_up
+    from memeval.bench.warm_up import bench_warm_up
 
     engine = Engine("ray", options.address, options.workers) if options.ray else Engine("local")
     result = bench_warm_up(options.warm_up, options.embedder, engine)
@@ -97,7 +97,7 @@ def _warm_up(options: argparse.Namespace) -> None:
 
 
 def _suite(options: argparse.Namespace) -> int:
-    from memeval.cli.bench_suite import BUDGETS, as_json, bench_suite, load_budgets, table
+    from memeval.bench.suite import BUDGETS, as_json, bench_suite, load_budgets, table
 
     if options.contended < 0:
         raise SystemExit("memeval bench: --contended takes a number of processes, 0 or more")
@@ -120,8 +120,8 @@ def _suite(options: argparse.Namespace) -> int:
 def main(args: list[str]) -> int:
     parser = _parser()
     options = parser.parse_args(args)
-    from memeval.cli.bench_passes import bench, measure
-    from memeval.cli.bench_scale import run_one, scale
+    from memeval.bench.passes import bench, measure
+    from memeval.bench.scale import run_one, scale
 
     if options.entries_one is not None:  # children print their JSON last
         print(json.dumps(measure(options.entries_one, options.embedder)))

@@ -1,4 +1,4 @@
-"""Does memeval score memories as memledger does? `python -m memeval.systems.conformance`.
+"""Does memeval score memories as memledger does? `python -m memeval conformance`.
 
 MQS: memeval's `compute_mqs` against memledger's own `compute_mqs` (its weakest-link effective
 confidence from its own chain walk) on every bundled memory record, with memeval's defaults and
@@ -10,8 +10,6 @@ and memledger's evaluator on memeval's scenarios. Each disagreement is listed wi
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,7 +18,6 @@ from typing import Any
 
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.data.quality_sets import load_memory_records, load_scenarios
-from memeval.paths import data_path
 from memeval.quality.mai import AttributedMemory, MAIRubric, evaluate_mai
 from memeval.quality.mqs import MQSConstants, compute_mqs, effective_confidence
 from memeval.quality.record import MemoryRecord
@@ -227,35 +224,3 @@ def conformance(records_path: str | Path, scenarios_path: str | Path) -> dict[st
         loop.stop()
     return {"mqs": [asdict(a) for a in mqs],
             "mai": [asdict(a) for a in mai_tables(scenarios_path).values()]}
-
-
-def render(report: dict[str, Any]) -> str:
-    lines = []
-    for section, rows in report.items():
-        lines += [f"{section.upper()}", f"{'comparison':<72} {'agree':>7} {'share':>6}"]
-        for row in rows:
-            share = row["agree"] / row["total"] if row["total"] else 0.0
-            lines.append(f"{row['what']:<72} {row['agree']:>3}/{row['total']:<3} {share:>6.3f}")
-        for row in rows:
-            if row["disagreements"]:
-                lines.append(f"\n  {row['what']}: disagreements (a, b = as named above)")
-            lines += [f"    {d['id']:<9} {d['a']!s:<21} {d['b']!s:<21} {d['why']}"
-                      for d in row["disagreements"]]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memeval.systems.conformance",
-                                     description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--records", default=data_path(RECORDS))
-    parser.add_argument("--scenarios", default=data_path(SCENARIOS))
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    options = parser.parse_args(argv)
-    report = conformance(options.records, options.scenarios)
-    print(json.dumps(report, indent=1) if options.json else render(report))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

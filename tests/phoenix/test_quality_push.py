@@ -322,7 +322,7 @@ def test_mqs_calibration_keeps_each_records_content_and_metadata(
 
 def test_the_push_command_picks_the_quality_pusher(
         tmp_path: Path, stand_in: Held, capsys: pytest.CaptureFixture[str]) -> None:
-    from memeval.reporting.phoenix.cli import main
+    from memeval.cli.phoenix import main
 
     run_dir = conflict_run(tmp_path / "run")
     assert main(["push", str(run_dir), "--endpoint", "http://127.0.0.1:1", "--no-progress"]) == 0

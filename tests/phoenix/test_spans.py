@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from memeval.cli.phoenix import settings_for
 from memeval.registry import ConfigError, to_dataclass
-from memeval.reporting.phoenix.cli import settings_for
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import judge_provider
 from memeval.reporting.phoenix.push import (

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from memeval.cli.conformance import main
 from memeval.paths import data_path
-from memeval.systems.conformance import RECORDS, SCENARIOS, conformance, main
+from memeval.systems.conformance import RECORDS, SCENARIOS, conformance
 
 pytest.importorskip("memledger")
 

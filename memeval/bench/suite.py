@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 import conf
-from memeval.cli.bench_scale import markdown_table
+from memeval.bench.scale import markdown_table
 from memeval.threads import ENV as THREADS_ENV
 from memeval.threads import LIBRARY, POOL_VARIABLES
 from memeval.utils.fit_cache import DIR_ENV as FIT_DIR_ENV

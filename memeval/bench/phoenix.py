@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memeval.cli.bench_scale import labelled_three_pass
+from memeval.bench.scale import labelled_three_pass
 from memeval.config import validate
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.reporting.phoenix.files import write_phoenix_files

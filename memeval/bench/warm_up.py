@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from memeval.backends.embedders.warm_up import Engine
-from memeval.cli.bench_scale import SAMPLE, replicate
+from memeval.bench.scale import SAMPLE, replicate
 from memeval.paths import data_path
 from memeval.results.run_dir import read_decisions
 

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_CACHE
 from memeval.backends.embedders.cache import CachedEmbedder
-from memeval.cli.bench_scale import (
+from memeval.bench.scale import (
     in_fresh_process,
     labelled_three_pass,
     markdown_table,
