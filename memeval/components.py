@@ -2,8 +2,8 @@
 registry by decorator, then every installed plugin's (memeval/plugins.py).
 
 A new component is one module in one of COMPONENT_PACKAGES or a package inside one (plus its
-YAML under conf/): no list to keep. Only the packages are named here; every module in them is
-imported.
+YAML under memeval/conf/): no list to keep. Only the packages are named here; every module in
+them is imported.
 """
 
 from __future__ import annotations

@@ -36,17 +36,18 @@ def compose(overrides: list[str] | None = None, with_hydra: bool = False) -> Dic
 
     register_resolvers()
     load_components()  # a plugin's options are on Hydra's search path once it is loaded
-    with initialize_config_module(config_module="conf", version_base="1.3"):
+    with initialize_config_module(config_module="memeval.conf", version_base="1.3"):
         return hydra_compose("config", overrides=overrides or [], return_hydra_config=with_hydra)
 
 
 def config_groups() -> dict[str, list[str]]:
-    """Each config group under conf/ with its options, as Hydra finds them (Hydra's own aside)."""
+    """Each config group under memeval/conf/ with its options, as Hydra finds them (Hydra's own
+    aside)."""
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
     load_components()
-    with initialize_config_module(config_module="conf", version_base="1.3"):
+    with initialize_config_module(config_module="memeval.conf", version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         return {group: loader.get_group_options(group) for group in loader.list_groups("")
                 if group != "hydra"}

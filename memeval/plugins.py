@@ -4,7 +4,7 @@ An entry point names a module (imported) or a callable (called) that registers c
 memeval's registries, as a built-in module does. Its YAML options live in the plugin too: the
 module (or the callable's module) sets `MEMEVAL_CONF` to a Hydra search path such as
 `pkg://my_plugin.conf`, a folder holding `<group>/<option>.yaml`, which Hydra searches after
-memeval's own conf/, so `system=<option>` composes a plugin's option like a built-in one.
+memeval's own memeval/conf/, so `system=<option>` composes a plugin's option like a built-in one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Components are found, not listed: every module of the component packages is imported and
-registers itself, and every registered component has a YAML option under conf/ that composes
+registers itself, and every registered component has a YAML option under memeval/conf/ that composes
 and validates, so `group=option` works for each."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def builtin(registry: Registry[Any]) -> set[str]:
 
 
 def options(group: str) -> dict[str, str]:
-    """conf/<group>/<option>.yaml -> the component it names."""
+    """memeval/conf/<group>/<option>.yaml -> the component it names."""
     return {path.stem: str(OmegaConf.load(path).name)
             for path in sorted((CONF / group).glob("*.yaml"))}
 
@@ -62,8 +62,8 @@ def test_every_module_of_the_component_packages_is_found() -> None:
 @pytest.mark.parametrize("group", list(GROUPS))
 def test_every_registered_component_has_a_yaml_option(group: str) -> None:
     named = set(options(group).values())
-    assert builtin(GROUPS[group]) <= named, f"conf/{group}/ lacks an option for some"
-    assert named <= builtin(GROUPS[group]), f"conf/{group}/ names an unregistered one"
+    assert builtin(GROUPS[group]) <= named, f"memeval/conf/{group}/ lacks an option for some"
+    assert named <= builtin(GROUPS[group]), f"memeval/conf/{group}/ names an unregistered one"
 
 
 def test_every_registered_experiment_has_its_yaml() -> None:

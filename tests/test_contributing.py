@@ -1,6 +1,6 @@
 """The contributing guide's scorer works as the guide says: its two titled code blocks, written
-into a copy of `memeval/` and `conf/` as the only new files, give a scorer that `list` shows and
-that a three-pass run uses, by the guide's own commands."""
+into a copy of `memeval/` as the only new files, give a scorer that `list` shows and that a
+three-pass run uses, by the guide's own commands."""
 
 from __future__ import annotations
 
@@ -54,16 +54,16 @@ def guide_command(*words: str) -> list[str]:
 def test_the_guide_adds_a_scorer_in_one_module_and_one_yaml() -> None:
     name = scorer_name()
     blocks = titled_blocks()
-    assert sorted(blocks) == [f"conf/scorer/{name}.yaml", f"memeval/engine/scorers/{name}.py"]
-    assert yaml.safe_load(blocks[f"conf/scorer/{name}.yaml"])["name"] == name
+    assert sorted(blocks) == [f"memeval/conf/scorer/{name}.yaml",
+                              f"memeval/engine/scorers/{name}.py"]
+    assert yaml.safe_load(blocks[f"memeval/conf/scorer/{name}.yaml"])["name"] == name
     assert f'@SCORERS.register("{name}", ' in blocks[f"memeval/engine/scorers/{name}.py"]
 
 
 @pytest.mark.slow
 def test_the_guides_scorer_is_listed_and_runs(tmp_path: Path) -> None:
-    for package in ("memeval", "conf"):
-        shutil.copytree(ROOT / package, tmp_path / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "memeval", tmp_path / "memeval",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "data").symlink_to(ROOT / "data")  # the bundled data, read where memeval looks
     for path, text in titled_blocks().items():
         assert not (tmp_path / path).exists(), f"{path} would replace a file memeval has"
@@ -80,7 +80,7 @@ def test_the_guides_scorer_is_listed_and_runs(tmp_path: Path) -> None:
 
     name = scorer_name()
     listed = " ".join(memeval(guide_command("list")).split())
-    first_sentence = description(tmp_path / "conf" / "scorer" / f"{name}.yaml")
+    first_sentence = description(tmp_path / "memeval" / "conf" / "scorer" / f"{name}.yaml")
     assert first_sentence.endswith(".")
     assert f"{name} {first_sentence}" in listed
 

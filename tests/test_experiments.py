@@ -18,7 +18,7 @@ from memeval.runner import run_experiment
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[1] / "memeval" / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 # score hand-labelled quality sets; replay no traces
 QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_calibration"}

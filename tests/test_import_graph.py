@@ -15,7 +15,7 @@ PACKAGE = Path(memeval.__file__).parent
 
 # Lowest first: a module may import its own layer and those before it, never one after it.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("ground floor", {"", "entry", "paths", "registry", "threads"}),
+    ("ground floor", {"", "conf", "entry", "paths", "registry", "threads"}),
     ("utilities", {"utils"}),
     ("backends", {"backends"}),  # embedders and judges: the I/O to models
     ("memory quality", {"quality"}),  # a sibling of the write-gate engine: no imports between

@@ -1,5 +1,5 @@
-"""`python -m memeval list`: everything it shows comes from conf/, the registries and the schema
-dataclasses, so it names exactly what `run` accepts."""
+"""`python -m memeval list`: everything it shows comes from memeval/conf/, the registries and the
+schema dataclasses, so it names exactly what `run` accepts."""
 
 from __future__ import annotations
 

@@ -126,7 +126,8 @@ def test_a_plugins_yaml_options_compose_and_are_listed(fresh: Path,
     cfg = compose(["system=fake_option"])
     assert cfg.system.name == "reference"
     assert option_file("system", "fake_option") == option
-    assert option_file("system", "reference") == ROOT / "conf" / "system" / "reference.yaml"
+    assert option_file("system", "reference") == \
+        ROOT / "memeval" / "conf" / "system" / "reference.yaml"
 
 
 def _cli(*args: str, cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess[str]:

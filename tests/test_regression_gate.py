@@ -108,7 +108,7 @@ def test_an_old_conf_gates_path_is_refused_naming_the_new_one(
         regression_gate.main(["--thresholds", str(old)])
     assert stopped.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "no such file (conf/gates/ is now conf/regression/" in message
+    assert "no such file (memeval/conf/gates/ is now memeval/conf/regression/" in message
     assert str(regression_gate.THRESHOLDS) in message and "Traceback" not in message
 
 

@@ -1,10 +1,10 @@
 """Each setting in one place: memledger's MQS constants, confidence gate and MAI rubric live in
-one config group each (conf/mqs/, conf/confidence_policy/, conf/mai/), equal to the dataclass
-defaults, and every experiment that scores them composes them in at the path its documented
-overrides use; so do the reference conflict rules, the learned conflict detector and the
-content-aware trust score. The
-content-score threshold is its own group (conf/threshold/), which a scorer may pick a default
-from; its old spelling under the scorer is refused naming the new one."""
+one config group each (memeval/conf/mqs/, memeval/conf/confidence_policy/, memeval/conf/mai/),
+equal to the dataclass defaults, and every experiment that scores them composes them in at the
+path its documented overrides use; so do the reference conflict rules, the learned conflict
+detector and the content-aware trust score. The content-score threshold is its own group
+(memeval/conf/threshold/), which a scorer may pick a default from; its old spelling under the
+scorer is refused naming the new one."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-import conf
+from memeval import conf
 from memeval.config import check_overrides, compose, validate
 from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.quality.mai import MAIRubric
@@ -90,7 +90,8 @@ def test_the_documented_overrides_still_reach_the_constants() -> None:
     assert cfg.experiment.stored_mqs.conflict_similarity == 0.65
 
 
-# The content-score threshold: one config group (conf/threshold/), read by the content-score stage.
+# The content-score threshold: one config group (memeval/conf/threshold/), read by the
+# content-score stage.
 THRESHOLDS = sorted((CONF / "threshold").glob("*.yaml"))
 
 

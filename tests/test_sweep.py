@@ -23,7 +23,7 @@ from memeval.cli.sweep import SweepError, main, pareto_mask, summarise
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
 ROOT = Path(__file__).resolve().parents[1]
-LAUNCHERS = ROOT / "conf" / "hydra" / "launcher"
+LAUNCHERS = ROOT / "memeval" / "conf" / "hydra" / "launcher"
 TARGET = "threshold.target_recall"
 
 # run name: (target_recall, seed, judge_call_saving, substantive_recall) of the LAST pass.
@@ -144,7 +144,7 @@ def test_empty_or_missing_dir_is_a_clear_error(tmp_path: Path,
 
 
 def _launcher(name: str) -> dict[str, object]:
-    with initialize_config_module(config_module="conf", version_base="1.3"):
+    with initialize_config_module(config_module="memeval.conf", version_base="1.3"):
         cfg = hydra_compose("config", overrides=[f"hydra/launcher={name}"],
                             return_hydra_config=True)
     launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)

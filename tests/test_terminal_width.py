@@ -83,7 +83,7 @@ def test_the_console_shows_memeval_info_and_other_libraries_warnings_only() -> N
     assert keep.filter(record("memeval.runner", logging.INFO))
     assert not keep.filter(record("sentence_transformers.base.model", logging.INFO))
     assert keep.filter(record("sentence_transformers.base.model", logging.WARNING))
-    handlers = OmegaConf.load(ROOT / "conf" / "config.yaml").hydra.job_logging.handlers
+    handlers = OmegaConf.load(ROOT / "memeval" / "conf" / "config.yaml").hydra.job_logging.handlers
     assert list(handlers) == ["console"]  # the run's log file keeps every record
 
 

@@ -1,8 +1,9 @@
 """`python -m memeval bench --suite`: what each job costs as a user runs it, against budgets.
 
-Each job (the main job, every other experiment, the regression gate; conf/bench_suite.yaml) runs
-as a fresh `python -m memeval …` process, twice: cold, on an empty cache (the embedding model
-runs and every quality model is fitted), then warm, on the cache the cold run left. Wall time and
+Each job (the main job, every other experiment, the regression gate;
+memeval/conf/bench_suite.yaml) runs as a fresh `python -m memeval …` process, twice: cold, on an
+empty cache (the embedding model runs and every quality model is fitted), then warm, on the cache
+the cold run left. Wall time and
 the CPU the process and its children used (os.wait4) are measured per run. A job past its budget
 fails the command.
 
@@ -27,7 +28,7 @@ from typing import Any
 
 import yaml
 
-import conf
+from memeval import conf
 from memeval.bench.scale import markdown_table
 from memeval.threads import ENV as THREADS_ENV
 from memeval.threads import LIBRARY, POOL_VARIABLES

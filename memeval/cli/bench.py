@@ -58,8 +58,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="with --ray: models embedding at once (default 2)")
     parser.add_argument("--suite", action="store_true",
                         help="instead: the main job, every experiment and the gate, cold and "
-                             "warm, against the budgets in conf/bench_suite.yaml (exit 1 past "
-                             "one)")
+                             "warm, against the budgets in memeval/conf/bench_suite.yaml "
+                             "(exit 1 past one)")
     parser.add_argument("--budgets", type=Path, default=None,
                         help="with --suite: another budgets file")
     parser.add_argument("--only", action="append", default=[], metavar="JOB",

@@ -2,7 +2,7 @@
 
 Embeddings are keyed by embedder identity and text, judge responses by model and prompt, so a
 stale entry is never read: clearing reclaims disk or makes the next run cold (e.g. to time one).
-The directory is the runs' own `cache_dir` (conf/config.yaml; $MEMEVAL_CACHE_DIR).
+The directory is the runs' own `cache_dir` (memeval/conf/config.yaml; $MEMEVAL_CACHE_DIR).
 
 `export DIR` writes each cache as content-addressed Parquet shards in DIR/<name>/ and `import DIR`
 adds the rows this cache lacks, so cluster nodes and CI jobs share warm caches by copying files
@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from omegaconf import OmegaConf
 
-import conf
+from memeval import conf
 from memeval.registry import ConfigError
 from memeval.utils.fit_cache import FITS_DIR, fits_dir
 from memeval.utils.kvcache import SqliteKV

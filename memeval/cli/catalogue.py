@@ -1,4 +1,4 @@
-"""What `python -m memeval list` shows, read from conf/, the registries and the schema
+"""What `python -m memeval list` shows, read from memeval/conf/, the registries and the schema
 dataclasses, so the listing cannot disagree with what `run` accepts: the experiments, each
 component group's options and the input files with the lines they take."""
 
@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-import conf
+from memeval import conf
 from memeval.components import load_components
 from memeval.config import compose, config_groups
 from memeval.data.base import DatasetError
@@ -32,7 +32,7 @@ JSON_TYPES = {str: "text", bool: "true/false", int: "number", float: "number", l
 
 
 def description(path: Path) -> str:
-    """The first sentence of the comment a conf/ YAML file opens with."""
+    """The first sentence of the comment a memeval/conf/ YAML file opens with."""
     lines = []
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
@@ -43,7 +43,7 @@ def description(path: Path) -> str:
 
 
 def option_file(group: str, option: str) -> Path:
-    """An option's YAML where Hydra finds it: memeval's conf/ first, then each plugin's."""
+    """An option's YAML where Hydra finds it: memeval's memeval/conf/ first, then each plugin's."""
     paths = [folder / group / f"{option}.yaml" for folder in (CONF_DIR, *conf_dirs())]
     return next((path for path in paths if path.is_file()), paths[0])
 
@@ -113,8 +113,8 @@ def experiments(defaults: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Each group of conf/config.yaml's defaults with its options and their settings (resolved
-    against the default config, as `run` would)."""
+    """Each group of memeval/conf/config.yaml's defaults with its options and their settings
+    (resolved against the default config, as `run` would)."""
     base = OmegaConf.to_container(compose(), resolve=False)
     assert isinstance(base, dict)
     groups = config_groups()
@@ -135,7 +135,7 @@ def components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
 
 
 def default_choices() -> dict[str, str]:
-    """Group → default option, from conf/config.yaml's defaults list."""
+    """Group → default option, from memeval/conf/config.yaml's defaults list."""
     listed = OmegaConf.load(CONF_DIR / "config.yaml").defaults
     return {str(k): str(v) for item in listed if isinstance(item, DictConfig)
             for k, v in item.items()}

@@ -1,5 +1,5 @@
 """`python -m memeval list`: the experiments, each component group's options and the input files
-with the lines they take, read from conf/, the registries and the schema dataclasses, so the
+with the lines they take, read from memeval/conf/, the registries and the schema dataclasses, so the
 listing cannot disagree with what `run` accepts."""
 
 from __future__ import annotations

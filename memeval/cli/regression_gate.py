@@ -1,6 +1,6 @@
 """`python -m memeval gate`: recompute the gated metrics, compare them with the thresholds in
-conf/regression/regression.yaml, print metric / value / threshold / verdict, write it as JSON, and
-exit 1 naming every metric that regressed.
+memeval/conf/regression/regression.yaml, print metric / value / threshold / verdict, write it as
+JSON, and exit 1 naming every metric that regressed.
 
 Thresholds are derived, not chosen: `--derive` runs every gated run under each seed in
 `derive.seeds` and sets each threshold to the worst value seen, widened by `sd_multiplier`
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-import conf
+from memeval import conf
 from memeval.cli.gate_report import (
     ABSENT,
     ERROR,
@@ -313,7 +313,7 @@ def main(argv: list[str]) -> int:
                              "rewrite the thresholds file")
     args = parser.parse_args(argv)
     if not args.thresholds.is_file():
-        moved = f" (conf/gates/ is now conf/regression/: use {THRESHOLDS})" \
+        moved = f" (memeval/conf/gates/ is now memeval/conf/regression/: use {THRESHOLDS})" \
             if args.thresholds.parent.name == "gates" else ""
         parser.error(f"--thresholds {args.thresholds}: no such file{moved}")
     spec = load(args.thresholds)

@@ -65,7 +65,7 @@ def main(args: list[str]) -> int:
         return 2
     status = {"code": 0}
 
-    @hydra.main(version_base="1.3", config_path="pkg://conf", config_name="config")
+    @hydra.main(version_base="1.3", config_path="pkg://memeval.conf", config_name="config")
     def job(cfg: DictConfig) -> None:
         hydra_cfg = HydraConfig.get()
         run_dir = Path(hydra_cfg.runtime.output_dir)

@@ -1,7 +1,7 @@
 """`python -m memeval run --help`: what a run takes, read from the YAML files alone.
 
 Hydra's own help composes every option of every group to list them (over 3 s here); the groups
-and options are the file names under conf/ and the plugins' conf folders, which is all this
+and options are the file names under memeval/conf/ and the plugins' conf folders, which is all this
 page needs. Hydra's flags stay one `--hydra-help` away.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import conf
+from memeval import conf
 from memeval.plugins import conf_dirs, installed
 from memeval.reporting.table import wrapped
 

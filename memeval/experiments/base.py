@@ -151,7 +151,8 @@ class RunContext:
         return SYSTEMS.make(self.validated.system, ctx=self.components)
 
     def build_system(self, node: Mapping[str, Any] | DictConfig) -> System:
-        """A system from its settings (a conf/system option), sharing this run's components."""
+        """A system from its settings (a memeval/conf/system option), sharing this run's
+        components."""
         return SYSTEMS.build(node, ctx=self.components)
 
     @property

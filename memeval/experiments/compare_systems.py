@@ -44,7 +44,7 @@ CONFLICT_TYPES = CONFLICT_LABELS[:-1]
 
 @dataclass
 class CompareSystemsConfig:
-    # name → the system's settings (a conf/system option composed in, see the YAML)
+    # name → the system's settings (a memeval/conf/system option composed in, see the YAML)
     systems: dict[str, Any] = field(default_factory=dict)
     passes: int = bounded(3, 1)
     records: str | None = input_file(load_memory_records, None)

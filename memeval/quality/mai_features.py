@@ -38,7 +38,7 @@ def names_a_memory(memories: Sequence[AttributedMemory], decision: str) -> bool:
 
 @dataclass
 class MAIFeatureWords:
-    """Word lists for the decision-text signals (kept in conf/experiment/mai_calibration.yaml)."""
+    """Word lists for the decision-text signals (memeval/conf/experiment/mai_calibration.yaml)."""
 
     relies: list[str] = field(default_factory=list)  # the decision names what it relied on
     empty: list[str] = field(default_factory=list)  # retrieval was empty, ignored or set aside

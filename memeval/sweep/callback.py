@@ -1,5 +1,5 @@
-"""The Hydra callback conf/config.yaml names: a multirun ends with its sweep table and, when it
-varied the seed, the spread over seeds, as `python -m memeval sweep` prints them."""
+"""The Hydra callback memeval/conf/config.yaml names: a multirun ends with its sweep table and,
+when it varied the seed, the spread over seeds, as `python -m memeval sweep` prints them."""
 
 from __future__ import annotations
 

@@ -320,7 +320,7 @@ def test_yaml_lists_every_config_field() -> None:
 
     from memeval.data.claude_code import ClaudeCodeConfig
 
-    conf = Path(__file__).resolve().parents[2] / "conf" / "dataset" / "claude_code.yaml"
+    conf = Path(__file__).resolve().parents[2] / "memeval" / "conf" / "dataset" / "claude_code.yaml"
     node = yaml.safe_load(conf.read_text())
     assert node.pop("name") == "claude_code"
     assert set(node) == {f.name for f in dataclasses.fields(ClaudeCodeConfig)}

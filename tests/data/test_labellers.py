@@ -9,7 +9,7 @@ from memeval.data.labellers import LABELLERS, HeuristicLabeller
 from memeval.entry import Entry
 from memeval.registry import ConfigError
 
-CONF = OmegaConf.to_container(OmegaConf.load("conf/labeller/heuristic.yaml"))
+CONF = OmegaConf.to_container(OmegaConf.load("memeval/conf/labeller/heuristic.yaml"))
 
 
 @pytest.fixture

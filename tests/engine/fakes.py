@@ -19,11 +19,12 @@ from memeval.backends.judges.base import JudgeError, Verdict
 from memeval.engine.scorers.base import Prototypes
 from memeval.entry import Entry
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "memeval" / "conf"
 
 
 def gate_node(seed: int = 0) -> dict[str, Any]:
-    """conf/gate/memoryd.yaml as a plain dict, `${seed}` resolved as the primary config would."""
+    """memeval/conf/gate/memoryd.yaml as a plain dict, `${seed}` resolved as the primary config
+    would."""
     cfg = OmegaConf.create({"seed": seed, "gate": OmegaConf.load(CONF / "gate" / "memoryd.yaml")})
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)

@@ -2,8 +2,8 @@
 
 Hydra composes in struct mode: a key missing from a component's YAML cannot be overridden from the
 command line (`scorer.k=7` would fail with "Key 'k' is not in struct"). So each YAML under
-conf/{embedder,scorer,judge,dataset}/ must list every field of its schema, and each gate stage
-node every field of its stage schema.
+memeval/conf/{embedder,scorer,judge,dataset}/ must list every field of its schema, and each gate
+stage node every field of its stage schema.
 """
 
 from __future__ import annotations

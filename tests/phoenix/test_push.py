@@ -32,7 +32,8 @@ CORPORA = Path(__file__).resolve().parents[1] / "data" / "corpora"
 
 pytestmark = pytest.mark.integration
 
-JUDGE_MODEL = "claude-haiku-4-5"  # a model Phoenix has prices for, as conf/judge/anthropic.yaml
+# a model Phoenix has prices for, as memeval/conf/judge/anthropic.yaml
+JUDGE_MODEL = "claude-haiku-4-5"
 
 SECRETS = ("AKIAZ7QF3X2KJ4LM5NPQ", "sk-ant-api03-" + "Q" * 48, "dana.leaker@example.org")
 PLANTED = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import conf
+from memeval import conf
 from memeval.data.quality_sets import load_conflict_pairs, load_memory_records, load_scenarios
 from memeval.paths import data_path
 

@@ -34,7 +34,7 @@ from memeval.registry import ConfigError, to_dataclass
 from memeval.runner import run_experiment
 from memeval.systems.reference.stored_models import labelled_sides
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "conflict_detector" / "learned.yaml"
+CONF = Path(__file__).resolve().parents[2] / "memeval/conf/conflict_detector/learned.yaml"
 
 
 def _words() -> ConflictWords:

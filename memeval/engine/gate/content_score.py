@@ -73,7 +73,7 @@ class ContentScoreGate:
                  narration: Narration) -> None:
         self.cfg = cfg
         self.narration = narration
-        self.threshold_cfg = threshold  # the top-level `threshold` settings (conf/threshold/)
+        self.threshold_cfg = threshold  # the top-level `threshold` group (memeval/conf/threshold/)
         self.scorer = scorer
         self.policy = resolve_policy(threshold.policy)
         self.embedder = embedder

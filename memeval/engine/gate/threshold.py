@@ -13,8 +13,8 @@ acceptance got from the model fitted *before* it was learned — what the gate w
 it — which costs one dot product instead of K refits; until `min_accepted` of those exist (after
 start-up or a restart) it falls back to `held_out`.
 
-The settings are the top-level `threshold` config group (conf/threshold/; a scorer's YAML may pick
-its default option), read by the content-score stage alone.
+The settings are the top-level `threshold` config group (memeval/conf/threshold/; a scorer's YAML
+may pick its default option), read by the content-score stage alone.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ SCORE_SOURCES = ("held_out", "prequential")
 class ThresholdConfig:
     """`fixed`: use `value`; `judge_quantile`: calibrate from the judge's acceptances, scored
     `held_out` (by the scorer's refits) or `prequential` (before each was learned). The defaults
-    are the group default's (conf/threshold/judge_quantile.yaml); ranges are checked by
+    are the group default's (memeval/conf/threshold/judge_quantile.yaml); ranges are checked by
     `bounded`."""
 
     policy: str = "judge_quantile"

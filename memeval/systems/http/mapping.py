@@ -1,5 +1,5 @@
 """`system=http`'s settings: where a memory daemon lives and how its requests and answers map onto
-memeval's (conf/system/http.yaml holds memoryd's API as the preset).
+memeval's (memeval/conf/system/http.yaml holds memoryd's API as the preset).
 
 Every route is a path relative to `base_url`; a route with an empty path is not mapped, and the
 system claims only the capabilities its mapped routes can serve. Paths are checked here, before

@@ -1,4 +1,5 @@
-"""`system=http`: any memory daemon over HTTP, memoryd's API as the preset (conf/system/http.yaml).
+"""`system=http`: any memory daemon over HTTP, memoryd's API as the preset
+(memeval/conf/system/http.yaml).
 
 Each turn is redacted (text sent to a daemon may leave the machine) and sent to the ingest route;
 the daemon's stage is mapped onto memeval's outcomes, so a live daemon gets the same per-pass

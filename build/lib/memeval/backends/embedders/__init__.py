@@ -1,0 +1,1 @@
+"""Embedders: sentence-transformers (default), hashing (fast tests), OpenAI-compatible HTTP."""

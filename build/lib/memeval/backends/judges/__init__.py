@@ -1,0 +1,1 @@
+"""Judges: the expensive value gate the cheap stages try to predict."""

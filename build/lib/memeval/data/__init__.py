@@ -1,0 +1,1 @@
+"""Datasets: labelled entries and the loaders that produce them."""

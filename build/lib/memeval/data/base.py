@@ -1,0 +1,132 @@
+"""Dataset registry: a dataset config yields a list of entries plus a fingerprint, or (for
+retrieval replay) a memory corpus of memories and queries (data/memory_corpus.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from memeval.entry import Entry
+from memeval.registry import ConfigError, Registry
+from memeval.utils.redact import redact
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be used as configured."""
+
+
+@dataclass
+class LoadReport:
+    """What a loader skipped and why, so nothing is lost silently."""
+
+    source: str
+    rows_read: int = 0
+    problems: list[str] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> int:
+        return len(self.problems)
+
+
+@dataclass
+class Dataset:
+    name: str
+    entries: list[Entry]
+    report: LoadReport
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.entries)
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: str
+    text: str
+    timestamp: datetime | None = None  # when it was written: a replay in time order needs it
+    session: str | None = None
+    source: str | None = None  # where it came from (an entry, a dialogue turn, a file)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CorpusQuery:
+    id: str
+    text: str
+    relevant: Mapping[str, int]  # memory id -> grade (memory_corpus.GRADES)
+    asked_at: datetime | None = None
+    category: str = ""  # reported per category (a benchmark's question type)
+    scope: tuple[str, ...] | None = None  # the memory ids it searches; None: all of them
+
+
+@dataclass
+class MemoryCorpus:
+    name: str
+    memories: list[Memory]
+    queries: list[CorpusQuery]
+    report: LoadReport
+
+    @property
+    def fingerprint(self) -> str:
+        """Content hash over memories and queries: two runs compare only on equal ones."""
+        digest = hashlib.sha256()
+        for m in self.memories:
+            digest.update(json.dumps(["m", m.id, m.text, _iso(m.timestamp)],
+                                     ensure_ascii=False).encode())
+        for q in self.queries:
+            digest.update(json.dumps(["q", q.id, q.text, sorted(q.relevant.items()),
+                                      _iso(q.asked_at), q.category, q.scope],
+                                     ensure_ascii=False).encode())
+        return digest.hexdigest()[:16]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def redacted_names(dataset: Dataset) -> Dataset:
+    """The dataset with entry ids, label sources and load problems redacted like its texts: they
+    reach metrics, stores, span attributes and the console. An id that redaction changes gets its
+    position appended (`[REDACTED:github_token]#12`), so ids stay unique."""
+    entries = []
+    for n, e in enumerate(dataset.entries):
+        entry_id = redact(e.id)
+        source = None if e.label_source is None else redact(e.label_source)
+        if entry_id != e.id:
+            entry_id = f"{entry_id}#{n}"
+        changed = (entry_id, source) != (e.id, e.label_source)
+        entries.append(replace(e, id=entry_id, label_source=source) if changed else e)
+    return Dataset(name=dataset.name, entries=entries, report=redacted_report(dataset.report))
+
+
+def redacted_report(report: LoadReport) -> LoadReport:
+    """The report with its problems (which quote the bad lines) redacted."""
+    return replace(report, problems=[redact(p) for p in report.problems])
+
+
+def fingerprint(entries: Sequence[Entry]) -> str:
+    """Content hash over ids, texts and labels: two runs compare only on equal fingerprints."""
+    digest = hashlib.sha256()
+    for e in entries:
+        row = [e.id, e.user_prompt, e.assistant_response, e.label]
+        digest.update(json.dumps(row, ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def of_entries(loaded: Dataset | MemoryCorpus) -> Dataset:
+    """The dataset as entries to gate; a memory corpus is refused by name, since only retrieval
+    replay searches one."""
+    if isinstance(loaded, Dataset):
+        return loaded
+    raise ConfigError(f"dataset '{loaded.name}' is a memory corpus (memories and labelled "
+                      f"queries): only +experiment=retrieval_replay reads one; the other "
+                      f"experiments replay traces (e.g. dataset=bundled)")
+
+
+DATASETS: Registry[Dataset | MemoryCorpus] = Registry("dataset")

@@ -1,0 +1,1 @@
+"""The write-path noise gate: cheap stages in front of the judge, then the write pipeline."""

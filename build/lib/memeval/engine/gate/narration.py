@@ -1,0 +1,106 @@
+"""What a turn claims once its narration is set aside.
+
+Real Claude Code turns wrap findings in talk: an interjection ("Perfect!", "Now I understand!")
+before, a plan ("Let me fix it.", "I'll run the tests:") after. A finding such as "The issue is
+the double backslash in the QED symbol." is then a third of the text, and a gate reading the whole
+turn sees mostly narration. `Narration.claims` keeps the sentences that are not narration, with
+leading interjections cut off; a turn with no such sentence says nothing but narration.
+
+A sentence is narration when it starts (after optional lead words such as "now", "first") with a
+plan phrase, unless it gives a reason (a `rationale` word): "I'll pin numpy because 2.0 breaks the
+ABI" records a decision. The list a plan announces ("I'll check a few things:" then "- the pod's
+events") is the plan's steps, so narration too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+# Texts whose claims are remembered: a replay's passes and every rebuild of the content scorer's
+# learning window read the same texts again.
+CLAIMS_KEPT = 4096
+# after . ! ? or : (not a list number such as "1."), within a line
+SENTENCE_BREAK = re.compile(r"(?<=[.!?:])(?<!\b\d\.)\s+")
+LIST_ITEM = re.compile(r"^\s*([-*•]|\d+[.)])\s")
+
+
+def _words(options: list[str]) -> str:
+    """A regex alternation of literal phrases, longest first, spaces matching any whitespace."""
+    phrases = sorted({o.strip().lower() for o in options if o.strip()}, key=len, reverse=True)
+    return "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in phrases)
+
+
+@dataclass
+class NarrationConfig:
+    # Cut from a sentence's start when followed by punctuation ("Perfect!", "Now I see,").
+    interjections: list[str] = field(default_factory=list)
+    # Words that may precede a plan phrase ("Now let me", "First, I'll").
+    lead_words: list[str] = field(default_factory=list)
+    # A sentence starting with one of these states a plan, not a finding.
+    plans: list[str] = field(default_factory=list)
+    # A plan sentence with one of these gives a reason, so it is kept.
+    rationale: list[str] = field(default_factory=list)
+
+    def validate(self) -> None:
+        if not self.plans:
+            raise ValueError("narration.plans is empty: nothing would count as narration")
+
+
+class Narration:
+    def __init__(self, cfg: NarrationConfig) -> None:
+        interjection = _words(cfg.interjections)
+        self._interjection = re.compile(
+            rf"^[\W_]*((now\s+)?({interjection})\s*([!.,:;]|\s[-–—])[\W_]*)+", re.IGNORECASE
+        ) if interjection else None
+        lead = _words(cfg.lead_words)
+        leads = rf"(({lead})[,!]?\s+)*" if lead else ""
+        self._plan = re.compile(rf"^[\W_]*{leads}({_words(cfg.plans)})\b", re.IGNORECASE)
+        reason = _words(cfg.rationale)
+        self._reason = re.compile(rf"\b({reason})\b", re.IGNORECASE) if reason else None
+        self._claimed = lru_cache(maxsize=CLAIMS_KEPT)(self._claims)
+
+    def _strip(self, sentence: str) -> str:
+        if self._interjection is None:
+            return sentence.strip()
+        return self._interjection.sub("", sentence).strip()
+
+    def is_plan(self, sentence: str) -> bool:
+        return bool(self._plan.match(sentence)) and not (
+            self._reason is not None and self._reason.search(sentence))
+
+    def claims(self, text: str) -> str:
+        """The text's non-narration sentences, interjections cut, joined by spaces."""
+        return self._claimed(text)
+
+    def _claims(self, text: str) -> str:
+        kept: list[str] = []
+        in_plan_list = False
+        for line in text.splitlines():
+            if not line.strip() or (in_plan_list and LIST_ITEM.match(line)):
+                continue
+            in_plan_list = False
+            for sentence in (self._strip(part) for part in SENTENCE_BREAK.split(line)):
+                if not any(c.isalnum() for c in sentence) or (
+                        in_plan_list and LIST_ITEM.match(sentence)):
+                    continue
+                if self.is_plan(sentence):
+                    in_plan_list = sentence.endswith(":")
+                else:
+                    kept.append(sentence)
+                    in_plan_list = False
+        return " ".join(kept)
+
+
+# What of a turn a stage reads: the whole text, or its claims ("" when it is all narration).
+VIEWS: dict[str, Callable[[Narration, str], str]] = {
+    "whole": lambda narration, text: text,
+    "claims": lambda narration, text: narration.claims(text),
+}
+
+
+def check_view(view: str) -> None:
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got '{view}'")

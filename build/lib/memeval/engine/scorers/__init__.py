@@ -1,0 +1,1 @@
+"""Content scorers: predict the judge's verdict from an embedding, before paying for the judge."""

@@ -1,0 +1,221 @@
+"""Experiment contract and registry; the run context that builds components from config."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from memeval.backends.embedders.base import EMBEDDERS
+from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_CACHE
+from memeval.backends.embedders.cache import CHUNK, CachedEmbedder
+from memeval.backends.judges.base import JUDGES, Judge
+from memeval.data.base import DATASETS, Dataset, MemoryCorpus, of_entries, redacted_names
+from memeval.data.memory_corpus import redacted_corpus
+from memeval.engine.gate.gate import Decision, GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig
+from memeval.experiments.checkpoint import Checkpoints
+from memeval.experiments.settings import Validated
+from memeval.metrics.gate_metrics import pass_metrics
+from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
+from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
+from memeval.utils.fit_cache import FitCache, fits_dir
+from memeval.utils.http_retry import preflight
+from memeval.utils.kvcache import check_writable_directory
+from memeval.utils.stopwatch import Stopwatch
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExperimentResult:
+    """`passes` are the evaluated passes (metrics.json's top-level list); `extra` is free-form
+    (merged into metrics.json); `tables` are written to the run directory as parquet."""
+
+    passes: list[dict[str, Any]]
+    decisions: list[Decision]
+    extra: dict[str, Any] = field(default_factory=dict)
+    summary: str = ""  # printed at the end of the run instead of the per-pass table
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+class RunContext:
+    """What an experiment may use, each built from config on first use: an experiment that
+    never replays traces (e.g. MQS calibration) never loads a dataset, a model or a judge."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, validated: Validated) -> None:
+        self.cfg = cfg  # only to save the resolved settings; the run reads `validated`
+        self.validated = validated
+        self.settings = validated.settings
+        self.run_dir = run_dir
+        # kept apart from the experiment's own time: loading the dataset, scoring what each pass
+        # stored, and each pass's metrics with their intervals
+        self.loading, self.scoring, self.measuring = Stopwatch(), Stopwatch(), Stopwatch()
+        # Called with each measured pass's decisions as it ends (e.g. to stream spans).
+        self.pass_listeners: list[Callable[[list[Decision]], None]] = []
+
+    @cached_property
+    def cache_dir(self) -> Path:
+        """Checked on first use, before anything is loaded or cached there."""
+        path = Path(self.settings.cache_dir).expanduser()
+        try:
+            check_writable_directory(path)
+        except OSError as err:
+            raise ConfigError(f"cache_dir {path} is not a writable directory ({err.strerror or err}"
+                              f"): set cache_dir= (or $MEMEVAL_CACHE_DIR) to one") from None
+        return path
+
+    @cached_property
+    def fits(self) -> FitCache:
+        """Fitted models kept by settings, data and code, shared by every run on this cache."""
+        return FitCache(fits_dir(self.cache_dir))
+
+    @cached_property
+    def loaded(self) -> Dataset | MemoryCorpus:
+        """The configured dataset: entries to gate, or a memory corpus to search."""
+        with self.loading.running():
+            built = DATASETS.make(self.validated.dataset, labeller=self.validated.labeller,
+                                  cache_dir=self.cache_dir)
+            # ids, label sources and load problems reach metrics and the console like texts do
+            loaded = (redacted_names(built) if isinstance(built, Dataset)
+                      else redacted_corpus(built))
+        for problem in loaded.report.problems:
+            log.warning("skipped %s", problem)
+        return loaded
+
+    @cached_property
+    def dataset(self) -> Dataset:
+        return of_entries(self.loaded)
+
+    @cached_property
+    def embedder(self) -> CachedEmbedder:
+        """Built on first use; a service behind it is checked then (`preflight`), before work."""
+        inner = EMBEDDERS.make(self.validated.embedder)
+        preflight(inner)
+        return CachedEmbedder(inner, self.cache_dir / EMBEDDING_CACHE)
+
+    @cached_property
+    def checkpoints(self) -> Checkpoints:
+        return Checkpoints(self.run_dir, lambda: self.dataset.fingerprint)
+
+    @cached_property
+    def judge(self) -> Judge:
+        judge = JUDGES.make(self.validated.judge, cache_dir=self.cache_dir,
+                            entries=self.dataset.entries, seed=self.seed)
+        preflight(judge)
+        return judge
+
+    def built(self, name: str) -> bool:
+        return name in self.__dict__
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def resamples(self) -> int:
+        """Resamples per bootstrap confidence interval (`bootstrap=`)."""
+        return self.settings.bootstrap
+
+    def gate_config(self, **overrides: Any) -> GateConfig:
+        """The gate's settings, a copy per caller; `overrides` change some of them (validated
+        again, as one value can constrain another)."""
+        if not overrides:
+            return copy.deepcopy(self.validated.gate)
+        merged = OmegaConf.merge(OmegaConf.structured(self.validated.gate), overrides)
+        params = OmegaConf.to_container(merged, resolve=True)
+        assert isinstance(params, dict)
+        return to_dataclass(GateConfig, params, "gate")
+
+    @property
+    def threshold(self) -> ThresholdConfig:
+        """The content-score stage's cut settings (the top-level `threshold` group)."""
+        return self.validated.threshold
+
+    @property
+    def scorer(self) -> Chosen:
+        """The content scorer chosen (`scorer=`): each gate builds its own."""
+        return self.validated.scorer
+
+    @cached_property
+    def system(self) -> System:
+        """The memory system under test (`system=`, default the reference engine)."""
+        return SYSTEMS.make(self.validated.system, ctx=self.components)
+
+    def build_system(self, node: Mapping[str, Any] | DictConfig) -> System:
+        """A system from its settings (a memeval/conf/system option), sharing this run's
+        components."""
+        return SYSTEMS.build(node, ctx=self.components)
+
+    @property
+    def components(self) -> Components:
+        """This context as what a system may use (the type checker holds it to the protocol)."""
+        return self
+
+    def ingestor(self, needed: Sequence[Capability], experiment: str,
+                 state_name: str = "state") -> Ingestor:
+        """A fresh ingestor of the system under test, its state in RUN_DIR/<state_name>/, once
+        the system is known to have every capability the experiment needs."""
+        require(self.system, [Capability.INGEST, *needed], experiment)
+        return self.system.ingestor(self.run_dir / state_name)
+
+    def progress(self, items: Iterable[T], total: int, desc: str,
+                 unit: str = "entry") -> Iterator[T]:
+        yield from tqdm(items, total=total, desc=desc, disable=not self.settings.progress,
+                        unit=unit, leave=False)
+
+    def prepare(self, gate: Ingestor, entries: list[Any], batch: int = CHUNK) -> list[Any]:
+        """Redact and embed in batches, with a progress bar counting entries: the one long step
+        before a pass. Batches follow text length (the order is restored after), so each pads
+        to similar lengths: as fast as one call for the whole set, measured, where arbitrary
+        batches cost about 15% more. A batch is the embedding cache's own chunk, so the bar
+        moves as often as work is done."""
+        order = sorted(range(len(entries)), key=lambda i: len(entries[i].assistant_response))
+        prepared: list[Any] = []
+        with tqdm(total=len(entries), desc="embedding", unit="entry", leave=False,
+                  disable=not self.settings.progress) as bar:
+            for start in range(0, len(order), batch):
+                prepared += gate.prepare([entries[i] for i in order[start : start + batch]])
+                bar.update(min(batch, len(order) - start))
+        return [item for _, item in sorted(zip(order, prepared, strict=True),
+                                           key=lambda pair: pair[0])]
+
+    def measure(self, decisions: list[Decision], gate: Ingestor, pass_no: int
+                ) -> dict[str, Any]:
+        """Metrics of one pass plus the state the system ended it with."""
+        with self.measuring.running():
+            metrics = pass_metrics(decisions, resamples=self.resamples,
+                                   seed=self.seed + pass_no)
+            for listener in self.pass_listeners:
+                listener(decisions)
+            labels = {e.id: e.label for e in self.dataset.entries}
+            return {"pass": pass_no, **metrics, **gate.pass_state(labels)}
+
+
+class Experiment(Protocol):
+    # True when every pass goes through ctx.checkpoints, so `resume=true` can finish a run
+    resumable: bool
+
+    def run(self, ctx: RunContext) -> ExperimentResult: ...
+
+
+EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+
+
+def replay(ctx: RunContext, gate: Ingestor, entries: list[Any], pass_no: int, phase: str,
+           arm: str = "main") -> list[Decision]:
+    """Run one pass of prepared candidates through the gate, with a progress bar."""
+    decisions = []
+    for decision in ctx.progress(gate.run_pass(entries, pass_no, phase), len(entries),
+                                 f"{arm} pass {pass_no} ({phase})"):
+        decision.arm = arm
+        decisions.append(decision)
+    return decisions

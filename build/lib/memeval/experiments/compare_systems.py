@@ -1,0 +1,238 @@
+"""`+experiment=compare_systems`: the same data through several memory systems, side by side.
+
+Each capability the systems share gets one table, every system measured on the same items, and
+each system after the first is compared with the first item by item (paired bootstrap CIs of
+the difference; McNemar's exact test on the write gate's keep/drop decisions):
+
+- write gate (ingest + reset_memories): the three-pass protocol on the run's dataset, one arm
+  per system (its decisions, spans and Phoenix experiments carry the system's name);
+- trust (score_records): the hand-labelled memory records, score / 100 read as P(trusted);
+- conflicts (detect_conflicts): the hand-labelled memory pairs, per type and any conflict;
+- search (search): the labelled retrieval queries over the labelled set's substantive rows.
+
+A capability a system lacks leaves its row out of that table, with the reason in `skipped`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from memeval.data.labeled_jsonl import load_labeled_jsonl
+from memeval.data.quality_sets import (
+    CONFLICT_LABELS,
+    load_conflict_pairs,
+    load_memory_records,
+    load_queries,
+)
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.checkpoint import PassRecord
+from memeval.metrics.calibration import calibration_report
+from memeval.metrics.classification import per_class_report
+from memeval.metrics.paired import mcnemar, paired_delta
+from memeval.metrics.ranking import ndcg_at_k, recall_at_k
+from memeval.registry import bounded, input_file
+from memeval.reporting.systems_table import systems_summary
+from memeval.systems.base import SYSTEMS, Capability, Ingestor, Memory, System
+
+WRITE_GATE = (Capability.INGEST, Capability.RESET)
+CONFLICT_TYPES = CONFLICT_LABELS[:-1]
+
+
+@dataclass
+class CompareSystemsConfig:
+    # name → the system's settings (a memeval/conf/system option composed in, see the YAML)
+    systems: dict[str, Any] = field(default_factory=dict)
+    passes: int = bounded(3, 1)
+    records: str | None = input_file(load_memory_records, None)
+    pairs: str | None = input_file(load_conflict_pairs, None)
+    queries: str | None = input_file(load_queries, None)
+    corpus: str | None = input_file(load_labeled_jsonl, None)  # what search indexes
+    k: int = bounded(5, 1)
+    bins: int = bounded(5, 2)
+    on_error: str = "skip"
+
+    def validate(self) -> None:
+        if not self.systems:
+            raise ValueError("no systems to compare: add +system@experiment.systems.NAME=OPTION")
+        for name, node in self.systems.items():
+            SYSTEMS.validate(node, key=f"experiment.systems.{name}")
+        if (self.queries is None) != (self.corpus is None):
+            raise ValueError("queries and corpus go together: search needs both")
+
+
+class CompareSystems:
+    resumable = True
+
+    def __init__(self, cfg: CompareSystemsConfig) -> None:
+        self.cfg = cfg
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        systems = {name: ctx.build_system(node) for name, node in self.cfg.systems.items()}
+        try:
+            return self._run(ctx, systems)
+        finally:
+            for system in systems.values():
+                system.close()
+
+    def _run(self, ctx: RunContext, systems: dict[str, System]) -> ExperimentResult:
+        measures = {"write_gate": (WRITE_GATE, None), "trust": ((Capability.SCORE,), self._trust),
+                    "conflicts": ((Capability.CONFLICTS,), self._conflicts),
+                    "search": ((Capability.SEARCH,), self._search)}
+        able = {what: {n: s for n, s in systems.items() if set(needed) <= s.capabilities}
+                for what, (needed, _) in measures.items()}
+        skipped = {what: {n: "lacks " + ", ".join(c for c in needed if c not in s.capabilities)
+                          for n, s in systems.items() if n not in able[what]}
+                   for what, (needed, _) in measures.items()}
+        tables: dict[str, Any] = {}
+        arms, decisions = self._write_gate(ctx, able["write_gate"])
+        if arms:
+            tables["write_gate"] = _write_gate_table(arms, decisions, ctx)
+        for what, (_, measure) in measures.items():
+            if measure is not None and able[what] and self._has_data(what):
+                tables[what] = measure(ctx, able[what])
+        notes = {n: s.notes for n, s in systems.items() if s.notes}
+        extra = {"protocol": "compare_systems", "systems": list(systems), "arms": arms,
+                 "compare": tables, "skipped": skipped, "notes": notes}
+        first = next(iter(arms.values()), [])
+        return ExperimentResult(first, decisions, extra,
+                                summary=systems_summary(tables, skipped, notes))
+
+    def _has_data(self, capability: str) -> bool:
+        return {"trust": self.cfg.records, "conflicts": self.cfg.pairs,
+                "search": self.cfg.queries}[capability] is not None
+
+    # write gate ---------------------------------------------------------------------------
+    def _write_gate(self, ctx: RunContext, systems: dict[str, System]
+                    ) -> tuple[dict[str, list[dict[str, Any]]], list[Any]]:
+        arms: dict[str, list[dict[str, Any]]] = {}
+        decisions: list[Any] = []
+        for name, system in systems.items():
+            ingestor = system.ingestor(ctx.run_dir / f"state_{name}")
+            items = ctx.prepare(ingestor, ctx.dataset.entries)
+            arms[name] = []
+            for pass_no in range(1, self.cfg.passes + 1):
+                record = ctx.checkpoints.run_pass(
+                    ingestor, f"{name}-pass-{pass_no}",
+                    partial(_pass, ctx, ingestor, items, pass_no, name))
+                arms[name].append(record.metrics)
+                decisions.extend(record.decisions)
+        return arms, decisions
+
+    # trust --------------------------------------------------------------------------------
+    def _trust(self, ctx: RunContext, systems: dict[str, System]) -> dict[str, Any]:
+        assert self.cfg.records is not None
+        items, _ = load_memory_records(self.cfg.records, self.cfg.on_error)
+        labelled = [item for item in items if item.label is not None]
+        records = [item.record for item in items]
+        keep = [i for i, item in enumerate(items) if item.label is not None]
+        ranks = np.array([item.trust_rank for item in labelled], dtype=float)
+        trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
+        common = {"bins": self.cfg.bins, "resamples": ctx.resamples, "seed": ctx.seed}
+        scores = {n: np.asarray(s.score_records(records), dtype=float)[keep]
+                  for n, s in systems.items()}
+        table = {n: calibration_report(v, ranks, trusted, **common) for n, v in scores.items()}
+        errors = {n: (v / 100.0 - trusted) ** 2 for n, v in scores.items()}
+        return {"records": len(labelled), "systems": table,
+                "brier_vs_first": _against_first(errors, ctx)}
+
+    # conflicts ----------------------------------------------------------------------------
+    def _conflicts(self, ctx: RunContext, systems: dict[str, System]) -> dict[str, Any]:
+        assert self.cfg.pairs is not None
+        pairs, _ = load_conflict_pairs(self.cfg.pairs, self.cfg.on_error)
+        truth = [p.conflict for p in pairs]
+        common = {"resamples": ctx.resamples, "seed": ctx.seed}
+        table: dict[str, Any] = {}
+        hits: dict[str, np.ndarray] = {}
+        for name, system in systems.items():
+            found = [system.detect_conflict(p.a.content, p.b.content) or "none" for p in pairs]
+            flagged = ["yes" if f != "none" else "no" for f in found]
+            actual = ["yes" if t != "none" else "no" for t in truth]
+            table[name] = {
+                "any_conflict": per_class_report(actual, flagged, ["yes"], **common)["yes"],
+                "per_type": per_class_report(truth, found, CONFLICT_TYPES, **common),
+                "typed": any(f in CONFLICT_TYPES for f in found)}
+            hits[name] = np.array([(f != "none") == (t != "none") for f, t in zip(
+                found, truth, strict=True)], dtype=float)
+        return {"pairs": len(pairs), "systems": table,
+                "correct_vs_first": _against_first(hits, ctx)}
+
+    # search -------------------------------------------------------------------------------
+    def _search(self, ctx: RunContext, systems: dict[str, System]) -> dict[str, Any]:
+        assert self.cfg.queries is not None and self.cfg.corpus is not None
+        queries, _ = load_queries(self.cfg.queries, self.cfg.on_error)
+        rows = load_labeled_jsonl(self.cfg.corpus).entries
+        memories = [Memory(e.id, e.assistant_response) for e in rows
+                    if e.label == "substantive"]
+        k = self.cfg.k
+        ndcg: dict[str, np.ndarray] = {}
+        recall: dict[str, np.ndarray] = {}
+        for name, system in systems.items():
+            system.index(memories)
+            ranked = [[hit.id for hit in system.search(q.query, k)] for q in queries]
+            ndcg[name] = np.array([ndcg_at_k(r, q.relevant, k)
+                                   for r, q in zip(ranked, queries, strict=True)])
+            recall[name] = np.array([recall_at_k(r, set(q.relevant), k)
+                                     for r, q in zip(ranked, queries, strict=True)])
+        return {"queries": len(queries), "memories": len(memories), "k": k,
+                "ndcg_vs_first": _against_first(ndcg, ctx),
+                "recall_vs_first": _against_first(recall, ctx)}
+
+
+def _pass(ctx: RunContext, ingestor: Ingestor, items: list[Any], pass_no: int,
+          name: str) -> PassRecord:
+    ingestor.restart(wipe_memories=True)
+    rows = replay(ctx, ingestor, items, pass_no, "eval", arm=name)
+    return PassRecord({"arm": name, **ctx.measure(rows, ingestor, pass_no)}, rows)
+
+
+def _against_first(per_item: dict[str, np.ndarray], ctx: RunContext) -> dict[str, Any]:
+    """Each system's mean per-item measure, and every later system's paired difference with the
+    first's (bootstrap over items)."""
+    names = list(per_item)
+    common = {"resamples": ctx.resamples, "seed": ctx.seed}
+    return {name: {"mean": float(per_item[name].mean()) if per_item[name].size else None,
+                   **({} if i == 0 else {"vs": names[0], **paired_delta(
+                       per_item[names[0]], per_item[name], **common)})}
+            for i, name in enumerate(names)}
+
+
+def _write_gate_table(arms: dict[str, list[dict[str, Any]]], decisions: list[Any],
+                      ctx: RunContext) -> dict[str, Any]:
+    """The last pass of each system, and the paired comparison with the first system on the
+    same entries: recall of human-labelled substantive entries, judge-call rate, McNemar."""
+    last = {name: passes[-1] for name, passes in arms.items()}
+    pass_no = next(iter(last.values()))["pass"]
+    by_arm = {name: {d.entry_id: d for d in decisions
+                     if d.arm == name and d.pass_no == pass_no and d.phase == "eval"}
+              for name in arms}
+    first = next(iter(by_arm))
+    ids = sorted(set.intersection(*(set(v) for v in by_arm.values())))
+    human = [i for i in ids if by_arm[first][i].label == "substantive"
+             and by_arm[first][i].label_source == "human"]
+    common = {"resamples": ctx.resamples, "seed": ctx.seed + pass_no}
+    paired: dict[str, Any] = {}
+    for name in list(by_arm)[1:]:
+        a, b = by_arm[first], by_arm[name]
+        paired[name] = {
+            "vs": first, "entries": len(ids),
+            "recall": paired_delta(np.array([a[i].retained for i in human], dtype=float),
+                                   np.array([b[i].retained for i in human], dtype=float),
+                                   **common),
+            "judge_call_rate": paired_delta(
+                np.array([a[i].judge_called for i in ids], dtype=float),
+                np.array([b[i].judge_called for i in ids], dtype=float), **common),
+            "mcnemar": mcnemar(np.array([a[i].retained for i in ids], dtype=bool),
+                               np.array([b[i].retained for i in ids], dtype=bool))}
+    keys = ("substantive_recall", "substantive_recall_ci95", "noise_stored",
+            "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
+    return {"pass": pass_no, "systems": {n: {k: p.get(k) for k in keys} for n, p in last.items()},
+            "paired": paired}
+
+
+@EXPERIMENTS.register("compare_systems", CompareSystemsConfig)
+def build_compare_systems(cfg: CompareSystemsConfig) -> CompareSystems:
+    return CompareSystems(cfg)

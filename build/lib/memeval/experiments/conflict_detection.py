@@ -1,0 +1,363 @@
+"""`+experiment=conflict_detection`: per-type precision and recall of the conflict detector on
+hand-labelled memory pairs, memeval's word-boundary rules against the reference's substring ones;
+then the learned detector, out of fold on the development pairs and, trained on all of them, on
+an independent test split scored beside the rules.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from memeval.data.quality_sets import (
+    CONFLICT_LABELS,
+    LabelledPair,
+    check_source,
+    file_fingerprint,
+    load_conflict_pairs,
+)
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.classification import per_class_report
+from memeval.quality.conflict_model import (
+    CONFLICT_DETECTORS,
+    LearnedConflictDetector,
+    PairDetector,
+)
+from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
+from memeval.registry import bounded, input_file
+from memeval.reporting.table import aligned, wrapped
+from memeval.systems.base import Capability, require
+from memeval.systems.reference.stored_models import labelled_sides
+from memeval.systems.reference.system import ReferenceSystem
+from memeval.utils.folds import Split, held_out_splits
+from memeval.utils.folds import out_of_fold as held_out_values
+
+CONFLICT_TYPES = CONFLICT_LABELS[:-1]
+
+
+@dataclass
+class ConflictDetectionConfig:
+    pairs: str = input_file(load_conflict_pairs, "")
+    on_error: str = "skip"
+    rules: ConflictRules = field(default_factory=ConflictRules)
+    # The learned detector: trained and cross-validated on `dev_pairs`, then scored on
+    # `test_pairs` (null skips that), each figure with a bootstrap CI.
+    dev_pairs: list[str] = field(default_factory=list)
+    test_pairs: str | None = None
+    folds: int = bounded(5, 2)
+    embed: bool = False  # add the run embedder's cosine of the two memories as a feature
+    detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
+
+    def validate(self) -> None:
+        check_source(self.pairs, self.on_error, "pairs")
+        self.rules.validate()
+        for path in (*self.dev_pairs, *([self.test_pairs] if self.test_pairs else [])):
+            check_source(path, self.on_error, "dev_pairs and test_pairs")
+        if self.dev_pairs and self.folds < 2:
+            raise ValueError(f"experiment.folds must be at least 2, got {self.folds}")
+        CONFLICT_DETECTORS.validate(self.detector, "experiment.detector")
+
+
+class ConflictDetection:
+    resumable = False  # one quick pass: a re-run costs no more than a resume
+
+    def __init__(self, cfg: ConflictDetectionConfig) -> None:
+        self.cfg = cfg
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        pairs, report = load_conflict_pairs(self.cfg.pairs, self.cfg.on_error)
+        truth = [p.conflict for p in pairs]
+        found, guesses = self._detect(ctx, pairs)
+        resamples, seed = ctx.resamples, ctx.seed
+        results: dict[str, Any] = {}
+        for mode, predicted in guesses.items():
+            any_conflict, per_type = _reports(truth, predicted, resamples, seed)
+            correct = np.array([t == g for t, g in zip(truth, predicted, strict=True)], float)
+            results[mode] = {
+                "per_type": per_type,
+                "any_conflict": any_conflict,
+                "accuracy": float(correct.mean()) if correct.size else None,
+                "accuracy_ci95": list(bootstrap_ci(correct, resamples, seed)),
+                "confusion": {t: {g: sum(1 for a, b in zip(truth, predicted, strict=True)
+                                         if a == t and b == g) for g in CONFLICT_LABELS}
+                              for t in CONFLICT_LABELS}}
+        rows = [{**pair_row(p), **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
+                 **{f"{mode}_reason": found[mode][i] for mode in found}}
+                for i, p in enumerate(pairs)]
+        summary = summarise(results)
+        extra: dict[str, Any] = {}
+        tables = {"conflict_pairs": rows}
+        if self.cfg.dev_pairs:
+            extra["conflicts_learned"], tables["conflict_learned"] = self._learned(ctx)
+            summary += "\n" + summarise_learned(extra["conflicts_learned"])
+        extra = {"conflicts": {"source": report.source,
+                               "fingerprint": file_fingerprint(self.cfg.pairs),
+                               "pairs": len(pairs), "skipped": report.skipped,
+                               "problems": report.problems[:100],
+                               "labels": dict(Counter(truth)), "detectors": list(results),
+                               **results}, **extra}
+        return ExperimentResult([], [], extra, summary=summary, tables=tables)
+
+    def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
+        pairs, sources = [], []
+        for path in paths:
+            loaded, report = load_conflict_pairs(path, self.cfg.on_error)
+            pairs += loaded
+            sources.append({"source": report.source, "fingerprint": file_fingerprint(path),
+                            "pairs": len(loaded), "skipped": report.skipped,
+                            "problems": report.problems[:100]})
+        return pairs, sources
+
+    def _cosines(self, ctx: RunContext, pairs: Sequence[LabelledPair]) -> list[float] | None:
+        if not self.cfg.embed:
+            return None
+        a = ctx.embedder.embed([p.a.content for p in pairs])
+        b = ctx.embedder.embed([p.b.content for p in pairs])
+        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        return [float(x) for x in (a * b).sum(axis=1) / np.maximum(norms, 1e-12)]
+
+    def _learned(self, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Out-of-fold figures on the development pairs, then the model trained on all of them
+        scored on the test split beside the reference rules; with each pair's guess by every
+        detector (the rules both ways too), so each can be looked at pair by pair."""
+        dev, dev_sources = self._load(self.cfg.dev_pairs)
+        resamples, seed = ctx.resamples, ctx.seed
+        learned = CONFLICT_DETECTORS.build(self.cfg.detector, fits=ctx.fits)
+        rules = CONFLICT_DETECTORS.build({"name": "rules", **asdict(self.cfg.rules)})
+        dev_cos = self._cosines(ctx, dev)
+
+        def bar(what: str) -> Callable[[list[Split]], Iterable[Split]]:
+            return lambda splits: ctx.progress(splits, len(splits), f"conflict detector, {what}",
+                                               unit="fold")
+
+        oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos, progress=bar("CV"))
+        dev_newer = _newer(learned, dev)
+        section: dict[str, Any] = {
+            "detector": self.cfg.detector["name"], "dev": dev_sources, "folds": self.cfg.folds,
+            "embed": self.cfg.embed, "labels": dict(Counter(p.conflict for p in dev)),
+            "cv": score(dev, oof, dev_newer, resamples, seed),
+            "rules_dev": score(dev, rules.predict(labelled_sides(dev)), None, resamples, seed),
+            "rules_modes": {}}
+        if len(dev_sources) > 1:  # each file written apart: how the detector carries to new data
+            section["cv_by_file"] = score(dev, out_of_fold(
+                learned, dev, self.cfg.folds, seed, dev_cos,
+                by_file([s["pairs"] for s in dev_sources]), bar("by file")), dev_newer,
+                resamples, seed)
+        rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
+        if self.cfg.test_pairs:
+            test, test_sources = self._load([self.cfg.test_pairs])
+            learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos)
+            guessed = learned.predict(labelled_sides(test), self._cosines(ctx, test))
+            test_newer = _newer(learned, test)
+            section["test_source"] = test_sources[0]
+            section["test"] = score(test, guessed, test_newer, resamples, seed)
+            section["rules_test"] = score(test, rules.predict(labelled_sides(test)), None,
+                                          resamples, seed)
+            rows += self._split_rows("test", test, guessed, test_newer, section, resamples, seed)
+            section["gap"] = {k: _minus(section["cv"]["headline"][k],
+                                        section["test"]["headline"][k])
+                              for k in section["cv"]["headline"]}
+        return section, rows
+
+    def _split_rows(self, split: str, pairs: Sequence[LabelledPair], learned: Sequence[str],
+                    newer: Sequence[str] | None, section: dict[str, Any], resamples: int,
+                    seed: int) -> list[dict[str, Any]]:
+        """One split's pairs with the learned detector's guess and both rule modes' (whose
+        figures go to `section["rules_modes"][split]`)."""
+        modes = {mode: [c.kind.value if c else "none" for c in found]
+                 for mode, found in self._rules_both_ways(pairs).items()}
+        section["rules_modes"][split] = {mode: score(pairs, guessed, None, resamples, seed)
+                                         for mode, guessed in modes.items()}
+        return [{"split": split, **pair_row(p), "learned_predicted": learned[i],
+                 "learned_newer": None if newer is None else newer[i],
+                 **{f"{mode}_predicted": guessed[i] for mode, guessed in modes.items()}}
+                for i, p in enumerate(pairs)]
+
+    def _rules_both_ways(self, pairs: Sequence[LabelledPair]
+                         ) -> dict[str, list[Conflict | None]]:
+        """The reference engine's rules as memeval reads them and as the reference code does."""
+        detectors = {"memeval": ConflictDetector(replace(self.cfg.rules, compat=False)),
+                     "compat": ConflictDetector(replace(self.cfg.rules, compat=True))}
+        return {mode: [d.detect(p.a.content, p.b.content, p.same_source) for p in pairs]
+                for mode, d in detectors.items()}
+
+    def _detect(self, ctx: RunContext, pairs: list[LabelledPair]
+                ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Per detector, each pair's reason and guessed type ("none" when it saw no conflict):
+        the reference engine's rules both ways (memeval's and the reference code's), or the
+        system under test's detector."""
+        system = ctx.system
+        if not isinstance(system, ReferenceSystem):
+            require(system, [Capability.CONFLICTS], "conflict_detection")
+            guessed = [system.detect_conflict(p.a.content, p.b.content) or "none" for p in pairs]
+            return {system.name: [""] * len(pairs)}, {system.name: guessed}
+        found = self._rules_both_ways(pairs)
+        return ({mode: [c.reason if c else "" for c in conflicts]
+                 for mode, conflicts in found.items()},
+                {mode: [c.kind.value if c else "none" for c in conflicts]
+                 for mode, conflicts in found.items()})
+
+
+def pair_row(pair: LabelledPair) -> dict[str, Any]:
+    """A pair as the per-pair tables keep it: both memories with their paths and timestamps."""
+    return {"pair_id": pair.id, "label": pair.conflict, "newer": pair.newer, "kind": pair.kind,
+            "same_source": pair.same_source, "a": pair.a.content, "a_path": pair.a.path,
+            "a_timestamp": pair.a.timestamp, "b": pair.b.content, "b_path": pair.b.path,
+            "b_timestamp": pair.b.timestamp, "note": pair.note}
+
+
+def _newer(detector: PairDetector, pairs: Sequence[LabelledPair]) -> list[str] | None:
+    return detector.newer(labelled_sides(pairs)) if isinstance(detector, LearnedConflictDetector) \
+        else None
+
+
+def _minus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def folds_of(labels: Sequence[str], folds: int, seed: int) -> list[np.ndarray]:
+    """Each fold's held-out indices: stratified by label, seeded, every index in one fold."""
+    rng = np.random.default_rng(seed)
+    assigned = np.empty(len(labels), dtype=int)
+    for label in sorted(set(labels)):
+        where = np.flatnonzero(np.asarray(labels) == label)
+        rng.shuffle(where)
+        assigned[where] = np.arange(where.size) % folds
+    return [np.flatnonzero(assigned == k) for k in range(folds)]
+
+
+def by_file(sizes: Sequence[int]) -> list[np.ndarray]:
+    """One fold per development file, in order: each file's pairs held out in turn."""
+    edges = np.cumsum([0, *sizes])
+    return [np.arange(start, stop) for start, stop in pairwise(edges)]
+
+
+def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
+                cosines: Sequence[float] | None = None,
+                held_out: Sequence[np.ndarray] | None = None,
+                progress: Callable[[list[Split]], Iterable[Split]] = iter) -> list[str]:
+    """Each pair's label from a model fitted on the other folds only: stratified, seeded folds,
+    or the given ones (e.g. `by_file`); `progress` wraps the folds (a bar)."""
+    sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
+
+    def predict(train: np.ndarray, held: np.ndarray) -> list[str]:
+        detector.fit([sides[i] for i in train], [labels[i] for i in train],
+                     None if cosines is None else [cosines[i] for i in train])
+        return detector.predict([sides[i] for i in held],
+                                None if cosines is None else [cosines[i] for i in held])
+
+    splits = held_out_splits(len(pairs), held_out if held_out is not None
+                             else folds_of(labels, folds, seed))
+    return [str(label) for label in held_out_values(progress(splits), len(pairs), predict)]
+
+
+def _reports(truth: Sequence[str], predicted: Sequence[str], resamples: int,
+             seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Precision and recall of "is there a conflict" and of each conflict type, with CIs."""
+    actual = ["yes" if t != "none" else "no" for t in truth]
+    flagged = ["yes" if g != "none" else "no" for g in predicted]
+    any_conflict = per_class_report(actual, flagged, ["yes"], resamples=resamples,
+                                    seed=seed)["yes"]
+    return any_conflict, per_class_report(truth, predicted, CONFLICT_TYPES,
+                                          resamples=resamples, seed=seed)
+
+
+def score(pairs: Sequence[LabelledPair], predicted: Sequence[str], newer: Sequence[str] | None,
+          resamples: int, seed: int) -> dict[str, Any]:
+    """Any-conflict precision and recall, per-type report, and temporal recall with the newer
+    side right, each with a 95% bootstrap CI."""
+    any_conflict, per_type = _reports([p.conflict for p in pairs], predicted, resamples, seed)
+    out: dict[str, Any] = {"pairs": len(pairs), "any_conflict": any_conflict,
+                           "per_type": per_type}
+    headline = {"any_precision": any_conflict["precision"],
+                "any_recall": any_conflict["recall"],
+                **{f"{t}_recall": per_type[t]["recall"] for t in CONFLICT_TYPES}}
+    if newer is not None:
+        right = np.array([g == "temporal" and n == p.newer
+                          for p, g, n in zip(pairs, predicted, newer, strict=True)
+                          if p.conflict == "temporal" and p.newer], float)
+        out["temporal_newer_recall"] = float(right.mean()) if right.size else None
+        out["temporal_newer_recall_ci95"] = list(bootstrap_ci(right, resamples, seed))
+        out["temporal_newer_support"] = int(right.size)
+        headline["temporal_newer_recall"] = out["temporal_newer_recall"]
+    out["headline"] = headline
+    return out
+
+
+def _with_ci(stats: dict[str, Any], key: str) -> str:
+    low, high = stats.get(f"{key}_ci95") or (None, None)
+    if stats.get(key) is None:
+        return "—"
+    if low is None or high is None or np.isnan(low) or np.isnan(high):
+        return f"{stats[key]:.2f}"
+    return f"{stats[key]:.2f} [{low:.2f}–{high:.2f}]"
+
+
+def _learned_rows(columns: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row per figure, one column per detector and split."""
+    rows = [("any-conflict precision", *(_with_ci(c["any_conflict"], "precision")
+                                         for c in columns.values())),
+            ("any-conflict recall", *(_with_ci(c["any_conflict"], "recall")
+                                      for c in columns.values()))]
+    rows += [(f"{t} recall", *(_with_ci(c["per_type"][t], "recall") for c in columns.values()))
+             for t in CONFLICT_TYPES]
+    rows.append(("temporal + newer right", *(_with_ci(c, "temporal_newer_recall")
+                                             for c in columns.values())))
+    return rows
+
+
+def summarise_learned(section: dict[str, Any]) -> str:
+    """The development figures (CV and the rules'), then the test split's beside the rules' (two
+    tables, as one would not fit a terminal), then the CV − test gap."""
+    dev_columns = {f"{section['detector']} CV": section["cv"]}
+    if "cv_by_file" in section:
+        dev_columns[f"{section['detector']} by file"] = section["cv_by_file"]
+    dev_columns["rules dev"] = section["rules_dev"]
+    tables = [dev_columns]
+    if "test" in section:
+        tables.append({f"{section['detector']} test": section["test"],
+                       "rules test": section["rules_test"]})
+    dev = sum(d["pairs"] for d in section["dev"])
+    test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
+    by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
+                    if "cv_by_file" in section else "")
+    lines = [wrapped(f"{section['detector']} detector: {section['folds']}-fold CV on {dev} "
+                     f"development pairs{by_file_note}, test split {test}"),
+             *(aligned(("", *columns), _learned_rows(columns)) for columns in tables)]
+    if "gap" in section:
+        lines.append(wrapped("CV − test gap: " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None)))
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def summarise(results: dict[str, Any]) -> str:
+    modes = list(results)
+    header = ("type", "support", *(f"{m} {k}" for m in modes for k in ("precision", "recall")))
+    rows = []
+    for cls in (*CONFLICT_TYPES, "any conflict"):
+        cells = []
+        for mode in modes:
+            stats = results[mode]["any_conflict"] if cls == "any conflict" else \
+                results[mode]["per_type"][cls]
+            cells += [_pct(stats["precision"]), _pct(stats["recall"])]
+        first = results[modes[0]]
+        support = first["any_conflict"]["support"] if cls == "any conflict" else \
+            first["per_type"][cls]["support"]
+        rows.append((cls, str(support), *cells))
+    accuracy = "  ".join(f"{m} accuracy {_pct(results[m]['accuracy'])}" for m in modes)
+    return f"{aligned(header, rows)}\n{accuracy}"
+
+
+@EXPERIMENTS.register("conflict_detection", ConflictDetectionConfig)
+def build_conflict_detection(cfg: ConflictDetectionConfig) -> ConflictDetection:
+    return ConflictDetection(cfg)

@@ -1,0 +1,71 @@
+"""Demonstrates memoryd's feedback-loop bug: the content scorer learning from its own rejections.
+
+Two arms replay the same data for several passes (memories wiped, stores kept): `clean` feeds the
+rejection store from judge SKIPs only; `self_feeding` also feeds content-score rejections. The
+self-feeding arm's noise prototypes absorb the substantive texts it wrongly rejected, so it
+rejects more of them every pass. The only place memeval lets content_score feed the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from memeval.engine.gate.base import Candidate
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.checkpoint import PassRecord
+from memeval.registry import bounded
+from memeval.systems.base import Ingestor
+from memeval.systems.reference.system import reference_ingestor
+
+
+@dataclass
+class FeedbackLoopConfig:
+    passes: int = bounded(6, 2)
+    clean_feed: list[str] = field(default_factory=lambda: ["judge"])
+    self_feed: list[str] = field(default_factory=lambda: ["judge", "content_score"])
+
+    def validate(self) -> None:
+        if self.passes < 2:
+            raise ValueError("passes must be at least 2 to show a trend")
+        if "content_score" not in self.self_feed:
+            raise ValueError("self_feed must include content_score: that is the loop under test")
+
+
+class FeedbackLoop:
+    resumable = True
+
+    def __init__(self, cfg: FeedbackLoopConfig) -> None:
+        self.cfg = cfg
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        arms = {"clean": self.cfg.clean_feed, "self_feeding": self.cfg.self_feed}
+        per_arm: dict[str, list[dict[str, Any]]] = {}
+        decisions = []
+        for arm, feed in arms.items():
+            gate_cfg = ctx.gate_config(rejection_store={"feed_stages": feed})
+            gate = reference_ingestor(ctx.system, ctx.run_dir / f"state_{arm}", "feedback_loop",
+                                      gate_cfg)
+            items = ctx.prepare(gate, ctx.dataset.entries)
+            per_arm[arm] = []
+            for pass_no in range(1, self.cfg.passes + 1):
+                record = ctx.checkpoints.run_pass(gate, f"{arm}-pass-{pass_no}",
+                                                  partial(_pass, ctx, gate, items, pass_no, arm))
+                per_arm[arm].append(record.metrics)
+                decisions.extend(record.decisions)
+        return ExperimentResult(per_arm["self_feeding"], decisions,
+                                {"protocol": "feedback_loop", "arms": per_arm,
+                                 "feeds": {k: list(v) for k, v in arms.items()}})
+
+
+def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
+          arm: str) -> PassRecord:
+    gate.restart(wipe_memories=True)
+    rows = replay(ctx, gate, items, pass_no, "eval", arm)
+    return PassRecord({"arm": arm, **ctx.measure(rows, gate, pass_no)}, rows)
+
+
+@EXPERIMENTS.register("feedback_loop", FeedbackLoopConfig)
+def build_feedback_loop(cfg: FeedbackLoopConfig) -> FeedbackLoop:
+    return FeedbackLoop(cfg)

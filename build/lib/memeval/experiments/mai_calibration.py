@@ -1,0 +1,270 @@
+"""`+experiment=mai_calibration`: does a learned MAI label attribution better than the rubric?
+
+The rubric (memeval/quality/mai.py) and a multinomial logistic regression over the rubric's terms
+plus the metadata and decision-text signals it ignores (memeval/quality/mai_features.py) are
+each scored out of fold on the development scenarios (stratified, seeded folds). The learned
+model is then fitted on every development scenario, once, and scored on the independent split
+(`test_scenarios`, null to skip) beside the rubric, on an independent split in memledger's
+golden-set convention (`golden_style_scenarios`) and on memledger's own golden set. Every figure
+carries a 95% bootstrap CI; the CV − test gap says how far cross-validation flattered.
+
+The development scenarios' decisions name the memories they used ("per m1, …"); a set whose
+decisions name none (memledger's golden set, many systems' logs) follows another convention, so
+its decision text is not read the same way: such a set is scored by the learned model over the
+metadata features alone (mai_features.METADATA), also fitted on the development scenarios.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memeval.data.quality_sets import Scenario, check_source, file_fingerprint, load_scenarios
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.calibration import bootstrap
+from memeval.metrics.classification import per_class_report
+from memeval.quality.mai import MAI_LABELS, AttributedMemory, MAIRubric, evaluate_mai
+from memeval.quality.mai_features import (
+    FEATURES,
+    METADATA,
+    MAIFeatures,
+    MAIFeatureWords,
+    names_a_memory,
+)
+from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
+from memeval.registry import bounded, input_file
+
+SCORERS = ("rubric", "learned")
+
+
+@dataclass
+class MAICalibrationConfig:
+    scenarios: list[str] = field(default_factory=list)  # development sets, pooled
+    test_scenarios: str | None = input_file(load_scenarios, None)
+    # Written apart in memledger's golden-set convention (decisions name no memory): the
+    # metadata model's figure on such data, which nothing was chosen on (null to skip).
+    golden_style_scenarios: str | None = input_file(load_scenarios, None)
+    golden: bool = True  # also score memledger's 30 golden scenarios (needs memledger)
+    folds: int = bounded(5, 2)
+    on_error: str = "skip"
+    mai: MAIRubric = field(default_factory=MAIRubric)
+    features: MAIFeatureWords = field(default_factory=MAIFeatureWords)
+    learned: LearnedMAIConfig = field(default_factory=LearnedMAIConfig)
+
+    def validate(self) -> None:
+        if not self.scenarios:
+            raise ValueError("scenarios must list at least one development scenario file")
+        held_out = {"test_scenarios": self.test_scenarios,
+                    "golden_style_scenarios": self.golden_style_scenarios}
+        for source in [*self.scenarios, *(p for p in held_out.values() if p)]:
+            check_source(source, self.on_error, "scenarios")
+        for key, split in held_out.items():
+            if split in self.scenarios:
+                raise ValueError(f"{key} {split} is also a development set: a test split must "
+                                 f"be kept out of training")
+        if self.folds < 2:
+            raise ValueError("folds must be at least 2")
+        self.mai.validate()
+        self.features.validate()
+        self.learned.validate()
+
+
+def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """Mean F1 over the three labels (0 for a label never predicted or never present)."""
+    scores = []
+    for label in MAI_LABELS:
+        hits = float(((truth == label) & (predicted == label)).sum())
+        total = float((truth == label).sum() + (predicted == label).sum())
+        scores.append(2 * hits / total if total else 0.0)
+    return float(np.mean(scores))
+
+
+def scored(truth: Sequence[str], predicted: Sequence[str], resamples: int,
+           seed: int) -> dict[str, Any]:
+    """Accuracy, macro-F1 and per-label recall, each with a 95% bootstrap CI; the confusion."""
+    t, p = np.asarray(truth), np.asarray(predicted)
+    correct = (t == p).astype(float)
+    per_class = per_class_report(truth, predicted, MAI_LABELS, resamples=resamples, seed=seed)
+    return {
+        "n": len(t),
+        "accuracy": float(correct.mean()),
+        "accuracy_ci95": list(bootstrap_ci(correct, resamples, seed)),
+        "macro_f1": macro_f1(t, p),
+        "macro_f1_ci95": list(bootstrap(macro_f1, (t, p), resamples, seed)),
+        "recall": {label: per_class[label]["recall"] for label in MAI_LABELS},
+        "recall_ci95": {label: per_class[label]["recall_ci95"] for label in MAI_LABELS},
+        "confusion": {a: {b: int(((t == a) & (p == b)).sum()) for b in MAI_LABELS}
+                      for a in MAI_LABELS},
+    }
+
+
+class MAICalibration:
+    resumable = False  # one quick pass: a re-run costs no more than a resume
+
+    def __init__(self, cfg: MAICalibrationConfig) -> None:
+        self.cfg = cfg
+        self.features = MAIFeatures(cfg.features, cfg.mai)
+
+    def matrix(self, cases: Sequence[Scenario]) -> np.ndarray:
+        rows = [self.features(c.memories, c.ancestors, c.decision) for c in cases]
+        return np.array([[row[name] for name in FEATURES] for row in rows], dtype=float)
+
+    def rubric(self, cases: Sequence[Scenario]) -> list[str]:
+        return [evaluate_mai(c.memories, c.ancestors, self.cfg.mai).label for c in cases]
+
+    def _load(self, path: str) -> tuple[list[Scenario], dict[str, Any]]:
+        cases, report = load_scenarios(path, self.cfg.on_error)
+        return cases, {"source": report.source, "fingerprint": file_fingerprint(path),
+                       "scenarios": len(cases), "skipped": report.skipped,
+                       "problems": report.problems[:100]}
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        resamples, seed = ctx.resamples, ctx.seed
+        dev: list[Scenario] = []
+        sources = []
+        for path in self.cfg.scenarios:
+            cases, source = self._load(path)
+            dev += cases
+            sources.append(source)
+        truth = [c.ground_truth for c in dev]
+        folds = min(self.cfg.folds, *Counter(truth).values())
+        if folds < 2:
+            raise ValueError("the development scenarios need at least 2 of each label")
+        x = self.matrix(dev)
+        oof = out_of_fold(x, truth, self.cfg.learned, folds, seed)
+        oof_metadata = out_of_fold(x, truth, self.cfg.learned, folds, seed, METADATA)
+        rubric_dev = self.rubric(dev)
+        extra: dict[str, Any] = {
+            "development": {"sources": sources, "scenarios": len(dev), "folds": folds,
+                            "labels": dict(Counter(truth)),
+                            "rubric": scored(truth, rubric_dev, resamples, seed),
+                            "learned": scored(truth, oof, resamples, seed),
+                            "learned_metadata": scored(truth, oof_metadata, resamples, seed)},
+            "features": list(FEATURES), "metadata_features": list(METADATA),
+        }
+        models = {"all": LearnedMAI(self.cfg.learned, seed).fit(x, truth),
+                  "metadata": LearnedMAI(self.cfg.learned, seed, METADATA).fit(x, truth)}
+        tables = {"mai_development": [
+            {"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned_oof": o,
+             "learned_metadata_oof": m}
+            for c, r, o, m in zip(dev, rubric_dev, oof, oof_metadata, strict=True)]}
+        extra["test"] = extra["golden_style"] = None
+        for key, split in (("test", self.cfg.test_scenarios),
+                           ("golden_style", self.cfg.golden_style_scenarios)):
+            if split is not None:
+                cases, source = self._load(split)
+                extra[key], tables[f"mai_{key}"] = self._held_out(models, cases, resamples, seed)
+                extra[key]["source"] = source
+        if extra["test"] is not None:
+            extra["cv_minus_test"] = {
+                scorer: {m: extra["development"][scorer][m] - extra["test"][scorer][m]
+                         for m in ("accuracy", "macro_f1")} for scorer in SCORERS}
+        extra["golden"] = self._golden(models, resamples, seed) if self.cfg.golden else None
+        model = models["all"]
+        extra["chosen_c"] = float(model.model.C)  # by inner CV on every development scenario
+        extra["coefficients"] = {
+            view: {str(label): dict(zip(fitted.features, map(float, coef), strict=True))
+                   for label, coef in zip(fitted.model.classes_, fitted.model.coef_,
+                                          strict=True)}
+            for view, fitted in models.items()}
+        return ExperimentResult([], [], extra, summary=summarise(extra), tables=tables)
+
+    def _held_out(self, models: dict[str, LearnedMAI], cases: list[Scenario], resamples: int,
+                  seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Scores the models fitted on the development scenarios alone; nothing here is fitted.
+        A set whose decisions name none of their memories is read by the metadata model."""
+        truth = [c.ground_truth for c in cases]
+        x = self.matrix(cases)
+        view = "all" if any(names_a_memory(c.memories, c.decision) for c in cases) \
+            else "metadata"
+        model = models[view]
+        learned, rubric = model.predict(x), self.rubric(cases)
+        rows = [{"scenario_id": c.id, "ground_truth": c.ground_truth, "rubric": r, "learned": p,
+                 **{f"contribution_{name}": value for name, value
+                    in model.contributions(row)[p].items()}}
+                for c, r, p, row in zip(cases, rubric, learned, x, strict=True)]
+        return {"rubric": scored(truth, rubric, resamples, seed),
+                "learned": scored(truth, learned, resamples, seed), "features": view}, rows
+
+    def _golden(self, models: dict[str, LearnedMAI], resamples: int,
+                seed: int) -> dict[str, Any]:
+        try:
+            from memeval.systems.conformance import as_memeval, golden_set
+
+            cases = [Scenario(str(case["scenario_id"]), str(case["ground_truth"]),
+                              str(case.get("agent_decision") or ""),
+                              [as_memeval(m) for m in case["retrieved_memories"]],
+                              list[AttributedMemory]())
+                     for case in golden_set()]
+        except ImportError as err:
+            return {"skipped": f"memledger is not installed ({err})"}
+        scores, _ = self._held_out(models, cases, resamples, seed)
+        return scores
+
+
+def _ci(value: float | None, bounds: Sequence[float | None]) -> str:
+    if value is None:
+        return "—"
+    low, high = bounds
+    return f"{value:.3f} [{low:.3f}–{high:.3f}]" if low is not None and high is not None \
+        else f"{value:.3f}"
+
+
+def _lines(title: str, block: dict[str, Any],
+           scorers: Sequence[str] = SCORERS) -> list[str]:
+    lines = [title]
+    for scorer in scorers:
+        s = block[scorer]
+        correct = round(s["accuracy"] * s["n"])
+        lines.append(f"  {scorer:8} accuracy {_ci(s['accuracy'], s['accuracy_ci95'])} "
+                     f"({correct}/{s['n']})  macro-F1 {_ci(s['macro_f1'], s['macro_f1_ci95'])}")
+        lines.append("           recall " + ", ".join(
+            f"{label} {_ci(s['recall'][label], s['recall_ci95'][label])}"
+            for label in MAI_LABELS))
+    return lines
+
+
+_VIEWS = {"all": "every feature",
+          "metadata": "metadata features: no decision names a memory"}
+
+
+def summarise(extra: dict[str, Any]) -> str:
+    dev = extra["development"]
+    lines = _lines(f"MAI on {dev['scenarios']} development scenarios "
+                   f"({dev['folds']}-fold out of fold for the learned models)", dev,
+                   (*SCORERS, "learned_metadata"))
+    lines.append(f"learned model for the test split: fitted on all {dev['scenarios']} development "
+                 f"scenarios, inverse L2 strength {extra['chosen_c']:g} (chosen by inner CV)")
+    test = extra["test"]
+    if test is None:
+        lines.append("test split: skipped (experiment.test_scenarios=null)")
+    else:
+        lines += _lines(f"MAI on the test split ({test['source']['scenarios']} scenarios; "
+                        f"learned model fitted on the development scenarios, "
+                        f"{_VIEWS[test['features']]})", test)
+        lines.append("CV − test: " + "; ".join(
+            f"{scorer} accuracy {gap['accuracy']:+.3f}, macro-F1 {gap['macro_f1']:+.3f}"
+            for scorer, gap in extra["cv_minus_test"].items()))
+    style = extra["golden_style"]
+    if style is not None:
+        lines += _lines(f"MAI on the golden-style test split ({style['source']['scenarios']} "
+                        f"scenarios, memledger's convention; {_VIEWS[style['features']]})", style)
+    golden = extra["golden"]
+    if golden is None:
+        lines.append("memledger golden set: skipped (experiment.golden=false)")
+    elif "skipped" in golden:
+        lines.append(f"memledger golden set: skipped: {golden['skipped']}")
+    else:
+        lines += _lines(f"memledger's golden set (30 scenarios; {_VIEWS[golden['features']]})",
+                        golden)
+    return "\n".join(lines)
+
+
+@EXPERIMENTS.register("mai_calibration", MAICalibrationConfig)
+def build_mai_calibration(cfg: MAICalibrationConfig) -> MAICalibration:
+    return MAICalibration(cfg)

@@ -1,0 +1,317 @@
+"""`+experiment=retrieval_replay`: which ranking policy finds the memories a query needs, and
+does usage-based reinforcement (SoulScript's SIP-0001, and variants of it) earn its place?
+
+1. A workload (experiments/retrieval_workload.py): a memory corpus (`dataset=locomo`,
+   `longmemeval`, `memory_jsonl`), or the store a three-pass write-gate run ended with and the
+   bundled labelled queries.
+2. Labelled queries are split, seeded, into a *usage* share and an *evaluation* share. Each
+   replay pass asks every query once, in time order (queries that carry no time in a seeded
+   order; `order: shuffled` reshuffles each pass): a usage query is served and gives feedback
+   from its labels, each judgement flipped with probability `feedback_noise`, as a live
+   agent's would be; a trace prompt is served without feedback; an evaluation query is only
+   measured, never fed back, so each policy is judged on queries it did not learn from.
+3. Every arm (`experiment.arms`, policies from quality/rankers.py) replays the same sequence
+   with the same feedback over its own copy of the memory records, so MQS evolves in each.
+
+Per pass and arm: nDCG@k and recall@k on the evaluation queries with bootstrap CIs, the paired
+difference to the `baseline` arm with its CI, both per query category too; exposure of memories
+in conflict in the top k, the mean MQS of the top result, the Gini of accesses, and the policy's
+own figures (a graph's concentration and stability).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from memeval.data.base import MemoryCorpus
+from memeval.data.quality_sets import check_source, load_queries
+from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.experiments.retrieval_workload import (
+    START,
+    Ask,
+    Workload,
+    corpus_workload,
+    store_workload,
+)
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.ranking import ndcg_at_k, recall_at_k
+from memeval.quality.graph import gini
+from memeval.quality.mqs import compute_mqs
+from memeval.quality.rankers import RANKERS, Ranker, Search
+from memeval.quality.record import MemoryRecord
+from memeval.quality.stored import StoredMQSConfig
+from memeval.registry import bounded, input_file
+
+MQS_TERMS = ("confidence", "usage", "access", "conflict_penalty", "hedged_penalty")
+ORDERS = ("time", "shuffled")
+METRICS = ("ndcg", "recall")
+CATEGORY_CHARS = 11  # a category named as its column's header: six fit in 100 columns
+
+
+def default_arms() -> dict[str, Any]:
+    """The baseline alone; the shipped YAML lists the arms to compare."""
+    return {"cosine": {"name": "cosine"}}
+
+
+@dataclass
+class RetrievalReplayConfig:
+    queries: str = input_file(load_queries, "")  # the three-pass store's labelled queries
+    on_error: str = "skip"
+    store_passes: int = bounded(3, 1)
+    passes: int = bounded(3, 1)
+    k: int = bounded(5, 1)
+    usage_fraction: float = bounded(0.5, above=0, below=1)
+    trace_prompts: bool = True
+    order: str = "time"
+    feedback_noise: float = bounded(0.0, 0, 1)
+    baseline: str = "cosine"
+    arms: dict[str, Any] = field(default_factory=default_arms)
+    stored: StoredMQSConfig = field(default_factory=StoredMQSConfig)
+
+    def validate(self) -> None:
+        check_source(self.queries, self.on_error, "queries")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got '{self.order}'")
+        if not self.arms:
+            raise ValueError("no arms to compare: add experiment.arms.NAME={name: cosine}")
+        if self.baseline not in self.arms:
+            raise ValueError(f"baseline '{self.baseline}' is not one of the arms "
+                             f"({', '.join(self.arms)})")
+        for name, node in self.arms.items():
+            RANKERS.validate(node, key=f"experiment.arms.{name}")
+        self.stored.validate()
+
+
+@dataclass
+class Arm:
+    """One ranking policy over its own copy of the memory records."""
+
+    name: str
+    ranker: Ranker
+    records: list[MemoryRecord]
+
+
+def _hash_unit(*parts: object) -> float:
+    """A number in [0, 1) fixed by `parts`: the same feedback flip for every arm that serves
+    the same memory to the same query in the same pass."""
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class RetrievalReplay:
+    resumable = False  # its passes share in-memory policies that checkpoints do not hold
+
+    def __init__(self, cfg: RetrievalReplayConfig) -> None:
+        self.cfg = cfg
+
+    def _workload(self, ctx: RunContext) -> Workload:
+        loaded = ctx.loaded
+        if isinstance(loaded, MemoryCorpus):
+            return corpus_workload(ctx, loaded, self.cfg.stored)
+        return store_workload(ctx, self.cfg.queries, self.cfg.on_error, self.cfg.store_passes,
+                              self.cfg.trace_prompts, self.cfg.stored)
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        work = self._workload(ctx)
+        shuffled = sorted(work.queries, key=lambda a: a.id)
+        random.Random(ctx.seed).shuffle(shuffled)
+        cut = round(len(shuffled) * self.cfg.usage_fraction)
+        usage, evaluation = shuffled[:cut], shuffled[cut:]
+        if not evaluation:
+            raise ValueError(f"no evaluation queries: {len(work.queries)} searchable labelled "
+                             f"queries and usage_fraction={self.cfg.usage_fraction}")
+        held_out = {a.id for a in evaluation}
+        arms = [Arm(name, RANKERS.build(node, store=work.store),
+                    [MemoryRecord(**{**vars(r), "conflicts": list(r.conflicts)})
+                     for r in work.records])
+                for name, node in self.cfg.arms.items()]
+        passes, rows = [], []
+        for pass_no in range(1, self.cfg.passes + 1):
+            sequence = self._sequence([*usage, *work.prompts, *evaluation], pass_no, ctx.seed)
+            scored = {arm.name: self._arm_pass(arm, sequence, held_out, work, pass_no, ctx.seed)
+                      for arm in ctx.progress(arms, len(arms), f"replay pass {pass_no}",
+                                              unit="arm")}
+            passes.append(self._measure(pass_no, arms, scored, ctx))
+            rows += [{"pass": pass_no, "arm": name, **row}
+                     for name, mine in scored.items() for row in mine]
+        extra = {"retrieval": {
+            "workload": work.source,
+            "queries": {"labelled": len(work.queries) + len(work.unreachable),
+                        "usage": len(usage), "evaluation": len(evaluation),
+                        "unreachable": len(work.unreachable),
+                        "unreachable_ids": work.unreachable[:100],
+                        "trace_prompts": len(work.prompts),
+                        "by_category": _counts(evaluation)},
+            "memories": len(work.memories),
+            "settings": {"k": self.cfg.k, "order": self.cfg.order,
+                         "feedback_noise": self.cfg.feedback_noise,
+                         "baseline": self.cfg.baseline, "arms": dict(self.cfg.arms)}}}
+        return ExperimentResult(passes, [], extra, summary=summarise(passes, self.cfg.k),
+                                tables={"retrieval_queries": rows})
+
+    def _sequence(self, asks: Sequence[Ask], pass_no: int, seed: int) -> list[Ask]:
+        """This pass's order: by time of asking where known (queries without one first, as at
+        the replay's start), ties and untimed queries in a seeded order; `shuffled` ignores
+        time and reshuffles each pass."""
+        order = sorted(asks, key=lambda a: a.id)
+        random.Random(seed + pass_no if self.cfg.order == "shuffled" else seed).shuffle(order)
+        if self.cfg.order == "time":
+            order.sort(key=lambda a: (a.asked_at is not None, a.asked_at or START))
+        return order
+
+    def _arm_pass(self, arm: Arm, sequence: Sequence[Ask], held_out: set[str], work: Workload,
+                  pass_no: int, seed: int) -> list[dict[str, Any]]:
+        """One arm's pass: every query in turn, at its time of asking (untimed ones on the
+        pass's own day) plus a minute per step, so the clock never stands still between two
+        queries asked at once; the policy's end of day after the last."""
+        rows, now = [], START
+        for step, ask in enumerate(sequence):
+            now = (ask.asked_at or START + timedelta(days=pass_no)) + timedelta(minutes=step)
+            search = Search(ask.pool, ask.cosine, ask.lexical, ask.vector, now, ask.group)
+            served = arm.ranker.rank(search, self.cfg.k)
+            if ask.id in held_out:
+                rows.append(self._evaluate(arm, ask, served, work))
+                continue
+            judged = None
+            if ask.grades:
+                flip = self.cfg.feedback_noise
+                judged = {i: (i in ask.grades) != (_hash_unit(seed, pass_no, ask.id, i) < flip)
+                          for i in served}
+            for i in served:
+                arm.records[i].access_count += 1
+                if judged is not None:
+                    arm.records[i].record_outcome(judged[i], now)
+            arm.ranker.learn(search, served, judged)
+        arm.ranker.end_of_day(now + timedelta(hours=23))
+        return rows
+
+    def _evaluate(self, arm: Arm, ask: Ask, served: list[int],
+                  work: Workload) -> dict[str, Any]:
+        ids = work.store.ids
+        ranked = [ids[i] for i in served]
+        grades = {ids[i]: g for i, g in ask.grades.items()}
+        flagged = [bool(arm.records[i].conflicts) for i in served]
+        top = compute_mqs(arm.records[served[0]], None, self.cfg.stored.mqs) if served else None
+        breakdown = {f"top_mqs_{term}": getattr(top, term) if top else None
+                     for term in MQS_TERMS}
+        cosine = dict(zip(ask.pool.tolist(), ask.cosine.tolist(), strict=True))
+        return {"query_id": ask.id, "query": ask.text, "kind": ask.category,
+                "searched_at": time.time(),
+                "ndcg": ndcg_at_k(ranked, grades, self.cfg.k),
+                "recall": recall_at_k(ranked, set(grades), self.cfg.k),
+                "exposure": float(np.mean(flagged)) if flagged else 0.0,
+                "top_memory": ranked[0] if ranked else None,
+                "top_mqs": top.score if top else None, **breakdown,
+                "served": ranked, "served_memories": ranked,
+                "served_texts": [work.memories[i].text for i in served],
+                "cosines": [cosine[i] for i in served]}
+
+    def _measure(self, pass_no: int, arms: Sequence[Arm],
+                 scored: Mapping[str, list[dict[str, Any]]], ctx: RunContext) -> dict[str, Any]:
+        resamples, seed = ctx.resamples, ctx.seed + pass_no
+        out: dict[str, Any] = {"pass": pass_no, "arms": [a.name for a in arms],
+                               "baseline": self.cfg.baseline}
+        for arm in arms:
+            mine = scored[arm.name]
+            summary = _scores(mine, resamples, seed)
+            exposure = np.array([row["exposure"] for row in mine], dtype=float)
+            summary["exposure"] = float(exposure.mean()) if exposure.size else None
+            tops = [row["top_mqs"] for row in mine if row["top_mqs"] is not None]
+            summary["top_mqs_mean"] = float(np.mean(tops)) if tops else None
+            summary["gini_access"] = gini([r.access_count for r in arm.records])
+            out[arm.name] = {**summary, **arm.ranker.stats()}
+        base = scored[self.cfg.baseline]
+        out["deltas"] = {arm.name: _deltas(scored[arm.name], base, resamples, seed)
+                         for arm in arms if arm.name != self.cfg.baseline}
+        categories = sorted({row["kind"] for row in base})
+        out["by_category"] = {}
+        for category in categories:
+            keep = [i for i, row in enumerate(base) if row["kind"] == category]
+            picked = {name: [rows[i] for i in keep] for name, rows in scored.items()}
+            out["by_category"][category or "(none)"] = {
+                "queries": len(keep),
+                **{name: _scores(rows, resamples, seed) for name, rows in picked.items()},
+                "deltas": {name: _deltas(rows, picked[self.cfg.baseline], resamples, seed)
+                           for name, rows in picked.items() if name != self.cfg.baseline}}
+        return out
+
+
+def _counts(asks: Sequence[Ask]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ask in asks:
+        counts[ask.category or "(none)"] = counts.get(ask.category or "(none)", 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _scores(rows: Sequence[Mapping[str, Any]], resamples: int, seed: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        values = np.array([row[metric] for row in rows], dtype=float)
+        out[metric] = float(values.mean()) if values.size else None
+        out[f"{metric}_ci95"] = list(bootstrap_ci(values, resamples, seed))
+    return out
+
+
+def _deltas(rows: Sequence[Mapping[str, Any]], base: Sequence[Mapping[str, Any]],
+            resamples: int, seed: int) -> dict[str, Any]:
+    """Paired per query (every arm scores the same evaluation queries in the same order)."""
+    out: dict[str, Any] = {}
+    for metric in METRICS:
+        diff = np.array([a[metric] - b[metric] for a, b in zip(rows, base, strict=True)])
+        out[metric] = float(diff.mean()) if diff.size else None
+        out[f"{metric}_ci95"] = list(bootstrap_ci(diff, resamples, seed))
+    return out
+
+
+def _ci(value: float | None, bounds: Sequence[float], signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    number = f"{value:+.3f}" if signed else f"{value:.3f}"
+    return f"{number} [{bounds[0]:+.3f}, {bounds[1]:+.3f}]" if signed else \
+        f"{number} [{bounds[0]:.3f}–{bounds[1]:.3f}]"
+
+
+def summarise(passes: list[dict[str, Any]], k: int) -> str:
+    """The last pass: each arm's nDCG@k and recall@k, and its paired difference to the baseline;
+    then nDCG@k per query category."""
+    from memeval.reporting.table import aligned, titled
+
+    last = passes[-1]
+    arms, baseline = last["arms"], last["baseline"]
+    rows = []
+    for name in arms:
+        arm, delta = last[name], last["deltas"].get(name)
+        rows.append((name, _ci(arm["ndcg"], arm["ndcg_ci95"]),
+                     _ci(delta["ndcg"], delta["ndcg_ci95"], True) if delta else "baseline",
+                     f"{arm['recall']:.3f}",
+                     _ci(delta["recall"], delta["recall_ci95"], True) if delta else "—"))
+    table = titled(f"retrieval replay, pass {last['pass']}: held-out queries, k = {k}", aligned(
+        ("arm", f"nDCG@{k} [95% CI]", f"Δ vs {baseline} [95% CI]", f"recall@{k}",
+         "Δ recall [95% CI]"), rows))
+    by_category = last["by_category"]
+    if len(by_category) < 2:
+        return table
+    # long names (LongMemEval's) would not fit six abreast: numbered columns, named below
+    short = all(len(c) <= CATEGORY_CHARS for c in by_category)
+    heads = [c if short else f"c{n}" for n, c in enumerate(by_category, 1)]
+    category_rows = [(name, *(f"{by_category[c][name]['ndcg']:.3f}" for c in by_category))
+                     for name in arms]
+    legend = "queries: " + ", ".join(
+        f"{'' if short else head + ' '}{c} {scores['queries']}"
+        for head, (c, scores) in zip(heads, by_category.items(), strict=True))
+    per_category = titled(f"nDCG@{k} per query category", aligned(("arm", *heads),
+                                                                  category_rows), legend)
+    return f"{table}\n\n{per_category}"
+
+
+@EXPERIMENTS.register("retrieval_replay", RetrievalReplayConfig)
+def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
+    return RetrievalReplay(cfg)

@@ -1,0 +1,160 @@
+"""What a retrieval replay searches and asks: a memory store and the queries replayed on it.
+
+Two sources give the same `Workload`. A memory corpus (`dataset=locomo`, `longmemeval`,
+`memory_jsonl`) is searched as it is. Any trace dataset is first written through the write gate
+for `store_passes` passes; the memories its last pass stored are the store, the labelled queries
+of `experiment.queries` search it (their relevant entries mapped to the memories stored from
+them), and the traces' own user prompts are unlabelled use.
+
+Each query is searched over its `scope` and, when it carries the time it was asked, only over
+memories written by then; its cosine and BM25 scores over that pool are computed once, since
+they never change while the policies learn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from memeval.data.base import CorpusQuery, Memory, MemoryCorpus
+from memeval.data.quality_sets import load_queries
+from memeval.experiments.base import RunContext, replay
+from memeval.quality.bm25 import BM25
+from memeval.quality.mqs import compute_mqs
+from memeval.quality.rankers import Store
+from memeval.quality.record import MemoryRecord
+from memeval.quality.stored import StoredMQSConfig, records_from_store
+from memeval.systems.reference.stored_quality import gate_confidences
+from memeval.systems.reference.system import reference_ingestor
+
+START = datetime(2026, 1, 1, tzinfo=UTC)  # the clock of a replay whose queries carry no time
+EMBED_BATCH = 256  # texts per embedding call: the progress bar's step
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One query as replayed: the pool it searches and its scores there, fixed for the run."""
+
+    id: str
+    text: str
+    vector: np.ndarray
+    pool: np.ndarray  # store indices
+    cosine: np.ndarray
+    lexical: np.ndarray
+    grades: dict[int, int]  # store index -> grade, over the pool; empty for unlabelled use
+    asked_at: datetime | None
+    category: str
+    group: Any  # the scope it was drawn from (one graph per scope)
+
+
+@dataclass
+class Workload:
+    source: dict[str, Any]  # what metrics.json says of where the store and queries came from
+    memories: list[Memory]
+    store: Store
+    records: list[MemoryRecord]
+    queries: list[Ask]  # labelled
+    prompts: list[Ask]  # unlabelled use (a trace dataset's own prompts)
+    unreachable: list[str]  # labelled queries none of whose relevant memories is searchable
+
+
+def embedded(ctx: RunContext, texts: Sequence[str], what: str) -> np.ndarray:
+    """`texts` embedded in batches of EMBED_BATCH, with a progress bar counting batches."""
+    parts = [ctx.embedder.embed(list(texts[start : start + EMBED_BATCH]))
+             for start in ctx.progress(range(0, len(texts), EMBED_BATCH),
+                                       -(-len(texts) // EMBED_BATCH), f"embedding {what}",
+                                       unit="batch")]
+    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+
+
+def _asks(queries: Sequence[CorpusQuery], vectors: np.ndarray, memory_vectors: np.ndarray,
+          memories: Sequence[Memory], bm25: BM25,
+          labelled: bool = True) -> tuple[list[Ask], list[str]]:
+    """Each query's pool and scores; a labelled query none of whose relevant memories is in its
+    pool is left out and named (it cannot score, whatever the policy)."""
+    index = {m.id: i for i, m in enumerate(memories)}
+    times = [m.timestamp for m in memories]
+    every = np.arange(len(memories))
+    asks, unreachable = [], []
+    for query, vector in zip(queries, vectors, strict=True):
+        pool = every if query.scope is None else np.array([index[i] for i in query.scope])
+        if query.asked_at is not None:
+            pool = np.array([i for i in pool if times[i] is None or times[i] <= query.asked_at],
+                            dtype=int)
+        available = set(pool.tolist())
+        grades = {index[m]: g for m, g in query.relevant.items() if index[m] in available}
+        if labelled and not grades:
+            unreachable.append(query.id)
+            continue
+        asks.append(Ask(query.id, query.text, vector, pool, memory_vectors[pool] @ vector,
+                        bm25.scores(query.text)[pool], grades, query.asked_at, query.category,
+                        query.scope))
+    return asks, unreachable
+
+
+def workload_of(ctx: RunContext, memories: list[Memory], vectors: np.ndarray,
+                confidences: Sequence[float | None], queries: Sequence[CorpusQuery],
+                prompts: Sequence[str], stored: StoredMQSConfig,
+                source: dict[str, Any]) -> Workload:
+    """The store's records and graph importance (MQS / 100), and every query's pool and scores."""
+    records = records_from_store(memories, vectors, confidences, stored)
+    importance = [compute_mqs(r, None, stored.mqs).score / 100.0 for r in records]
+    bm25 = BM25([m.text for m in memories])
+    query_vectors = embedded(ctx, [q.text for q in queries], "queries")
+    prompt_vectors = embedded(ctx, list(prompts), "prompts")
+    asks, unreachable = _asks(queries, query_vectors, vectors, memories, bm25)
+    unlabelled = [CorpusQuery(f"prompt-{n}", text, {}) for n, text in enumerate(prompts)]
+    prompt_asks, _ = _asks(unlabelled, prompt_vectors, vectors, memories, bm25, labelled=False)
+    starts = [m.timestamp for m in memories if m.timestamp is not None]
+    return Workload(source, memories,
+                    Store([m.id for m in memories], vectors, importance,
+                          min(starts) if starts else START),
+                    records, asks, prompt_asks, unreachable)
+
+
+def corpus_workload(ctx: RunContext, corpus: MemoryCorpus, stored: StoredMQSConfig) -> Workload:
+    """A memory corpus searched as it is: no confidence was declared for its memories."""
+    vectors = embedded(ctx, [m.text for m in corpus.memories], "memories")
+    source = {"kind": "corpus", "name": corpus.name, "source": corpus.report.source,
+              "fingerprint": corpus.fingerprint, "memories": len(corpus.memories),
+              "queries": len(corpus.queries), "rows_read": corpus.report.rows_read,
+              "skipped": corpus.report.skipped, "stats": corpus.report.stats,
+              "problems": corpus.report.problems[:100]}
+    return workload_of(ctx, corpus.memories, vectors,
+                       [None] * len(corpus.memories), corpus.queries, [], stored, source)
+
+
+def store_workload(ctx: RunContext, queries_path: str, on_error: str, store_passes: int,
+                   trace_prompts: bool, stored: StoredMQSConfig) -> Workload:
+    """The memories the last of `store_passes` write-gate passes stored, each a memory record
+    carrying its write-time confidence, searched by the labelled queries."""
+    gate = reference_ingestor(ctx.system, ctx.run_dir / "state", "retrieval_replay")
+    items = ctx.prepare(gate, ctx.dataset.entries)
+    decisions = []
+    for pass_no in range(1, store_passes + 1):
+        gate.restart(wipe_memories=True)
+        decisions = replay(ctx, gate, items, pass_no, "eval", arm="store")
+    stored_memories = list(gate.memories.memories)
+    by_entry = {d.entry_id: d for d in decisions}
+    confidences = gate_confidences(gate, [by_entry[m.source_id].score for m in stored_memories])
+    memories = [Memory(m.id, m.text, source=m.source_id) for m in stored_memories]
+    memory_of = {m.source_id: m.id for m in stored_memories}
+    labelled, report = load_queries(queries_path, on_error)
+    queries = [CorpusQuery(q.id, q.query, {memory_of[e]: g for e, g in q.relevant.items()
+                                           if e in memory_of}, category=q.kind)
+               for q in labelled]
+    relevant = {e for q in labelled for e in q.relevant}
+    source = {"kind": "three-pass store", "name": ctx.dataset.name,
+              "fingerprint": ctx.dataset.fingerprint, "memories": len(memories),
+              "store_passes": store_passes, "queries_file": report.source,
+              "queries": len(labelled), "skipped": report.skipped,
+              "problems": report.problems[:100],
+              "relevant_entries": len(relevant),
+              "relevant_entries_stored": len(relevant & set(memory_of))}
+    prompts = [e.user_prompt for e in ctx.dataset.entries] if trace_prompts else []
+    return workload_of(ctx, memories, gate.memories.vectors.copy(),
+                       confidences, queries, prompts, stored, source)

@@ -1,0 +1,45 @@
+"""A run's settings as validated types: parsed once, before any work, then read by the run.
+
+The composed `DictConfig` is kept only to write the resolved YAML a run saves; everything that
+decides what a run does reads these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.threshold import ThresholdConfig
+from memeval.registry import SEEDS, Chosen, bounded
+from memeval.reporting.phoenix.config import PhoenixConfig
+
+
+@dataclass
+class Settings:
+    """The top-level settings of the main config (the component groups aside)."""
+
+    seed: int = bounded(0, *SEEDS)
+    cache_dir: str = "~/.cache/memeval"
+    progress: bool = True
+    # Resamples per bootstrap CI: fewer are noise; each costs resamples x entries of memory.
+    bootstrap: int = bounded(2000, 20, 100_000)
+    plots: bool = True
+    resume: bool = False
+
+
+@dataclass
+class Validated:
+    """Every component chosen, with its settings as its schema dataclass; composing one never
+    loads anything."""
+
+    settings: Settings
+    experiment: Chosen | None  # None only where no experiment runs (`serve`)
+    dataset: Chosen
+    labeller: Chosen
+    embedder: Chosen
+    scorer: Chosen
+    threshold: ThresholdConfig
+    judge: Chosen
+    gate: GateConfig
+    phoenix: PhoenixConfig
+    system: Chosen

@@ -1,0 +1,1 @@
+"""Metrics computed from per-entry decisions: never from the engine's internals."""

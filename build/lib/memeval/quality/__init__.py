@@ -1,0 +1,1 @@
+"""Memory quality: records, provenance lineage, the Memory Quality Score and attribution."""

@@ -1,0 +1,1 @@
+"""Reporters read run directories; a reporter that fails never loses the run."""

@@ -1,0 +1,95 @@
+"""Figures of an `mqs_calibration` run: reliability diagram, per-record MQS breakdown, MAI
+confusion matrix. They read the run directory only (metrics.json and its tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from memeval.quality.mai import MAI_LABELS
+from memeval.reporting.figures import confusion_matrix, save
+from memeval.results.result import Mai, Mqs, load_result
+from memeval.results.run_dir import read_table
+
+COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
+PENALTIES = {"conflict_penalty": "tab:red", "hedged_penalty": "tab:orange"}
+LABEL_MARKS = {"trusted": "tab:green", "questionable": "gold", "untrusted": "tab:red"}
+
+
+def reliability(mqs: Mqs, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
+    for report, name, style in ((mqs.configured, "configured constants", "o-"),
+                                (mqs.fitted_out_of_fold, "fitted, out of fold", "s--")):
+        if report is None:  # too few labelled records to fit
+            continue
+        curve = report.reliability
+        ax.plot([b["predicted"] for b in curve], [b["observed"] for b in curve], style,
+                label=f"{name} (ECE {report.ece:.3f})")
+    ax.set_xlabel("MQS / 100 (mean per equal-count bin)")
+    ax.set_ylabel("share labelled trusted")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("MQS reliability")
+    ax.legend(fontsize=8)
+    save(fig, path)
+
+
+def breakdown(records: pd.DataFrame, path: Path) -> None:
+    """One bar per record, sorted by score: components stacked up, penalties down."""
+    ordered = records.sort_values("score").reset_index(drop=True)
+    xs = np.arange(len(ordered))
+    fig, ax = plt.subplots(figsize=(max(8.0, len(ordered) * 0.14), 5))
+    bottom = np.zeros(len(ordered))
+    for column, colour in COMPONENTS.items():
+        ax.bar(xs, ordered[column], bottom=bottom, color=colour, label=column, width=0.85)
+        bottom += ordered[column].to_numpy()
+    below = np.zeros(len(ordered))
+    for column, colour in PENALTIES.items():
+        ax.bar(xs, -ordered[column], bottom=below, color=colour, label=column, width=0.85)
+        below -= ordered[column].to_numpy()
+    ax.scatter(xs, ordered["score"], color="black", s=8, zorder=3, label="MQS (clamped)")
+    for label, colour in LABEL_MARKS.items():
+        mine = ordered.index[ordered["label"] == label]
+        ax.scatter(mine, np.full(len(mine), 104.0), color=colour, marker="s", s=14,
+                   label=f"label: {label}")
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_xticks([])
+    ax.set_xlabel("records, sorted by MQS")
+    ax.set_ylabel("points")
+    ax.set_title("MQS per record: components and penalties")
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    save(fig, path)
+
+
+def confusion(mai: Mai, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    confusion_matrix(ax, mai.confusion, MAI_LABELS, f"MAI confusion (accuracy {mai.accuracy:.3f})",
+                     "MAI rubric label", [label.replace("_attributed", "") for label in MAI_LABELS])
+    save(fig, path)
+
+
+def make_calibration_figures(run_dir: str | Path) -> list[Path]:
+    """The figures of the halves the run computed (either set may have been left out, and the
+    reliability diagram needs trust labels)."""
+    result = load_result(run_dir)
+    out = Path(run_dir) / "figures"
+    out.mkdir(exist_ok=True)
+    paths = []
+    mqs, mai = result.mqs, result.mai
+    if mqs is not None and mqs.configured is not None:
+        paths.append(out / "mqs_reliability.png")
+        reliability(mqs, paths[-1])
+    if mqs is not None:
+        paths.append(out / "mqs_breakdown.png")
+        breakdown(read_table(run_dir, "mqs_records"), paths[-1])
+    if mai is not None:
+        paths.append(out / "mai_confusion.png")
+        confusion(mai, paths[-1])
+    return paths

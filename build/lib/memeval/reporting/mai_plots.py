@@ -1,0 +1,39 @@
+"""Figures of a `mai_calibration` run: a confusion matrix per scorer (the rubric, the learned
+MAI) for each set scored. They read the run's metrics.json only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from memeval.quality.mai import MAI_LABELS
+from memeval.reporting.figures import confusion_matrix, save
+from memeval.results.result import METRICS
+
+SETS = {"development": "development, out of fold", "test": "test split",
+        "golden_style": "golden-style test split", "golden": "memledger's golden set"}
+
+
+def make_mai_figures(run_dir: str | Path) -> list[Path]:
+    metrics = json.loads((Path(run_dir) / METRICS).read_text())
+    out = Path(run_dir) / "figures"
+    out.mkdir(exist_ok=True)
+    names = [label.replace("_attributed", "") for label in MAI_LABELS]
+    paths = []
+    for key, title in SETS.items():
+        block = metrics.get(key)
+        if not block or "rubric" not in block:  # skipped
+            continue
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+        for ax, scorer in zip(axes, ("rubric", "learned"), strict=True):
+            scores = block[scorer]
+            confusion_matrix(ax, scores["confusion"], MAI_LABELS,
+                             f"{scorer}, {title} (accuracy {scores['accuracy']:.3f})",
+                             f"{scorer} label", names)
+        paths.append(save(fig, out / f"mai_confusion_{key}.png"))
+    return paths

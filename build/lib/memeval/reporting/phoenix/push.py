@@ -1,0 +1,475 @@
+"""Push a run directory to Phoenix: spans, annotations, the labelled set, one experiment per pass.
+
+Everything is read from RUN_DIR (metrics.json, phoenix/spans.jsonl, phoenix/examples.jsonl), so a
+run pushes the same way at its end or days later. Every step is idempotent: span ids are
+derived from the run, annotations upsert by identifier, the dataset is found by a name that holds
+its fingerprint, experiments by run id and arm and pass in their metadata (an experiment an older
+memeval named otherwise is renamed), runs by example, evaluations upsert. A push that dies halfway
+(Phoenix stopped) is finished by pushing again; nothing is duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
+from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
+from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.reporting.phoenix.spans import FILTER_STAGES
+from memeval.reporting.table import wrapped
+from memeval.results.run_dir import read_metrics
+from memeval.utils.atomic import write_text_atomic
+from memeval.utils.redact import redact
+
+PUSH_RECORD = "push.json"
+ANNOTATOR = "memeval"  # the identifier that makes re-annotation an update
+INGEST_TIMEOUT_S = 120.0
+CONCURRENCY = 8
+EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
+               "judge called")
+NAME_CHARS = 60  # about what Phoenix's experiments list shows of a name
+
+
+class PhoenixUnavailable(ExportError):
+    """No Phoenix answers at the endpoint."""
+
+
+@dataclass
+class PushReport:
+    endpoint: str
+    project: str
+    run_id: str
+    spans: int = 0
+    annotations: int = 0
+    dataset: str = ""
+    experiments: dict[str, str] = field(default_factory=dict)
+    runs_created: int = 0
+    evaluations: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def spans_per_s(self) -> float:
+        """Spans sent per second of sending (Phoenix stores them asynchronously after)."""
+        spent = self.seconds.get("spans", 0.0)
+        return self.spans / spent if spent else 0.0
+
+    def summary(self) -> str:
+        parts = []
+        if self.spans:  # a quality experiment traces nothing
+            parts.append(f"{self.spans} spans ({self.spans_per_s:.0f}/s), {self.annotations} "
+                         f"annotations")
+        if self.dataset:  # a retrieval replay sends its searches only
+            parts.append(f"dataset '{self.dataset}', {len(self.experiments)} experiments "
+                         f"({self.runs_created} runs new, {self.evaluations} evaluations)")
+        return (f"Phoenix {self.endpoint} (project '{self.project}'): {', '.join(parts)} "
+                f"in {sum(self.seconds.values()):.1f} s")
+
+
+def redacted(value: Any) -> Any:
+    """Every string in a JSON-like value redacted: nothing leaves unredacted, even from a run
+    directory written by an older memeval."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    return value
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).isoformat()
+
+
+def _correct(attributes: Mapping[str, Any]) -> bool:
+    return bool(attributes.get("memeval.retained")) == (attributes.get("memeval.label")
+                                                        == "substantive")
+
+
+def _explanation(attributes: Mapping[str, Any]) -> str:
+    """The outcome names the deciding stage when an entry was dropped."""
+    label, outcome = attributes["memeval.label"], attributes["memeval.outcome"]
+    verdict = "right" if _correct(attributes) else "wrong"
+    fate = f"kept ({outcome})" if attributes.get("memeval.retained") else f"dropped at {outcome}"
+    return f"{label} entry {fate}: {verdict}, since only substantive entries belong in memory"
+
+
+def decision_annotations(roots: Sequence[Mapping[str, Any]],
+                         deciders: Mapping[str, Mapping[str, Any]]
+                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(span annotations, trace annotations): a CODE verdict on each labelled entry's root span,
+    on the stage span that decided, and on its trace, which is what the traces table shows."""
+    spans, traces = [], []
+    for root in roots:
+        attributes = root["attributes"]
+        if attributes.get("memeval.label") is None:
+            continue
+        decider = deciders.get(root["trace_id"])
+        correct = _correct(attributes)
+        note = {"name": "gate decision", "annotator_kind": "CODE", "identifier": ANNOTATOR,
+                "result": {"label": "correct" if correct else "incorrect",
+                           "score": float(correct), "explanation": _explanation(attributes)},
+                "metadata": {"label": attributes["memeval.label"],
+                             "outcome": attributes["memeval.outcome"]}}
+        spans.append({"span_id": root["span_id"], **note})
+        traces.append({"trace_id": root["trace_id"], **note})
+        if decider:
+            spans.append({"span_id": decider["span_id"], **note, "name": "stage decision"})
+    return spans, traces
+
+
+def _evaluation(name: str, holds: bool, yes: str, no: str, explanation: str) -> dict[str, Any]:
+    return {"name": name, "label": yes if holds else no, "score": float(holds),
+            "explanation": explanation}
+
+
+def run_evaluations(attributes: Mapping[str, Any], judge_called: bool) -> list[dict[str, Any]]:
+    """An entry's CODE evaluations. Phoenix shows an experiment's mean score per evaluation in
+    its experiments list and compare view, so each headline metric is an evaluation whose mean is
+    that metric, on the entries metrics.json counts it over: substantive recall and the share of
+    noise stored over human-labelled entries, the pre-judge filter rate and the share of entries
+    sent to the judge over all of them."""
+    outcome, label = attributes["memeval.outcome"], attributes.get("memeval.label")
+    retained, human = bool(attributes.get("memeval.retained")), \
+        attributes.get("memeval.label_source") == "human"
+    ended = f"ended at {outcome}"
+    out = [_evaluation("pre-judge filtered", outcome in FILTER_STAGES, "filtered", "passed",
+                       ended),
+           _evaluation("judge called", judge_called, "called", "not called", ended)]
+    if label is not None:
+        out.append(_evaluation("correct", _correct(attributes), "correct", "incorrect",
+                               _explanation(attributes)))
+    if human and label == "substantive":
+        out.append(_evaluation("substantive recall", retained, "kept", "dropped", ended))
+    if human and label == "noise":
+        out.append(_evaluation("noise stored", retained, "stored", "dropped", ended))
+    return out
+
+
+def fitted_name(lead: str, settings: Sequence[str], tail: str,
+                limit: int = NAME_CHARS) -> str:
+    """`lead setting setting | tail` within `limit` characters. Phoenix's experiments list shows
+    only the first twenty-odd characters of a name, so what tells a dataset's experiments apart
+    (pass, then the short settings) comes first and the experiment's name last; the tail is cut
+    first, then the longest settings (the first of equals) are shortened with "...". ASCII only:
+    Phoenix puts the name in a download's Content-Disposition header, which fails on anything
+    else."""
+    widths = [len(part) for part in settings]
+    room = limit - len(lead) - len(settings)
+    while sum(widths) > room and max(widths, default=0) > 6:
+        widths[widths.index(max(widths))] -= 1
+    parts = [p if len(p) <= w else p[: w - 3] + "..." for p, w in zip(settings, widths,
+                                                                      strict=True)]
+    body = " ".join([lead, *parts])
+    end = f" | {tail}"
+    if len(body) + len(end) > limit:
+        end = end[: max(limit - len(body) - 3, 0)] + "..." if limit - len(body) > 6 else ""
+    return (body + end)[:limit]
+
+
+def run_label(run_dir: Path) -> str:
+    """The run directory as Hydra names it, date/time: an experiment's description says it."""
+    return f"{run_dir.parent.name}/{run_dir.name}"
+
+
+def upsert_experiment(rest: PhoenixREST, dataset_id: str, found: Mapping[str, Any] | None,
+                      name: str, description: str, metadata: Mapping[str, Any]) -> str:
+    """Create the experiment, or bring the one an earlier push made (found by its metadata) up
+    to date, e.g. renamed by an older memeval."""
+    if found is None:
+        return rest.create_experiment(dataset_id, name, description, metadata)
+    if (found["name"], found.get("description"), found.get("metadata")) != (
+            name, description, dict(metadata)):
+        rest.update_experiment(found["id"], name, description, metadata)
+    return str(found["id"])
+
+
+def experiments_of_run(rest: PhoenixREST, dataset_id: str, run_id: str,
+                       key: Callable[[Mapping[str, Any]], object]) -> dict[object, dict[str, Any]]:
+    """This run's experiments on the dataset, by `key` of their metadata (names change)."""
+    return {key(e["metadata"]): e for e in rest.experiments(dataset_id)
+            if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
+
+
+def record_push(folder: Path, report: PushReport) -> None:
+    """What the last push sent, in RUN_DIR/phoenix/push.json."""
+    folder.mkdir(exist_ok=True)
+    write_text_atomic(folder / PUSH_RECORD, json.dumps(
+        {**asdict(report), "spans_per_s": round(report.spans_per_s, 1),
+         "pushed_at": datetime.now(UTC).isoformat()}, indent=2))
+
+
+def holds_spans(run_dir: Path) -> bool:
+    """The run kept the spans of a replay (or of its searches)."""
+    return (run_dir / PHOENIX_DIR / SPANS).is_file()
+
+
+class Pusher:
+    def __init__(self, run_dir: Path, settings: PhoenixConfig, progress: bool) -> None:
+        base = settings.base_url
+        if not base:
+            raise ValueError("reporting.phoenix.endpoint is not set: nowhere to push")
+        folder = run_dir / PHOENIX_DIR
+        if not (folder / SPANS).is_file():
+            raise FileNotFoundError(
+                f"{folder / SPANS} not found: the run replayed no traces or was made with "
+                f"reporting.phoenix.enabled=false")
+        self.run_dir, self.folder, self.settings = run_dir, folder, settings
+        self.progress = progress
+        self.metrics = read_metrics(run_dir)
+        self.rest = PhoenixREST(base, settings.timeout_s)
+        self.report = PushReport(base, settings.project, str(self.metrics["run_id"]))
+
+    def _timed(self, phase: str, step: Callable[[], None]) -> None:
+        started = time.perf_counter()
+        step()
+        self.report.seconds[phase] = round(time.perf_counter() - started, 3)
+
+    def run(self) -> PushReport:
+        if not self.rest.healthy():
+            raise PhoenixUnavailable(f"no Phoenix answers at {self.rest.base_url} (start one with "
+                                     f"`python -m memeval phoenix serve`)")
+        try:
+            roots: list[dict[str, Any]] = []
+            deciders: dict[str, dict[str, Any]] = {}
+            judged: set[str] = set()
+            checkpoints: list[str] = []
+            self._timed("spans", lambda: self._spans(roots, deciders, judged, checkpoints))
+            # Experiments need no stored spans: recording them first hides ingestion's lag.
+            self._timed("experiments", lambda: self._experiments(roots, judged))
+            self._timed("ingest", lambda: self._await_ingestion(checkpoints))
+            self._timed("annotations", lambda: self._annotate(roots, deciders))
+        finally:
+            self.rest.close()
+        record_push(self.folder, self.report)
+        return self.report
+
+    def _spans(self, roots: list[dict[str, Any]], deciders: dict[str, dict[str, Any]],
+               judged: set[str], checkpoints: list[str]) -> None:
+        traces_url = f"{self.rest.base_url}/v1/traces"
+        spans = (redacted(span) for span in read_jsonl(self.folder / SPANS))
+        bar = tqdm(desc="phoenix spans", unit="span", disable=not self.progress, leave=False)
+        for batch in batches(spans, self.settings.batch_spans):
+            export_batch(self.rest.http, traces_url, batch, self.settings.project)
+            for span in batch:
+                self._index(dict(span), roots, deciders, judged)
+            checkpoints.append(batch[-1]["span_id"])
+            self.report.spans += len(batch)
+            bar.update(len(batch))
+        bar.close()
+
+    @staticmethod
+    def _index(span: dict[str, Any], roots: list[dict[str, Any]],
+               deciders: dict[str, dict[str, Any]], judged: set[str]) -> None:
+        """Remember what annotations and experiments need, without the texts."""
+        attributes = span["attributes"]
+        if span["name"] == "gate":
+            attributes.pop("input.value", None)
+            attributes.pop("memeval.user_prompt", None)
+            roots.append(span)
+        elif span["name"].startswith("gate."):
+            if span["name"] == "gate.judge":
+                judged.add(span["trace_id"])
+            if attributes.get("memeval.decision") == "reject" or span["name"] == "gate.write":
+                deciders[span["trace_id"]] = span
+
+    def _await_ingestion(self, checkpoints: Sequence[str]) -> None:
+        """Annotations on spans Phoenix has not stored yet are refused: wait for the last span of
+        every batch (ingestion is asynchronous)."""
+        waiting, deadline = set(checkpoints), time.monotonic() + INGEST_TIMEOUT_S
+        while waiting:
+            chunk = sorted(waiting)[:100]
+            waiting -= self.rest.present_span_ids(self.settings.project, chunk)
+            if waiting and time.monotonic() > deadline:
+                raise ExportError(f"Phoenix has not ingested {len(waiting)} span batches after "
+                                  f"{INGEST_TIMEOUT_S:.0f} s")
+            if waiting:
+                time.sleep(0.25)
+
+    def _annotate(self, roots: Sequence[dict[str, Any]],
+                  deciders: Mapping[str, dict[str, Any]]) -> None:
+        spans, traces = decision_annotations(roots, deciders)
+        for batch in batches(spans, 1000):
+            self.rest.annotate_spans(list(batch))
+        for batch in batches(traces, 1000):
+            self.rest.annotate_traces(list(batch))
+        self.report.annotations = len(spans) + len(traces)
+
+    def _dataset(self) -> tuple[str, dict[str, str]]:
+        """The labelled set, uploaded once per fingerprint: (dataset id, entry id -> node id)."""
+        dataset = self.metrics["dataset"]
+        prefix = str(dataset["fingerprint"])[:12]
+        name = f"memeval {dataset['name']} {prefix}"
+        self.report.dataset = name
+        dataset_id = self.rest.dataset_id(name)
+        if dataset_id is None:
+            examples = [{"id": f"{prefix}:{e['id']}",
+                         "input": {"user_prompt": e["user_prompt"],
+                                   "assistant_response": e["assistant_response"]},
+                         "output": {"label": e["label"]},
+                         "metadata": {"entry_id": e["id"], "label_source": e["label_source"]}}
+                        for e in redacted(list(read_jsonl(self.folder / EXAMPLES)))]
+            dataset_id = self.rest.create_dataset(
+                name, f"memeval dataset '{dataset['name']}', fingerprint {dataset['fingerprint']}",
+                examples)
+        nodes = self.rest.example_node_ids(dataset_id)
+        return dataset_id, {k.split(":", 1)[1]: v for k, v in nodes.items()}
+
+    def _experiments(self, roots: Sequence[dict[str, Any]], judged: set[str]) -> None:
+        """One experiment per measured gate pass; none for a run that gated nothing (a
+        retrieval replay of a memory corpus sends its searches as traces only)."""
+        grouped: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+        for root in roots:
+            attributes = root["attributes"]
+            if attributes["memeval.phase"] == "eval":
+                grouped[(attributes["memeval.arm"], attributes["memeval.pass"])].append(root)
+        if not grouped:
+            return
+        dataset_id, nodes = self._dataset()
+        existing = experiments_of_run(self.rest, dataset_id, self.report.run_id,
+                                      lambda m: (m.get("arm"), m.get("pass")))
+        metrics = {(arm, int(p["pass"])): p for arm, passes in passes_by_arm(self.metrics).items()
+                   for p in passes}
+        settings = self._settings()
+        experiment, run = self.metrics["experiment"], run_label(self.run_dir)
+        for (arm, pass_no), members in sorted(grouped.items()):
+            lead = f"{'' if arm == 'main' else arm + ' '}p{pass_no}"
+            name = fitted_name(lead, list(settings.values()), experiment)
+            experiment_id = upsert_experiment(
+                self.rest, dataset_id, existing.get((arm, pass_no)), name,
+                f"memeval {experiment}: {arm} arm, pass {pass_no} of run {run} "
+                f"({self.report.run_id})",
+                self._experiment_metadata(arm, pass_no, metrics.get((arm, pass_no), {}),
+                                          settings))
+            self.report.experiments[name] = experiment_id
+            self._runs(experiment_id, members, nodes, judged)
+
+    def _settings(self) -> dict[str, str]:
+        """What tells this run's configuration from another's, in the short words of an
+        experiment's name, those most often swept first: the content-score cut (`t0.99` for a
+        recall target, `cut0.5` for a fixed cut), seed (`s0`), scorer and judge, from
+        metrics.json and the run's config.yaml."""
+        cfg = self._config()
+        policy = OmegaConf.select(cfg, "threshold.policy")
+        threshold = (f"cut{OmegaConf.select(cfg, 'threshold.value'):g}" if policy == "fixed"
+                     else f"t{OmegaConf.select(cfg, 'threshold.target_recall'):g}"
+                     if policy else None)
+        # "anthropic:MODEL" is named "anthropic": the model is in the metadata, the name short
+        judge = str(self.metrics.get("judge") or "").split(":")[0]
+        values = {"threshold": threshold,
+                  "seed": f"s{self.metrics['seed']}" if "seed" in self.metrics else None,
+                  "scorer": (self.metrics.get("scorer") or {}).get("name"),
+                  "judge": judge or None}
+        return {key: str(value) for key, value in values.items() if value is not None}
+
+    def _config(self) -> DictConfig:
+        """The run's saved config.yaml (empty for a run written without one)."""
+        saved = self.run_dir / "config.yaml"
+        cfg = OmegaConf.load(saved) if saved.is_file() else OmegaConf.create({})
+        assert isinstance(cfg, DictConfig)
+        return cfg
+
+    def _experiment_metadata(self, arm: str, pass_no: int, metrics: Mapping[str, Any],
+                             settings: Mapping[str, str]) -> dict[str, Any]:
+        headline = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
+                    "prejudge_filter_rate", "judge_calls", "judge_call_saving")
+        return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
+                "experiment": self.metrics["experiment"], "arm": arm, "pass": pass_no,
+                "seed": self.metrics.get("seed"),
+                "embedder": (self.metrics.get("embedder") or {}).get("identity"),
+                "judge": self.metrics.get("judge"), "scorer": settings.get("scorer"),
+                "threshold": OmegaConf.to_container(self._config().get("threshold", {})),
+                **{name: metrics.get(name) for name in headline}}
+
+    def _runs(self, experiment_id: str, members: Sequence[dict[str, Any]],
+              nodes: Mapping[str, str], judged: set[str]) -> None:
+        done = self.rest.experiment_runs(experiment_id)
+        missing = self.rest.missing_evaluations(experiment_id, EVALUATIONS) if done else {}
+
+        def record(root: dict[str, Any]) -> int:
+            attributes = root["attributes"]
+            node = nodes[attributes["memeval.entry_id"]]
+            run_id = done.get(node)
+            wanted = set(EVALUATIONS) if run_id is None else missing.get(run_id, set())
+            if run_id is None:
+                run_id = self.rest.create_run(experiment_id, {
+                    "dataset_example_id": node, "repetition_number": 1,
+                    "output": {"outcome": attributes["memeval.outcome"],
+                               "retained": attributes["memeval.retained"],
+                               "judge_called": root["trace_id"] in judged},
+                    "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"]),
+                    "trace_id": root["trace_id"]})
+                self.report.runs_created += 1
+            evaluations = [e for e in run_evaluations(attributes, root["trace_id"] in judged)
+                           if e["name"] in wanted]  # none left once an earlier push wrote them
+            for evaluation in evaluations:
+                self.rest.evaluate({
+                    "experiment_run_id": run_id, "annotator_kind": "CODE",
+                    "name": evaluation["name"], "result": {
+                        k: evaluation[k] for k in ("label", "score", "explanation")},
+                    "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"])})
+            return len(evaluations)
+
+        bar = tqdm(total=len(members), desc="phoenix runs", disable=not self.progress,
+                   leave=False)
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            for count in pool.map(record, members):
+                self.report.evaluations += count
+                bar.update()
+        bar.close()
+
+
+def push_run(run_dir: str | Path, settings: PhoenixConfig, progress: bool = True) -> PushReport:
+    return Pusher(Path(run_dir), settings, progress).run()
+
+
+Push = Callable[[Path, PhoenixConfig, bool], PushReport]
+
+
+def report_run(run_dir: Path, settings: PhoenixConfig, write: Callable[[], Path | None],
+               progress: bool, out: TextIO, push: Push = push_run) -> PushReport | None:
+    """At a run's end: write the Phoenix files (`write` says where what is pushed is kept), then
+    `push` when a server answers. Never raises: the run's results are already on disk, and a
+    push can always be repeated."""
+    def say(text: str, then: str = "") -> None:
+        """A sentence wrapped for a 100-column terminal, then a command on a line of its own
+        (never wrapped: it is for copying)."""
+        print(wrapped(text) + (f"\n  {then}" if then else ""), file=out)
+
+    try:
+        folder = write()
+    except Exception as err:
+        say(f"Phoenix: could not write spans ({err}); the run's results are intact")
+        return None
+    if folder is None:  # nothing to trace
+        return None
+    later = f"push later: python -m memeval phoenix push {run_dir}"
+    kept = f"spans written to {folder / SPANS}" if folder.name == PHOENIX_DIR else \
+        f"per-item tables kept in {folder}"  # a quality experiment's
+    if not settings.base_url:
+        say(f"Phoenix: {kept} (no endpoint set).", later)
+        return None
+    try:
+        report = push(run_dir, settings, progress)
+    except PhoenixUnavailable:
+        say(f"Phoenix: no server at {settings.base_url}; {kept}.", later)
+        return None
+    except Exception as err:
+        say(f"Phoenix: push to {settings.base_url} failed ({err}); {kept}.",
+            f"{later}  (it resumes without duplicates)")
+        return None
+    say(report.summary())
+    return report
+

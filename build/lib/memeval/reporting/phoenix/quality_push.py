@@ -1,0 +1,147 @@
+"""Push a quality experiment's run directory to Phoenix: each labelled set as a dataset, each
+detector or scorer on it as an experiment (one run per item, CODE evaluations against the labels,
+its headline figures with CIs as metadata), so Phoenix's compare view sets them side by side.
+
+Idempotent like the replay push: a dataset is found by a name holding its fingerprint, an
+experiment by run id, set and detector in its metadata, a run by example; evaluations upsert.
+Every string is redacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.files import PHOENIX_DIR
+from memeval.reporting.phoenix.push import (
+    CONCURRENCY,
+    PhoenixUnavailable,
+    PushReport,
+    experiments_of_run,
+    fitted_name,
+    record_push,
+    redacted,
+    run_label,
+    upsert_experiment,
+)
+from memeval.reporting.phoenix.quality_items import VIEWS, Detector, ItemSet, item_sets
+from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.results.run_dir import read_metrics
+from memeval.utils.redact import redact
+
+
+def holds(run_dir: Path) -> bool:
+    """The run kept a quality experiment's per-item tables."""
+    return any((run_dir / f"{table}.parquet").is_file() for table in VIEWS)
+
+
+def fingerprint(examples: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(examples, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+class QualityPusher:
+    def __init__(self, run_dir: Path, settings: PhoenixConfig, progress: bool) -> None:
+        base = settings.base_url
+        if not base:
+            raise ValueError("reporting.phoenix.endpoint is not set: nowhere to push")
+        self.run_dir, self.progress = run_dir, progress
+        self.metrics = read_metrics(run_dir)
+        self.sets = item_sets(run_dir, self.metrics)
+        self.rest = PhoenixREST(base, settings.timeout_s)
+        self.report = PushReport(base, settings.project, str(self.metrics["run_id"]))
+
+    def run(self) -> PushReport:
+        if not self.rest.healthy():
+            raise PhoenixUnavailable(f"no Phoenix answers at {self.rest.base_url} (start one with "
+                                     f"`python -m memeval phoenix serve`)")
+        started = time.perf_counter()
+        try:
+            names = [self._push_set(item_set) for item_set in self.sets]
+        finally:
+            self.rest.close()
+        self.report.dataset = ", ".join(names)
+        self.report.seconds["experiments"] = round(time.perf_counter() - started, 3)
+        record_push(self.run_dir / PHOENIX_DIR, self.report)
+        return self.report
+
+    def _push_set(self, item_set: ItemSet) -> str:
+        examples = [{"key": e["key"], **redacted({k: e[k] for k in ("input", "output",
+                                                                    "metadata")})}
+                    for e in item_set.examples]
+        prefix = fingerprint(examples)[:12]
+        name = f"memeval {item_set.name} {prefix}"
+        dataset_id = self.rest.dataset_id(name)
+        if dataset_id is None:
+            dataset_id = self.rest.create_dataset(
+                name, redacted(f"{item_set.description}, fingerprint {prefix}"),
+                [{"id": f"{prefix}:{e['key']}", "input": e["input"], "output": e["output"],
+                  "metadata": e["metadata"]} for e in examples])
+        nodes = {k.split(":", 1)[1]: v for k, v in self.rest.example_node_ids(dataset_id).items()}
+        run_id, experiment = self.report.run_id, self.metrics["experiment"]
+        existing = experiments_of_run(self.rest, dataset_id, run_id,
+                                      lambda m: (m.get("set"), m.get("detector")))
+        for detector in item_set.detectors:
+            seed = [f"s{self.metrics['seed']}"] if "seed" in self.metrics else []
+            title = redact(fitted_name(detector.name, seed, experiment))
+            experiment_id = upsert_experiment(
+                self.rest, dataset_id, existing.get((item_set.name, detector.name)), title,
+                redacted(f"memeval {experiment}: {detector.description}, run "
+                         f"{run_label(self.run_dir)} ({run_id})"),
+                redacted(self._metadata(item_set, detector)))
+            self.report.experiments[f"{name}: {title}"] = experiment_id  # a title per set
+            self._runs(experiment_id, item_set, detector, nodes)
+        return name
+
+    def _metadata(self, item_set: ItemSet, detector: Detector) -> dict[str, Any]:
+        return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
+                "experiment": self.metrics["experiment"],
+                "set": item_set.name, "detector": detector.name,
+                "seed": self.metrics.get("seed"), "items": len(detector.outputs),
+                **detector.metrics}
+
+    def _runs(self, experiment_id: str, item_set: ItemSet, detector: Detector,
+              nodes: Mapping[str, str]) -> None:
+        done = self.rest.experiment_runs(experiment_id)
+        unfinished = self.rest.missing_evaluations(
+            experiment_id, item_set.evaluation_names) if done else {}
+
+        def record(key: str) -> int:
+            node = nodes[key]
+            run_id = done.get(node)
+            if run_id is not None and run_id not in unfinished:
+                return 0  # recorded and evaluated by an earlier push
+            now = datetime.now(UTC).isoformat()
+            if run_id is None:
+                run_id = self.rest.create_run(experiment_id, {
+                    "dataset_example_id": node, "repetition_number": 1,
+                    "output": redacted(detector.outputs[key]), "start_time": now,
+                    "end_time": now})
+                self.report.runs_created += 1
+            for evaluation in detector.evaluations[key]:
+                self.rest.evaluate({
+                    "experiment_run_id": run_id, "annotator_kind": "CODE",
+                    "name": evaluation["name"], "start_time": now, "end_time": now,
+                    "result": redacted({k: evaluation[k]
+                                        for k in ("label", "score", "explanation")})})
+            return len(detector.evaluations[key])
+
+        bar = tqdm(total=len(detector.outputs), desc=f"phoenix {detector.name}",
+                   disable=not self.progress, leave=False)
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            for count in pool.map(record, list(detector.outputs)):
+                self.report.evaluations += count
+                bar.update()
+        bar.close()
+
+
+def push_quality(run_dir: Path, settings: PhoenixConfig, progress: bool = True) -> PushReport:
+    return QualityPusher(run_dir, settings, progress).run()

@@ -1,0 +1,227 @@
+"""A run's gate decisions as OpenInference spans: one trace per entry per pass, a child per stage.
+
+Spans are plain dicts (the `spans.jsonl` a run directory keeps), built from `decisions.parquet`
+alone, so any run directory can be pushed later. Ids are derived from the run id and the entry,
+never random: pushing the same run twice sends the same spans, which Phoenix stores once.
+
+Attribute names (all documented in docs/phoenix.md):
+    openinference.span.kind      CHAIN (entry, pass summary), GUARDRAIL (filters), LLM (judge)
+    input.value / output.value   the gated text (redacted, truncated) / the outcome
+    memeval.run_id, .experiment, .arm, .pass, .phase, .entry_id, .label, .label_source,
+    memeval.stage, .decision, .score, .threshold, .outcome, .retained, .embedder
+    llm.model_name, llm.provider, llm.token_count.{prompt,completion,total} (what Phoenix prices
+    a judge call from), memeval.judge.{cost_usd,cached,skip,error}
+    memeval.metrics.*            a pass's headline metrics on its summary span
+    RETRIEVER `search` spans (retrieval replays): retrieval.documents.N.document.{id,score,
+    content},
+    memeval.query_id, .kind, .ndcg, .recall, memeval.mqs.top.{score,confidence,usage,access,
+    conflict_penalty,hedged_penalty}: the top result's MQS, to chart trust over passes
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pandas as pd
+
+FILTER_STAGES = ("prefilter", "length", "content_score")
+WRITE_OUTCOMES = ("stored", "dedup", "noise_check")
+SPAN_KINDS = {"judge": "LLM", "write": "CHAIN", **{s: "GUARDRAIL" for s in FILTER_STAGES}}
+PASS_METRICS = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
+                "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What every span of one run carries, read from its metrics.json and config.yaml."""
+
+    run_id: str
+    experiment: str
+    stage_order: tuple[str, ...]
+    embedder: str
+    judge_model: str
+    text_chars: int = 2000
+    judge_provider: str | None = None  # OpenInference's llm.provider, e.g. anthropic
+
+
+def hex_id(length: int, *parts: object) -> str:
+    """A stable id: OTLP trace ids are 32 hex digits, span ids 16 (never all zeros)."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:length]
+    return digest if digest.strip("0") else "1".rjust(length, "0")
+
+
+def _clean(value: Any) -> Any:
+    """pandas NaN/None and numpy scalars as plain JSON values (None is dropped later)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _attributes(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in ((k, _clean(v)) for k, v in values.items()) if v is not None}
+
+
+def stage_verdicts(row: Mapping[str, Any], order: Sequence[str]) -> list[tuple[str, str]]:
+    """(stage, decision) for each stage the entry reached: stages before the deciding one
+    passed; the deciding stage rejected; a written entry's `write` says what the store did."""
+    outcome = str(row["outcome"])
+    verdicts: list[tuple[str, str]] = []
+    for stage in order:
+        if stage == outcome:
+            return [*verdicts, (stage, "reject")]
+        audited = stage == "content_score" and bool(row.get("audited"))
+        verdicts.append((stage, "audit" if audited else "pass"))
+    return [*verdicts, ("write", outcome)] if outcome in WRITE_OUTCOMES else verdicts
+
+
+def trace_ids(run: RunInfo, row: Mapping[str, Any]) -> tuple[str, str]:
+    """(trace id, root span id) of one entry's pass through the gate."""
+    key = (run.run_id, row["arm"], row["pass_no"], row["phase"], row["entry_id"])
+    return hex_id(32, *key), hex_id(16, *key, "root")
+
+
+def entry_spans(run: RunInfo, row: Mapping[str, Any],
+                text: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The root span and one child per stage, timed from the decision's start and latencies."""
+    trace_id, root_id = trace_ids(run, row)
+    start = int(float(row.get("started_at") or 0.0) * 1e9)
+    common = _attributes(**{"memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
+                            "memeval.arm": row["arm"], "memeval.pass": int(row["pass_no"]),
+                            "memeval.phase": row["phase"], "memeval.entry_id": row["entry_id"]})
+    children, cursor = [], start
+    for stage, verdict in stage_verdicts(row, run.stage_order):
+        elapsed = int(float(_clean(row.get(f"latency_{stage}_ms")) or 0.0) * 1e6)
+        extra = _stage_attributes(run, row, stage)
+        children.append({
+            "trace_id": trace_id, "span_id": hex_id(16, trace_id, stage), "parent_id": root_id,
+            "name": f"gate.{stage}", "start_ns": cursor, "end_ns": cursor + elapsed,
+            "status": "ERROR" if stage == "judge" and row.get("judge_error") else "OK",
+            "attributes": {**common, "openinference.span.kind": SPAN_KINDS.get(stage, "CHAIN"),
+                           "memeval.stage": stage, "memeval.decision": verdict, **extra}})
+        cursor += elapsed
+    texts = text or {}
+    root = {
+        "trace_id": trace_id, "span_id": root_id, "parent_id": None, "name": "gate",
+        "start_ns": start, "end_ns": cursor, "status": "OK",
+        "attributes": {**common, "openinference.span.kind": "CHAIN", **_attributes(**{
+            "input.value": str(texts.get("assistant_response") or "")[: run.text_chars] or None,
+            "memeval.user_prompt": str(texts.get("user_prompt") or "")[: run.text_chars] or None,
+            "output.value": row["outcome"], "memeval.outcome": row["outcome"],
+            "memeval.retained": bool(row["retained"]), "memeval.label": row.get("label"),
+            "memeval.label_source": row.get("label_source"), "memeval.embedder": run.embedder,
+            "memeval.asst_len": row.get("asst_len")})}}
+    return [root, *children]
+
+
+def _stage_attributes(run: RunInfo, row: Mapping[str, Any], stage: str) -> dict[str, Any]:
+    if stage == "content_score":
+        return _attributes(**{"memeval.score": row.get("score"),
+                              "memeval.threshold": row.get("threshold"),
+                              "memeval.embedder": run.embedder})
+    if stage == "judge":
+        return _attributes(**{
+            "llm.model_name": run.judge_model, "llm.provider": run.judge_provider,
+            **_tokens(row),
+            "memeval.judge.cost_usd": float(row.get("judge_cost_usd") or 0.0),
+            "memeval.judge.cached": bool(row.get("judge_cached")),
+            "memeval.judge.skip": row.get("judge_skip"),
+            "memeval.judge.error": bool(row.get("judge_error"))})
+    return {}
+
+
+def _tokens(row: Mapping[str, Any]) -> dict[str, int]:
+    """The tokens a judge call spent, from which Phoenix computes its cost (model prices by
+    `llm.model_name`). A cached verdict made no call and spent nothing: it carries none, so
+    Phoenix's cost agrees with memeval's."""
+    if row.get("judge_cached"):
+        return {}
+    prompt, completion = int(row.get("judge_tokens_in") or 0), int(
+        row.get("judge_tokens_out") or 0)
+    return {"llm.token_count.prompt": prompt, "llm.token_count.completion": completion,
+            "llm.token_count.total": prompt + completion}
+
+
+def pass_summary_span(run: RunInfo, arm: str, metrics: Mapping[str, Any],
+                      start_ns: int, end_ns: int) -> dict[str, Any]:
+    """One span per evaluated pass carrying its headline metrics, where the trace list shows
+    them beside the entries."""
+    pass_no = int(metrics["pass"])
+    trace_id = hex_id(32, run.run_id, arm, pass_no, "summary")
+    values = {f"memeval.metrics.{name}": metrics.get(name) for name in PASS_METRICS}
+    return {"trace_id": trace_id, "span_id": hex_id(16, trace_id, "root"), "parent_id": None,
+            "name": f"pass {pass_no} summary", "start_ns": start_ns, "end_ns": end_ns,
+            "status": "OK", "attributes": {
+                "openinference.span.kind": "CHAIN", "memeval.run_id": run.run_id,
+                "memeval.experiment": run.experiment, "memeval.arm": arm,
+                "memeval.pass": pass_no, **_attributes(**values)}}
+
+
+def _rows(decisions: pd.DataFrame) -> list[dict[str, Any]]:
+    return cast(list[dict[str, Any]], decisions.to_dict("records"))
+
+
+def decision_spans(run: RunInfo, decisions: pd.DataFrame,
+                   texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The traces of these decisions (a decisions.parquet frame), entry by entry."""
+    yield from _traces(run, _rows(decisions), texts)
+
+
+def _traces(run: RunInfo, rows: list[dict[str, Any]],
+            texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        yield from entry_spans(run, row, texts.get(str(row["entry_id"])))
+
+
+def run_spans(run: RunInfo, decisions: pd.DataFrame, texts: Mapping[str, Mapping[str, Any]],
+              passes_by_arm: Mapping[str, Sequence[Mapping[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """Every span of a run: entries' traces, then one summary span per evaluated pass."""
+    rows = _rows(decisions)  # converted once, for the traces and the summaries
+    yield from _traces(run, rows, texts)
+    for arm, passes in passes_by_arm.items():
+        for metrics in passes:
+            mine = [r for r in rows if r["arm"] == arm and int(r["pass_no"]) == metrics["pass"]
+                    and r["phase"] == "eval"]
+            starts = [int(float(r.get("started_at") or 0) * 1e9) for r in mine] or [0]
+            yield pass_summary_span(run, arm, metrics, min(starts), max(starts))
+
+
+def search_spans(run: RunInfo, searches: pd.DataFrame,
+                 texts: Mapping[str, Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
+    """One RETRIEVER trace per measured search, carrying the served memories and the top
+    result's MQS with its breakdown (the retrieval replay's `retrieval_queries` table). A
+    document's content is the memory's (redacted) text as the table holds it, or in runs that
+    predate that column the text of the entry it was written from, so Phoenix shows what was
+    retrieved, not an id alone."""
+    for row in _rows(searches):
+        key = (run.run_id, row["arm"], row["pass"], row["query_id"], "search")
+        trace_id = hex_id(32, *key)
+        documents: dict[str, Any] = {}
+        served_texts = row.get("served_texts")
+        for rank, (memory, entry, score) in enumerate(zip(
+                row["served_memories"], row["served"], row["cosines"], strict=True)):
+            prefix = f"retrieval.documents.{rank}.document"
+            content = str(served_texts[rank] if served_texts is not None else
+                          (texts.get(str(entry)) or {}).get("assistant_response") or "")
+            content = content[: run.text_chars]
+            documents |= _attributes(**{f"{prefix}.id": str(memory),
+                                        f"{prefix}.score": float(score),
+                                        f"{prefix}.content": content or None})
+        mqs = {f"memeval.mqs.top.{term.removeprefix('top_mqs_')}": row.get(term)
+               for term in row if str(term).startswith("top_mqs_")}
+        start = int(float(row["searched_at"]) * 1e9)
+        yield {"trace_id": trace_id, "span_id": hex_id(16, *key), "parent_id": None,
+               "name": "search", "start_ns": start, "end_ns": start, "status": "OK",
+               "attributes": {"openinference.span.kind": "RETRIEVER", **documents,
+                              **_attributes(**{
+                                  "memeval.run_id": run.run_id,
+                                  "memeval.experiment": run.experiment,
+                                  "memeval.arm": row["arm"], "memeval.pass": int(row["pass"]),
+                                  "memeval.query_id": row["query_id"],
+                                  "memeval.kind": row.get("kind"),
+                                  "input.value": str(row.get("query") or "")[: run.text_chars],
+                                  "memeval.ndcg": row["ndcg"], "memeval.recall": row["recall"],
+                                  "memeval.mqs.top.score": row.get("top_mqs"), **mqs})}}

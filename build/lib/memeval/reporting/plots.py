@@ -1,0 +1,181 @@
+"""matplotlib figures of a run directory: funnel, learning curve, score distributions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+from memeval.metrics.gate_metrics import OUTCOMES
+from memeval.reporting.calibration_plots import make_calibration_figures
+from memeval.reporting.conflict_plots import make_conflict_figures
+from memeval.reporting.figures import save
+from memeval.reporting.mai_plots import make_mai_figures
+from memeval.reporting.retrieval_plots import make_retrieval_figures
+from memeval.reporting.systems_plots import make_systems_figures
+from memeval.results.result import RunResult, load_result
+from memeval.results.run_dir import read_decisions, read_table
+
+LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
+UNLABELLED = {"None": "unlabelled"}  # the rejection store counts a text without a label as "None"
+SCORE_UNITS = {"logistic": "logit", "knn_margin": "top-k cosine to accepted − to rejected",
+               "memoryd": "quality / (quality + noise) similarity, 0–1"}
+"""What each content scorer's score is, for the axis it is plotted on."""
+
+
+def funnel(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
+    passes = result.passes
+    width = 0.8 / max(len(passes), 1)
+    for i, p in enumerate(passes):
+        counts = [p.stage_counts[s] for s in OUTCOMES]
+        xs = [x + i * width for x in range(len(OUTCOMES))]
+        ax.bar(xs, counts, width=width, label=f"pass {p.pass_no}")
+    ax.set_xticks([x + width * (len(passes) - 1) / 2 for x in range(len(OUTCOMES))])
+    ax.set_xticklabels(OUTCOMES, rotation=30, ha="right")
+    ax.set_xlabel("gate stage the entry stopped at (stored: kept)")
+    ax.set_ylabel("entries ending at stage (count)")
+    ax.set_title("Where entries stop, per pass")
+    ax.legend()
+
+
+def learning_curve(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
+    for arm, passes in result.by_arm().items():
+        xs = [p.pass_no for p in passes]
+        suffix = "" if arm == "main" else f" ({arm})"
+        recall = np.array([p.substantive_recall for p in passes], dtype=float)  # None: NaN
+        prejudge = np.array([p.prejudge_filter_rate for p in passes], dtype=float)
+        ax.plot(xs, recall, "o-", label="substantive recall (% of substantive)" + suffix)
+        ax.plot(xs, prejudge, "s--", label="pre-judge filter rate (% of entries)" + suffix)
+    ax.set_xlabel("pass (replay of the dataset, 1 = first)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("rate (%)")
+    ax.yaxis.set_major_formatter(PercentFormatter(xmax=1))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("Learning over passes")
+    ax.legend(fontsize=8)
+
+
+def score_distributions(result: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> None:
+    scored = decisions[decisions["score"].notna() & (decisions["phase"] == "eval")]
+    if scored.empty:
+        ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
+        return
+    last = scored[scored["pass_no"] == scored["pass_no"].max()]
+    for label, colour in LABEL_COLOURS.items():
+        values = last[last["label"] == label]["score"]
+        if not values.empty:
+            ax.hist(values, bins=30, alpha=0.5, color=colour, label=f"{label} (n={len(values)})")
+    threshold = last["threshold"].dropna()
+    if not threshold.empty:
+        ax.axvline(float(threshold.iloc[-1]), color="black", linestyle="--", label="threshold")
+    scorer = result.scorer.name if result.scorer else ""
+    ax.set_xlabel(f"content score ({SCORE_UNITS.get(scorer, 'scorer units')}; threshold dashed)")
+    ax.set_ylabel("entries (count)")
+    ax.set_title(f"Content scores per label, pass {int(last['pass_no'].max())}")
+    ax.legend(fontsize=8)
+
+
+def rejection_store(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
+    """What the noise prototypes learn from: the store's make-up by source label, per pass. The
+    three labels are always in the legend (no substantive text is the healthy state); any other
+    source, such as unlabelled rows, only when the store holds some."""
+    passes = [(f"{'' if arm == 'main' else arm + ' '}pass {p.pass_no}", p)
+              for arm, of_arm in result.by_arm().items() for p in of_arm]
+    others = sorted({label for _, p in passes for label, n in p.rejection_store_by_label.items()
+                     if n and label not in LABEL_COLOURS})
+    ys, left = np.arange(len(passes)), np.zeros(len(passes))
+    for label in [*LABEL_COLOURS, *others]:
+        counts = np.array([p.rejection_store_by_label.get(label, 0) for _, p in passes],
+                          dtype=float)
+        ax.barh(ys, counts, left=left, color=LABEL_COLOURS.get(label, "grey"),
+                label=UNLABELLED.get(label, label))
+        left += counts
+    for y, total, (_name, p) in zip(ys, left, passes, strict=True):
+        kept = p.rejection_store_size is not None  # a system may keep no rejection store
+        ax.text(float(total), float(y), f" {total:.0f}" if kept else " no rejection store",
+                va="center", fontsize=10)
+    ax.set_xlim(0, max(left.max(initial=0), 1) * 1.1)  # room for the totals
+    ax.set_yticks(ys, [name for name, _ in passes], fontsize=10)
+    ax.invert_yaxis()  # first pass on top
+    ax.set_xlabel("texts in rejection store (count)")
+    ax.set_title("Rejection store by source label (end of pass)")
+    ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
+
+
+def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
+    """MQS of each pass's stored memories by label, one jittered dot per memory, with the
+    AUROC the pass reports: does the score put what is worth keeping on top?"""
+    jitter = np.random.default_rng(0)
+    offsets = dict(zip(LABEL_COLOURS, (-0.25, 0.0, 0.25), strict=True))
+    for label, colour in LABEL_COLOURS.items():
+        mine = stored[stored["label"] == label]
+        xs = mine["pass"].to_numpy() + offsets[label] + jitter.uniform(-0.08, 0.08, len(mine))
+        ax.scatter(xs, mine["score"], s=9, alpha=0.6, color=colour, label=f"{label}")
+    unlabelled = stored[stored["label"].isna()]
+    if not unlabelled.empty:
+        ax.scatter(unlabelled["pass"] + jitter.uniform(-0.08, 0.08, len(unlabelled)),
+                   unlabelled["score"], s=9, alpha=0.3, color="grey", label="unlabelled")
+    aurocs = {p.pass_no: p.stored_mqs.mqs.auroc if p.stored_mqs else None
+              for p in result.passes}
+    ticks = sorted(stored["pass"].unique())
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"pass {t}\nAUROC " + ("—" if aurocs.get(t) is None else
+                                                 f"{aurocs[t]:.3f}") for t in ticks])
+    ax.set_ylabel("MQS (0–100)")
+    ax.set_ylim(-2, 102)
+    ax.set_title("MQS of stored memories, by label")
+    ax.legend(fontsize=8)
+
+
+FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
+    "mqs_calibration": make_calibration_figures,
+    "mai_calibration": make_mai_figures,
+    "conflict_detection": make_conflict_figures,
+    "retrieval_replay": make_retrieval_figures,
+    "compare_systems": lambda run_dir: make_compare_figures(run_dir),
+}
+"""Experiments with figures of their own; every other experiment gets the write-gate set."""
+
+FIGURES: dict[str, Callable[[RunResult, pd.DataFrame, plt.Axes], None]] = {
+    "funnel": funnel, "learning_curve": learning_curve,
+    "score_distributions": score_distributions, "rejection_store": rejection_store,
+}
+
+
+def make_figures(run_dir: str | Path) -> list[Path]:
+    """Render the run's figures into RUN_DIR/figures/; returns the files written."""
+    experiment = load_result(run_dir).experiment
+    if experiment in FIGURE_SETS:
+        return FIGURE_SETS[experiment](run_dir)
+    return make_gate_figures(run_dir)
+
+
+def make_compare_figures(run_dir: str | Path) -> list[Path]:
+    """A figure per capability compared, and the write gate's own set when one was compared."""
+    gate = make_gate_figures(run_dir) if load_result(run_dir).arms else []
+    return [*make_systems_figures(run_dir), *gate]
+
+
+def make_gate_figures(run_dir: str | Path) -> list[Path]:
+    """The write-gate replays' figures (funnel, learning curve, scores, rejection store)."""
+    result, decisions = load_result(run_dir), read_decisions(run_dir)
+    out = Path(run_dir) / "figures"
+    out.mkdir(exist_ok=True)
+    written = []
+    for name, draw in FIGURES.items():
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        draw(result, decisions, ax)
+        written.append(save(fig, out / f"{name}.png"))
+    stored = Path(run_dir) / "stored_memories.parquet"
+    if stored.is_file() and not (table := read_table(run_dir, "stored_memories")).empty:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        stored_mqs(result, table, ax)
+        written.append(save(fig, out / "stored_mqs.png"))
+    return written

@@ -1,0 +1,272 @@
+"""A run (or two, compared) as one page: report.html and report.md, or compare_<A>_vs_<B>.html
+and .md, from the same sections read through the results API (`python -m memeval report`)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memeval.reporting.compare import (
+    check_comparable,
+    compare_runs,
+    run_labels,
+    settings_diff,
+)
+from memeval.results.run import Run
+
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+         "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
+         "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+         "th{background:#f3f3f3}img{max-width:100%;margin:1em 0}")
+
+
+@dataclass
+class Section:
+    title: str
+    text: str = ""
+    table: pd.DataFrame | None = None
+    image: Path | None = None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def percent(value: float | None) -> str:
+    """A rate as a percentage with one decimal (0.99107 → 99.1%): the precision the CIs allow."""
+    return "—" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
+
+
+def count(value: float | None) -> str:
+    """A count as a whole number (pandas holds a column with a gap as floats)."""
+    return "—" if value is None or math.isnan(value) else str(int(value))
+
+
+def _signed_points(value: float | None) -> str:
+    return "?" if value is None or math.isnan(value) else f"{100 * value:+.1f}"
+
+
+def points(delta: float | None, ci: Sequence[float | None]) -> str:
+    """A difference of two rates in percentage points, with its 95% CI: +6.2 [+2.1, +10.1]."""
+    if delta is None or math.isnan(delta):
+        return "—"
+    return f"{_signed_points(delta)} [{_signed_points(ci[0])}, {_signed_points(ci[1])}]"
+
+
+def p_value(p: float) -> str:
+    """Three decimals, as in the other columns; below that only the bound is meaningful."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def cell(value: Any) -> str:
+    """Any table value as text: a score to 3 decimals, an interval as its bounds, none as —."""
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(cell, value)) + "]"
+    if _missing(value):
+        return "—"
+    if isinstance(value, float | np.floating):
+        return f"{value:.3f}"
+    return str(value)
+
+
+PASS_HEADERS: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "arm": ("arm", str), "pass": ("pass", count),
+    "substantive_recall": ("substantive recall (%)", percent),
+    "noise_stored": ("noise stored (entries)", count),
+    "low_value_filtered_rate": ("low-value filtered (%)", percent),
+    "prejudge_filter_rate": ("pre-judge filter rate (%)", percent),
+    "judge_calls": ("judge calls (count)", count),
+    "judge_call_saving": ("judge-call saving (%)", percent),
+    "entries": ("entries (count)", count),
+}
+"""The per-pass headline metrics as shown: each header says whether it counts or is a rate."""
+
+
+def overview(run: Run) -> Section:
+    result, origin = run.result, run.provenance
+    dataset = result.dataset
+    facts = {"experiment": run.experiment, "seed": result.seed,
+             "dataset": f"{dataset.name} ({dataset.size}, fingerprint "
+                        f"{dataset.fingerprint})" if dataset else "none (no replay)",
+             "embedder": result.embedder or "none",
+             "judge": result.judge or "none",
+             "scorer": result.scorer.threshold_rule if result.scorer else "none",
+             "commit": f"{origin.get('git_commit') or 'unknown'}"
+                       f"{' (dirty)' if origin.get('git_dirty') else ''}",
+             "wall time": f"{result.wall_seconds:.1f} s"}
+    return Section(f"Run {run.name}", table=pd.DataFrame(
+        [{"": key, "value": str(value)} for key, value in facts.items()]))
+
+
+def run_sections(run: Run) -> list[Section]:
+    sections = [overview(run)]
+    passes = run.passes()
+    if not passes.empty and passes["substantive_recall"].notna().any():
+        shown = pd.DataFrame({header: passes[column].map(show)
+                              for column, (header, show) in PASS_HEADERS.items()})
+        sections.append(Section(
+            "Passes", "Rates are percentages: recall of the human-labelled substantive entries "
+            "kept (stored or deduplicated), low-value filtered of the low-value entries, the "
+            "pre-judge filter rate and judge-call saving of all the pass's entries. Counts are "
+            "entries, or calls to the judge, in the pass.", shown))
+    mqs = run.result.mqs
+    if mqs and mqs.configured:
+        fitted = mqs.fitted_out_of_fold.scores() if mqs.fitted_out_of_fold else {}
+        rows = [{"metric": m, "configured": value, "fitted out of fold": fitted.get(m)}
+                for m, value in mqs.configured.scores().items()]
+        sections.append(Section("MQS calibration", table=pd.DataFrame(rows)))
+    if mqs and mqs.trust_grade:
+        grade = mqs.trust_grade
+        sections.append(Section(
+            "MQS against the numeric trust grade", f"{grade.n} graded records.",
+            pd.DataFrame([{"metric": m, "value": value, "95% CI": list(ci)} for m, value, ci in
+                          (("spearman", grade.spearman, grade.spearman_ci95),
+                           ("kendall", grade.kendall, grade.kendall_ci95))])))
+    sections += [Section(f"Figure: {path.stem.replace('_', ' ')}", image=path)
+                 for path in sorted((run.path / "figures").glob("*.png"))]
+    return sections
+
+
+def differences(a: Run, b: Run, diff: Mapping[str, tuple[str, str]]) -> Section:
+    """What was changed between the runs, so a delta can be read as that change's effect."""
+    if not diff:
+        return Section("What differs", "No setting: the runs' config.yaml files resolve to the "
+                       "same values, so any difference below comes from the code (see each "
+                       "run's commit) or from chance in a nondeterministic component.")
+    return Section(
+        "What differs", "The settings whose resolved values differ between the runs' "
+        "config.yaml (nested keys flattened).",
+        pd.DataFrame([{"setting": key, f"a ({a.name})": first, f"b ({b.name})": second}
+                      for key, (first, second) in diff.items()]))
+
+
+def comparison_sections(a: Run, b: Run) -> tuple[str, list[Section]]:
+    """The comparison's title and sections: what differs, the paired per-pass table, then each
+    run's own sections."""
+    diff = settings_diff(a, b)
+    names = run_labels(a, b, diff)
+    title = f"{names[0]} vs {names[1]}"
+    each = [Section(f"{s.title} (a: {names[0]})", s.text, s.table, s.image)
+            for s in run_sections(a)]
+    each += [Section(f"{s.title} (b: {names[1]})", s.text, s.table, s.image)
+             for s in run_sections(b)]
+    table = compare_runs(a, b, resamples=int(a.setting("bootstrap") or 2000), seed=0)
+    if table.empty:
+        return title, [differences(a, b, diff), Section(
+            "Comparison", "The runs share no evaluated entries (different data): there is "
+            "nothing to pair by entry."), *each]
+    shown = pd.DataFrame({
+        "arm": table["arm"], "pass": table["pass"], "entries (paired)": table["entries"],
+        "recall a (%)": table["recall_a"].map(percent),
+        "recall b (%)": table["recall_b"].map(percent),
+        "recall b − a (pp) [95% CI]": list(map(points, table["recall_delta"],
+                                               table["recall_delta_ci95"])),
+        "judge calls a (count)": table["judge_calls_a"],
+        "judge calls b (count)": table["judge_calls_b"],
+        "judge call rate a (%)": table["judge_call_rate_a"].map(percent),
+        "judge call rate b (%)": table["judge_call_rate_b"].map(percent),
+        "judge call rate b − a (pp) [95% CI]": list(map(points, table["judge_call_rate_delta"],
+                                                        table["judge_call_rate_delta_ci95"])),
+        "kept only by a (entries)": table["mcnemar_kept_only_by_first"],
+        "kept only by b (entries)": table["mcnemar_kept_only_by_second"],
+        "McNemar p": table["mcnemar_p_value"].map(p_value)})
+    note = (f"a = {names[0]} (run {a.name}), b = {names[1]} (run {b.name}). Recall is the "
+            f"percentage of human-labelled substantive entries kept; judge calls are counted per "
+            f"pass, and the judge call rate is their percentage of the pass's entries. Deltas are "
+            f"b − a in percentage points (pp), paired by entry, with 95% bootstrap CIs over "
+            f"entries. McNemar's exact test asks whether the entries the runs decided "
+            f"differently (kept by one, dropped by the other) lean to one side more than chance.")
+    return title, [differences(a, b, diff), Section("Comparison", note, shown), *each]
+
+
+def _markdown_table(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    rows = ["| " + " | ".join(map(cell, row)) + " |" for row in frame.itertuples(False)]
+    return "\n".join([header, rule, *rows])
+
+
+def render_markdown(title: str, sections: list[Section], out: Path) -> str:
+    parts = [f"# {title}"]
+    for section in sections:
+        parts.append(f"## {section.title}")
+        if section.text:
+            parts.append(section.text)
+        if section.table is not None:
+            parts.append(_markdown_table(section.table))
+        if section.image is not None:
+            link = os.path.relpath(Path(section.image).resolve(), out.resolve())
+            parts.append(f"![{section.title}]({link})")
+    return "\n\n".join(parts) + "\n"
+
+
+def render_html(title: str, sections: list[Section]) -> str:
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        if section.text:
+            parts.append(f"<p>{html.escape(section.text)}</p>")
+        if section.table is not None:
+            parts.append(section.table.map(cell).to_html(index=False, border=0))
+        if section.image is not None:
+            data = base64.b64encode(Path(section.image).read_bytes()).decode()
+            parts.append(f"<img alt='{html.escape(section.title)}' "
+                         f"src='data:image/png;base64,{data}'>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _local_figure(section: Section, target: Path) -> Section:
+    """A figure from outside the report's folder is copied next to it, so the Markdown's links
+    keep working when the folder is moved or committed."""
+    if section.image is None or section.image.resolve().is_relative_to(target.resolve()):
+        return section
+    copy = target / "figures" / f"{section.image.parents[1].name}-{section.image.name}"
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copyfile(section.image, copy)
+    return Section(section.title, section.text, section.table, copy)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
+
+
+def comparison_stem(a: Run, b: Run) -> str:
+    """`compare_<a>_vs_<b>` from the run directories' names, with their parents' when the names
+    alone are equal (Hydra names a run by its time of day, under a folder per date)."""
+    names = [a.name, b.name]
+    if names[0] == names[1]:
+        names = [f"{run.path.resolve().parent.name}-{run.name}" for run in (a, b)]
+    return f"compare_{_slug(names[0])}_vs_{_slug(names[1])}"
+
+
+def write_report(run_dirs: list[Path], out: Path | None = None,
+                 force: bool = False) -> tuple[Path, Path]:
+    """The report of one run (`report.html`, `report.md`) or the comparison of two
+    (`compare_<a>_vs_<b>.html`, `.md`), written into `out` (default: the first run directory)."""
+    runs = [Run.load(path) for path in run_dirs]
+    if len(runs) == 2:
+        check_comparable(runs[0], runs[1], force)
+        compared, sections = comparison_sections(runs[0], runs[1])
+        title, stem = f"memeval: {compared}", comparison_stem(runs[0], runs[1])
+    else:
+        title, stem, sections = f"memeval run {runs[0].name}", "report", run_sections(runs[0])
+    target = out or runs[0].path
+    target.mkdir(parents=True, exist_ok=True)
+    sections = [_local_figure(section, target) for section in sections]
+    html_path, md_path = target / f"{stem}.html", target / f"{stem}.md"
+    html_path.write_text(render_html(title, sections), encoding="utf-8")
+    md_path.write_text(render_markdown(title, sections, target), encoding="utf-8")
+    return html_path, md_path

@@ -1,0 +1,107 @@
+"""The printed summary of a `compare_systems` run: one table per capability, a row per system,
+the paired difference with the first system beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memeval.reporting.table import aligned, ci_suffix, titled, wrapped
+from memeval.results.result import (
+    Comparison,
+    ConflictTable,
+    Paired,
+    SearchTable,
+    TrustTable,
+    WriteGateTable,
+)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _delta(entry: Paired | None, pct: bool = False) -> str:
+    """second − first [95% CI], or blank for the first system itself."""
+    if entry is None or entry.delta is None:
+        return ""
+    scale, unit = (100.0, " pt") if pct else (1.0, "")
+    low, high = entry.delta_ci95
+    assert low is not None and high is not None
+    return f"{scale * entry.delta:+.3g}{unit} [{scale * low:+.3g}, {scale * high:+.3g}]"
+
+
+WRITE_GATE_LEGEND = ("recall: human-labelled substantive entries kept; noise: noise entries "
+                     "stored; pre-judge: entries filtered before the judge; saved: judge calls "
+                     "saved, of all entries")
+
+
+def _write_gate(table: WriteGateTable) -> str:
+    """The systems' figures, then each one's recall against the first's: one table would not fit
+    a terminal."""
+    header = ("system", "recall [95% CI]", "noise", "pre-judge", "judge calls", "saved")
+    rows = [(name, _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+             str(p.noise_stored), _pct(p.prejudge_filter_rate), str(p.judge_calls),
+             _pct(p.judge_call_saving)) for name, p in table.systems.items()]
+    paired = []
+    for name in table.systems:
+        entry = table.paired.get(name)
+        paired.append((name, _delta(entry.recall if entry else None, pct=True),
+                       _num(entry.mcnemar_p if entry else None)))
+    title = f"write gate (pass {table.pass_no})"
+    return (titled(title, aligned(header, rows), WRITE_GATE_LEGEND) + "\n\n"
+            + titled(f"{title}, recall against the first system",
+                     aligned(("system", "recall Δ vs first [95% CI]", "McNemar p"), paired)))
+
+
+def _trust(table: TrustTable) -> str:
+    header = ("system", "Spearman", "Kendall", "Brier", "ECE", "Brier Δ vs first [95% CI]")
+    rows = [(name, _num(r.spearman), _num(r.kendall), _num(r.brier), _num(r.ece),
+             _delta(table.brier_vs_first[name]))
+            for name, r in table.systems.items()]
+    return f"trust ({table.records} labelled records)\n{aligned(header, rows)}"
+
+
+def _conflicts(table: ConflictTable) -> str:
+    types = ("contradiction", "temporal", "semantic")
+    header = ("system", "any P", "any R", *(f"{t[:6]}. R" for t in types),
+              "correct Δ vs first [95% CI]")
+    rows = []
+    for name, r in table.systems.items():
+        typed = [_pct(r.recall_by_type[t]) if r.typed else "untyped" for t in types]
+        rows.append((name, _pct(r.precision), _pct(r.recall), *typed,
+                     _delta(table.correct_vs_first[name], pct=True)))
+    return f"conflicts ({table.pairs} labelled pairs)\n{aligned(header, rows)}"
+
+
+def _search(table: SearchTable) -> str:
+    k = table.k
+    header = ("system", f"nDCG@{k}", f"recall@{k}", "nDCG Δ vs first [95% CI]")
+    rows = [(name, _num(entry.mean), _num(table.recall_vs_first[name].mean),
+             _delta(entry)) for name, entry in table.ndcg_vs_first.items()]
+    return (f"search ({table.queries} queries over {table.memories} memories)\n"
+            f"{aligned(header, rows)}")
+
+
+SECTIONS: dict[str, Callable[[Any], str]] = {"write_gate": _write_gate, "trust": _trust,
+                                             "conflicts": _conflicts, "search": _search}
+
+
+def systems_summary(tables: Mapping[str, Any], skipped: dict[str, dict[str, str]],
+                    notes: dict[str, dict[str, Any]]) -> str:
+    """The tables (metrics.json's `compare` section), what was left out and why, then each
+    system's notes (e.g. a fallback in use), which a reader of the figures must know."""
+    blocks = [SECTIONS[what](table) for what, table in Comparison.from_dict(tables).tables()]
+    left_out = [f"{what}: {name} {why}" for what, names in skipped.items()
+                for name, why in names.items()]
+    if left_out:
+        blocks.append(wrapped("not measured: " + "; ".join(left_out)))
+    noted = [f"{name}, {key}: {value}" for name, said in notes.items()
+             for key, value in said.items()]
+    if noted:
+        blocks.append("notes\n" + "\n".join(wrapped(line, indent="  ") for line in noted))
+    return "\n\n".join(blocks)

@@ -1,0 +1,238 @@
+"""The per-pass tables printed at the end of a run, every line of them at most WIDTH columns."""
+
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+
+from memeval.results.result import ComponentFailures, LabelQuality, PassMetrics, Separation
+
+REASONS_SHOWN = 3  # distinct failure reasons printed under the table; metrics.json has them all
+NO_FAILURES = ComponentFailures(0, {}, 0)
+WIDTH = 100  # columns of the narrowest terminal the printed results must fit
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def ci_suffix(bounds: Sequence[float | None] | None) -> str:
+    if not bounds or bounds[0] is None or bounds[1] is None:
+        return ""
+    return f" [{100 * bounds[0]:.0f}–{100 * bounds[1]:.0f}]"
+
+
+def _other_sources(passes: Sequence[PassMetrics]) -> list[str]:
+    """Label sources besides `human` that have substantive rows (e.g. a heuristic labeller)."""
+    return sorted({source for p in passes for source, rate in p.recall_by_label_source.items()
+                   if source != "human" and rate is not None})
+
+
+OUTCOMES = ("pass", "recall [95% CI]", "noise", "low filt.", "pre-judge", "judge calls",
+            "judge err.", "saved")
+OUTCOMES_LEGEND = ("recall: human-labelled substantive entries kept (stored or deduplicated); "
+                   "noise: noise entries stored; low filt.: low-value entries filtered; pre-judge: "
+                   "entries filtered before the judge; saved: judge calls saved, of all entries; "
+                   "[lo–hi]: 95% CI")
+STAGES = ("pass", "prefilter", "length", "content", "judge SKIP", "dedup", "stored", "threshold",
+          "rej. store")
+STAGES_LEGEND = ("entries ended at each stage: rejected by the prefilter, the length cut, the "
+                 "content score or a judge SKIP, deduplicated or stored; threshold: the "
+                 "content-score cut at the pass's end; rej. store: entries in the rejection store")
+
+
+def pass_table(passes: Sequence[PassMetrics]) -> str:
+    """One row per pass, in two tables narrow enough for a terminal: what the gate achieved, then
+    where the entries ended. Recall is against human labels; rows labelled otherwise get a table
+    of their own (agreement with that labeller, not ground truth)."""
+    outcomes, stages = [], []
+    for p in passes:
+        counts = p.stage_counts
+        threshold = p.content_score_threshold
+        judge = p.failures.get("judge")
+        outcomes.append((
+            p.label,
+            _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+            str(p.noise_stored), _pct(p.low_value_filtered_rate),
+            _pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
+            str(p.judge_calls), str(judge.errors if judge else 0), _pct(p.judge_call_saving)))
+        stages.append((
+            p.label, str(counts["prefilter"]), str(counts["length"]),
+            str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
+            str(counts["stored"]),
+            f"{threshold.last:.3f}" if threshold else
+            "skipped" if p.content_score_skipped else "off",
+            "—" if p.rejection_store_size is None  # a system may keep no rejection store
+            else str(p.rejection_store_size)))
+    blocks = [titled("write gate: outcomes", aligned(OUTCOMES, outcomes), OUTCOMES_LEGEND),
+              titled("write gate: where the entries ended", aligned(STAGES, stages),
+                     STAGES_LEGEND)]
+    others = _other_sources(passes)
+    if others:
+        blocks.append(titled(
+            "substantive entries kept, by other label sources (agreement with that labeller, "
+            "not ground truth)",
+            aligned(("pass", *(f"kept ({s})" for s in others)),
+                    [(p.label, *(_pct(p.recall_by_label_source.get(s)) for s in others))
+                     for p in passes])))
+    failures = [block for block in (
+        _failures(passes, "system", lambda p: p.entries, "entries"),
+        _failures(passes, "judge", lambda p: p.judge_calls, "calls"),
+        _failures(passes, "embedding", lambda p: p.entries, "entries")) if block]
+    if failures:
+        blocks.append("\n".join(failures))
+    return "\n\n".join([*blocks, *stored_mqs_tables(passes), *stored_models_tables(passes)])
+
+
+def titled(title: str, table: str, legend: str = "") -> str:
+    """A table under its title, its abbreviations explained below it."""
+    return f"{wrapped(title)}\n{table}" + (f"\n{wrapped(legend)}" if legend else "")
+
+
+def wrapped(text: str, indent: str = "") -> str:
+    """Each line of `text` wrapped at WIDTH columns, continuations indented two more spaces than
+    `indent`: a sentence stays readable in a terminal instead of running off its edge. Words are
+    never broken, so a path or URL stays whole."""
+    return "\n".join(textwrap.fill(line, WIDTH, initial_indent=indent,
+                                   subsequent_indent=indent + "  ", break_long_words=False,
+                                   break_on_hyphens=False)
+                     for line in text.splitlines())
+
+
+def _failures(passes: Sequence[PassMetrics], what: str,
+              total: Callable[[PassMetrics], int | None], noun: str) -> str:
+    """Failure counts per pass (`what`'s errors of `total`) and the commonest reasons; empty when
+    nothing failed."""
+    failed = [p.failures.get(what, NO_FAILURES) for p in passes]
+    if not any(f.errors for f in failed):
+        return ""
+    counts = ", ".join(f"pass {p.label}: {f.errors} of {total(p)}"
+                       for p, f in zip(passes, failed, strict=True))
+    unsent = sum(f.short_circuited for f in failed)
+    reasons: Counter[str] = Counter()
+    for f in failed:
+        reasons.update(f.reasons)
+    lines = [wrapped(f"{what} errors ({noun}): {counts}"
+                     + (f"; {unsent} not sent, the circuit breaker being open" if unsent else ""))]
+    lines += [wrapped(f"{n}x {reason}", indent="  ")
+              for reason, n in reasons.most_common(REASONS_SHOWN)]
+    if len(reasons) > REASONS_SHOWN:
+        lines.append(f"  … {len(reasons) - REASONS_SHOWN} more reason(s) in metrics.json")
+    return "\n".join(lines)
+
+
+def threshold_footer(passes: Sequence[PassMetrics], rule: str) -> str:
+    """The content-score threshold's rule when the stage set one; otherwise what happened. Wrapped
+    at WIDTH columns, as it is printed."""
+    return wrapped(_threshold_sentence(passes, rule))
+
+
+def _threshold_sentence(passes: Sequence[PassMetrics], rule: str) -> str:
+    if not any(p.gated for p in passes) or any(p.content_score_threshold for p in passes):
+        return f"content-score threshold: {rule}"
+    skipped: Counter[str] = Counter()
+    for p in passes:
+        skipped.update(p.content_score_skipped)
+    if not skipped:
+        return ("content-score threshold: none; the content-score stage scored no entry (not in "
+                "gate.order, or no entry reached it)")
+    why = ", ".join(f"{reason}: {n}" for reason, n in skipped.most_common())
+    return (f"content-score threshold: none; the stage was skipped for the whole run and passed "
+            f"every entry it saw to the judge unscored ({why})")
+
+
+def _auroc(separation: Separation) -> str:
+    value, bounds = separation.auroc, separation.auroc_ci95
+    if value is None:
+        return "—"
+    return f"{value:.3f}" + (f" [{bounds[0]:.2f}–{bounds[1]:.2f}]" if bounds[0] is not None else "")
+
+
+MQS_LEGEND = ("AUROC: how well MQS separates the stored substantive memories from the stored "
+              "low-value ones (confidence only: confidence alone); mean …: mean MQS of the "
+              "stored memories so labelled (low: low_value); [lo–hi]: 95% CI")
+POLICY_LEGEND = ("hedged, conflicted: shares of the stored memories; FILTER/FLAG/PASS: the "
+                 "confidence policy's actions on the substantive ones and on the rest (low_value "
+                 "and noise)")
+CONFLICTS_LEGEND = ("pairs: candidate pairs checked; too long: those with a memory longer than "
+                    "the detector's range; each kind: the conflicts of that kind found; in a "
+                    "conflict: share of the stored memories; [lo–hi]: 95% CI")
+
+
+def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[str]:
+    """Per pass: how well MQS separates stored substantive memories from stored low-value ones,
+    then what the confidence policy made of them; none when no pass scored its stored memories."""
+    scored = [(p, p.stored_mqs) for p in passes if p.stored_mqs is not None]
+    if not scored:
+        return []
+    labels = ("substantive", "low_value", "noise")
+    separation, policy = [], []
+    for p, quality in scored:
+        by_label = quality.by_label
+        every = list(by_label.values())
+        total = max(quality.memories, 1)
+        separation.append((
+            p.label, str(quality.memories),
+            _auroc(quality.mqs), _auroc(quality.confidence_only),
+            *(f"{by_label[label].mean_mqs:.1f}" if label in by_label else "—"
+              for label in labels)))
+        policy.append((
+            p.label,
+            _pct(sum(s.hedged_share * s.memories for s in every) / total),
+            _pct(sum(s.conflicted_share * s.memories for s in every) / total),
+            _actions(by_label, ("substantive",)), _actions(by_label, ("low_value", "noise"))))
+    return [titled("MQS of stored memories",
+                   aligned(("pass", "stored", "AUROC [95% CI]", "confidence only", "mean subst.",
+                            "mean low", "mean noise"), separation), MQS_LEGEND),
+            titled("Confidence policy on stored memories",
+                   aligned(("pass", "hedged", "conflicted", "FILTER/FLAG/PASS subst.",
+                            "FILTER/FLAG/PASS low"), policy), POLICY_LEGEND)]
+
+
+def stored_models_tables(passes: Sequence[PassMetrics]) -> list[str]:
+    """Per pass: the learned detector's conflicts among stored memories, then the trust score's
+    spread; none when no pass scored them."""
+    scored = [(p, p.stored_models) for p in passes if p.stored_models is not None]
+    if not scored:
+        return []
+    kinds = sorted({kind for _, q in scored for kind in q.conflicts_by_kind})
+    conflicts, trust_rows = [], []
+    for p, quality in scored:
+        trust = quality.trust
+        mean = trust.get("mean")
+        low, high = trust.get("mean_ci95") or (None, None)
+        conflicts.append((
+            p.label, str(quality.candidate_pairs), str(quality.pairs_too_long),
+            *(str(quality.conflicts_by_kind.get(kind, 0)) for kind in kinds),
+            _pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
+            str(quality.superseded)))
+        trust_rows.append((
+            p.label, str(quality.memories),
+            "—" if mean is None else f"{mean:.1f}" + (
+                f" [{low:.1f}–{high:.1f}]" if low is not None and high is not None else ""),
+            "/".join("—" if trust.get(q) is None else f"{trust[q]:.0f}"
+                     for q in ("p10", "p50", "p90")),
+            _auroc(quality.trust_separation)))
+    return [titled("Learned conflicts among stored memories (detector fitted on the development "
+                   "sets)",
+                   aligned(("pass", "pairs", "too long", *kinds, "in a conflict [95% CI]",
+                            "superseded"), conflicts), CONFLICTS_LEGEND),
+            titled("Trust score of stored memories (fitted on the development sets)",
+                   aligned(("pass", "stored", "trust mean [95% CI]", "trust p10/p50/p90",
+                            "AUROC trust subst. vs low"), trust_rows))]
+
+
+def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str:
+    """FILTER/FLAG/PASS counts of the confidence policy over the given labels' memories."""
+    return "/".join(str(sum(by_label[label].gate_actions.get(action, 0)
+                            for label in labels if label in by_label))
+                    for action in ("FILTER", "FLAG", "PASS"))
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns, two spaces apart: the plain-text tables every command prints."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)

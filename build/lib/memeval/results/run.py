@@ -1,0 +1,151 @@
+"""One run directory as an object: what notebooks, reports and sweep summaries read, so none of
+them parses run files by hand."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from memeval.results.result import RunResult, load_result
+from memeval.results.run_dir import (
+    METRICS,
+    read_decisions,
+    read_provenance,
+    read_table,
+)
+
+OVERRIDES = Path(".hydra") / "overrides.yaml"
+
+
+@dataclass
+class Run:
+    path: Path
+    result: RunResult = field(repr=False)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Run:
+        return cls(Path(path), load_result(path))
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def experiment(self) -> str:
+        return self.result.experiment
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The replayed dataset's fingerprint (None for runs that replay no traces)."""
+        return self.result.fingerprint
+
+    @cached_property
+    def config(self) -> DictConfig:
+        loaded = OmegaConf.load(self.path / "config.yaml")
+        assert isinstance(loaded, DictConfig)
+        return loaded
+
+    @cached_property
+    def overrides(self) -> dict[str, Any] | None:
+        """The job's command-line overrides as {key: value} (deletions dropped), None without
+        Hydra's `.hydra/overrides.yaml`. Hydra's own grammar parses them: `x=0.95` is a float,
+        `+experiment=y` is `experiment`."""
+        path = self.path / OVERRIDES
+        if not path.is_file():
+            return None
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        lines = yaml.safe_load(path.read_text()) or []
+        parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
+        return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
+
+    def setting(self, key: str) -> Any:
+        """A resolved config value by dotted key, e.g. `threshold.target_recall`."""
+        return OmegaConf.select(self.config, key)
+
+    @cached_property
+    def provenance(self) -> dict[str, Any]:
+        return read_provenance(self.path)
+
+    @cached_property
+    def decisions(self) -> pd.DataFrame:
+        return read_decisions(self.path)
+
+    def table(self, name: str) -> pd.DataFrame:
+        return read_table(self.path, name)
+
+    def passes(self) -> pd.DataFrame:
+        """One row per measured pass (and arm) with the headline gate metrics."""
+        rows = [{"run": self.name, "arm": arm, "pass": p.pass_no, **p.headline()}
+                for arm, passes in self.result.by_arm().items() for p in passes]
+        return pd.DataFrame(rows)
+
+
+def find_runs(root: str | Path) -> list[Run]:
+    """Every run directory under `root` (a sweep's directory, or `runs/`), sorted by path."""
+    return [Run.load(path.parent) for path in sorted(Path(root).rglob(METRICS))]
+
+
+def latest_run(root: str | Path, experiments: Collection[str] = ()) -> Run:
+    """The most recently written run under `root` (e.g. `runs/`), of one of `experiments` if
+    given: what a notebook opens when it is not told which run to read."""
+    runs = [run for run in find_runs(root) if not experiments or run.experiment in experiments]
+    if not runs:
+        kinds = f" of {', '.join(sorted(experiments))}" if experiments else ""
+        raise FileNotFoundError(f"no run{kinds} under {root}: run one with `python -m memeval "
+                                f"run +experiment=...`, or name its directory")
+    return max(runs, key=lambda run: (run.path / METRICS).stat().st_mtime_ns)
+
+
+
+def same_setting(a: Any, b: Any) -> bool:
+    """Equal settings; floats within rounding, so 0.95 read from two YAML files always matches."""
+    numbers = [isinstance(v, float | int) and not isinstance(v, bool) for v in (a, b)]
+    if all(numbers):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return bool(a == b)
+
+
+def flat_settings(node: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {dotted key: value} (e.g. `judge.name`; a list is one value)."""
+    if isinstance(node, dict):
+        found: dict[str, Any] = {}
+        for key, value in node.items():
+            found.update(flat_settings(value, f"{prefix}{key}."))
+        return found
+    return {prefix.rstrip("."): node}
+
+
+def _varying(settings: Sequence[dict[str, Any]]) -> list[str]:
+    """Keys whose value is not the same in every run (missing counts as a value)."""
+    keys = sorted({key for s in settings for key in s})
+    missing = object()
+    return [key for key in keys
+            if any(not same_setting(s.get(key, missing), settings[0].get(key, missing))
+                   for s in settings[1:])]
+
+
+def swept_settings(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Per-run settings, the swept keys, and the settings every run shares: what a sweep varied
+    (from `Run.overrides`), not every setting that follows from it, such as the seeds derived
+    from `seed`. Runs lacking overrides make the whole sweep fall back to diffing resolved
+    configs."""
+    overrides = [run.overrides for run in runs]
+    if all(o is not None for o in overrides):
+        settings = [o or {} for o in overrides]
+    else:
+        settings = [flat_settings(OmegaConf.to_container(run.config, resolve=True))
+                    for run in runs]
+    swept = _varying(settings)
+    if not swept and overrides[0] is not None:  # one run, or identical runs: show what was set
+        swept = sorted(k for k in settings[0] if k != "experiment")
+    fixed = {k: v for k, v in settings[0].items() if k not in swept} if overrides[0] else {}
+    return settings, swept, fixed

@@ -1,0 +1,228 @@
+"""Runs one experiment into one run directory: validate, load, replay, measure, write."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from memeval.config import validate
+from memeval.data.base import Dataset
+from memeval.engine.gate.threshold import explain
+from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
+from memeval.experiments.checkpoint import CHECKPOINTS
+from memeval.experiments.settings import Validated
+from memeval.metrics.gate_metrics import run_failures
+from memeval.registry import ConfigError
+from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.table import pass_table, threshold_footer, wrapped
+from memeval.results.provenance import provenance
+from memeval.results.run_dir import METRICS, write_run
+from memeval.threads import size_pools
+from memeval.utils.redact import redact
+
+log = logging.getLogger(__name__)
+
+
+def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
+    """metrics.json sections for the components this run actually built."""
+    sections: dict[str, Any] = {}
+    if ctx.built("loaded"):
+        loaded = ctx.loaded
+        size = {"entries": len(loaded.entries)} if isinstance(loaded, Dataset) else \
+            {"memories": len(loaded.memories), "queries": len(loaded.queries)}
+        sections["dataset"] = {
+            "name": loaded.name, "source": loaded.report.source,
+            "fingerprint": loaded.fingerprint, **size,
+            "rows_read": loaded.report.rows_read, "skipped": loaded.report.skipped,
+            "stats": loaded.report.stats, "problems": loaded.report.problems[:100]}
+    if ctx.built("embedder"):
+        sections["embedder"] = {"identity": redact(ctx.embedder.identity),  # may hold a URL
+                                "cache_hits": ctx.embedder.hits,
+                                "cache_misses": ctx.embedder.misses,
+                                "cache_invalid": ctx.embedder.invalid}
+    if ctx.built("system"):  # what a reader must know of the system under test
+        system = ctx.system
+        sections["system"] = {"name": system.name,
+                               "capabilities": sorted(system.capabilities),
+                               "notes": {k: redact(v) if isinstance(v, str) else v
+                                         for k, v in system.notes.items()}}
+    if ctx.built("judge"):
+        sections["judge"] = ctx.judge.name
+        sections["scorer"] = {"name": checked.scorer.name,
+                              "threshold_policy": checked.threshold.policy,
+                              "threshold_rule": explain(checked.threshold)}
+    return sections
+
+
+def _phoenix_streamer(ctx: RunContext, settings: PhoenixConfig, run_id: str) -> Any:
+    """Each pass's spans go to Phoenix as it ends, when a server answers at the start."""
+    if not (settings.enabled and settings.base_url):
+        return None
+    from memeval.reporting.phoenix.stream import streamer_for
+
+    return streamer_for(ctx, settings, run_id)
+
+
+def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
+                       metrics: dict[str, Any]) -> None:
+    """After the results are on disk: Phoenix's files, then a push if a server answers. A run
+    without a dataset (a quality experiment) pushes its per-item tables, when it wrote some."""
+    from memeval.reporting.phoenix.files import write_phoenix_files
+    from memeval.reporting.phoenix.push import report_run
+    from memeval.reporting.phoenix.pushers import push_run, pushable
+
+    def write() -> Path | None:
+        if not ctx.built("loaded"):
+            return ctx.run_dir if pushable(ctx.run_dir) else None
+        entries = ctx.loaded.entries if isinstance(ctx.loaded, Dataset) else []
+        return write_phoenix_files(ctx.run_dir, entries, metrics, ctx.cfg, settings, redact)
+
+    report_run(ctx.run_dir, settings, write, progress=ctx.settings.progress, out=sys.stdout,
+               push=push_run)
+
+
+def _check_run_dir(run_dir: Path, resume: bool) -> None:
+    """A directory holding an earlier run's results or stores would mix two runs (its `state/`
+    stores would be reloaded, so pass 1 would start pre-trained), unless it is resumed."""
+    if (run_dir / METRICS).exists():
+        raise ConfigError(f"{run_dir} already holds a run ({METRICS}): choose a new "
+                          f"directory (hydra.run.dir=…; the default is timestamped)")
+    if resume:
+        return
+    if (run_dir / CHECKPOINTS).exists():
+        raise ConfigError(f"{run_dir} holds an interrupted run: finish it by adding resume=true "
+                          f"to the same command, or choose a new directory")
+    if (run_dir / "state").exists():
+        raise ConfigError(f"{run_dir} already holds a run (state): choose a new "
+                          f"directory (hydra.run.dir=…; the default is timestamped)")
+
+
+def _run_resumably(ctx: RunContext, name: str, experiment: Experiment,
+                   resume: bool) -> ExperimentResult:
+    """Passes are checkpointed as they finish; an interruption says how to go on from them."""
+    if not experiment.resumable:
+        if resume:
+            raise ConfigError(f"experiment {name} does not checkpoint its passes: run it again "
+                              f"instead of resume=true")
+        return experiment.run(ctx)
+    ctx.checkpoints.start(ctx.cfg, resume)
+    try:
+        return experiment.run(ctx)
+    except BaseException as err:
+        if not ctx.checkpoints.started or isinstance(err, ConfigError):
+            raise
+        print(f"memeval: run interrupted with {ctx.checkpoints.saved} finished pass(es) saved in "
+              f"{ctx.checkpoints.dir}; add resume=true hydra.run.dir={ctx.run_dir} to the same "
+              f"command to finish it", file=sys.stderr)
+        raise
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM (`kill`, a scheduler's stop) unwinds like Ctrl-C instead of ending the process on
+    the spot: temporary files are removed, an interrupted run says how to resume, and the exit
+    status is the conventional 143 (128 + SIGTERM)."""
+    if threading.current_thread() is not threading.main_thread():  # handlers: main thread only
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    size_pools()  # the Python API, a notebook, a launcher's worker: sized as the command is
+    with _sigterm_unwinds():
+        return _run_experiment(cfg, run_dir)
+
+
+def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    started = time.time()
+    checked = validate(cfg)
+    resume = checked.settings.resume
+    _check_run_dir(run_dir, resume)
+    ctx = RunContext(cfg, run_dir, checked)
+    chosen = checked.experiment
+    assert chosen is not None  # validate() refuses a config without one
+    experiment = EXPERIMENTS.make(chosen)
+    run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix
+    streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
+    running = time.perf_counter()
+    try:
+        result = _run_resumably(ctx, chosen.name, experiment, resume)
+    finally:
+        if streamer is not None:
+            streamer.close()
+        if ctx.built("system"):
+            ctx.system.close()
+    experiment_s = time.perf_counter() - running - ctx.loading.seconds
+    timing = {"dataset_load_s": round(ctx.loading.seconds, 3),
+              "experiment_s": round(experiment_s, 3)}
+    if ctx.built("embedder"):
+        timing["embedding_s"] = round(ctx.embedder.seconds, 3)
+    if ctx.built("fits"):  # quality models fitted (not found in the fit cache) during the run
+        timing["fitting_s"] = round(ctx.fits.seconds, 3)
+    if ctx.scoring.seconds:  # scoring each pass's stored memories (their models' fit apart)
+        timing["stored_scoring_s"] = round(ctx.scoring.seconds, 3)
+    # each pass's metrics, and saving it to resume from: the run's, not the system's, work
+    bookkeeping = ctx.measuring.seconds + (ctx.checkpoints.spent.seconds
+                                         if ctx.built("checkpoints") else 0.0)
+    if bookkeeping:
+        timing["bookkeeping_s"] = round(bookkeeping, 3)
+    # judged after the results are written: a failed run keeps them, and says so in metrics.json
+    failures = run_failures(result.decisions, checked.gate,
+                            getattr(checked.system.params, "max_error_share", 1.0))
+    metrics: dict[str, Any] = {
+        "run_id": run_id,
+        "experiment": chosen.name,
+        "seed": checked.settings.seed,
+        **_components(ctx, checked),
+        "passes": result.passes,
+        **result.extra,
+        "wall_seconds": round(time.time() - started, 3),
+        "timing": timing,
+        "failures": [str(failure) for failure in failures],
+    }
+    written = write_run(run_dir, metrics, result.decisions,
+                        OmegaConf.to_yaml(cfg, resolve=True), provenance(), result.tables)
+    if experiment.resumable:
+        ctx.checkpoints.discard()
+    print(result.summary or pass_table(written.passes))
+    system = metrics.get("system", {})
+    for key, value in system.get("notes", {}).items():  # e.g. a fallback the figures rest on
+        print(wrapped(f"{system['name']}, {key}: {value}"))
+    if written.scorer is not None:
+        print(threshold_footer(written.passes, written.scorer.threshold_rule))
+    if checked.phoenix.enabled:
+        _report_to_phoenix(ctx, checked.phoenix, metrics)
+    if checked.settings.plots:
+        try:
+            from memeval.reporting.plots import make_figures
+
+            make_figures(run_dir)
+        except Exception:
+            log.exception("plots failed; the run's results are intact in %s", run_dir)
+    print(f"run directory: {run_dir}")
+    for failure in failures[1:]:
+        print(f"memeval: {failure}", file=sys.stderr)
+    if failures:
+        raise failures[0]
+    return metrics

@@ -1,0 +1,29 @@
+"""The Hydra callback memeval/conf/config.yaml names: a multirun ends with its sweep table and,
+when it varied the seed, the spread over seeds, as `python -m memeval sweep` prints them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from memeval.cli.sweep import main
+
+
+class SweepSummary(Callback):
+    """Prints the finished multirun's summary."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.initialize import get_gh_backup, restore_gh_from_backup
+
+        # The summary composes each experiment's defaults (to mark the default run): Hydra's
+        # own state is set aside meanwhile and restored, as Hydra's initialize() does.
+        backup = get_gh_backup()
+        GlobalHydra.instance().clear()
+        try:
+            print()
+            main([str(config.hydra.sweep.dir)])
+        finally:
+            restore_gh_from_backup(backup)

@@ -1,0 +1,1 @@
+"""Memory systems under test: the seam experiments use, and its adapters."""

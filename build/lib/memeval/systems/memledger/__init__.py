@@ -1,0 +1,1 @@
+"""`system=memledger`: the memledger package, in process, behind the System seam."""

@@ -1,0 +1,26 @@
+"""How every command tells a user's mistake from memeval's own fault, and prints it."""
+
+from __future__ import annotations
+
+import sys
+
+
+def user_error_types() -> tuple[type[Exception], ...]:
+    """Mistakes in a user's settings, data or environment: a one-line message, never a
+    traceback (a traceback is for memeval's own faults)."""
+    from memeval.backends.embedders.base import EmbeddingError
+    from memeval.backends.judges.base import JudgeError
+    from memeval.data.base import DatasetError
+    from memeval.metrics.gate_metrics import SystemFailure
+    from memeval.registry import ConfigError
+
+    return ConfigError, DatasetError, EmbeddingError, JudgeError, SystemFailure
+
+
+def report_user_error(err: Exception) -> None:
+    """One line, no traceback, redacted: a message may quote a configured URL or a data line."""
+    from memeval.registry import ConfigError
+    from memeval.utils.redact import redact
+
+    kind = "configuration error: " if isinstance(err, ConfigError) else ""
+    print(f"memeval: {kind}{redact(str(err))}", file=sys.stderr)
