@@ -1,6 +1,8 @@
-"""The contributing guide's scorer works as the guide says: its two titled code blocks, written
-into a copy of `memeval/` as the only new files, give a scorer that `list` shows and that a
-three-pass run uses, by the guide's own commands."""
+"""The contributing guide's components work as the guide says. Its scorer's two titled code
+blocks, written into a copy of `memeval/` as the only new files, give a scorer that `list` shows
+and that a three-pass run uses; its dataset's, experiment's and system's six give a run of the
+three together. Each by the guide's own commands: a component that needs a file the guide does
+not name fails here."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,19 +28,33 @@ TITLED = re.compile(r'^```(\w+) title="([^"]+)"\n(.*?)^```', re.S | re.M)
 QUICK = ["progress=false", "plots=false", "bootstrap=200", "reporting.phoenix.endpoint=null"]
 
 
-def titled_blocks() -> dict[str, str]:
-    """Path named by a block's title → the block's text."""
-    return {path: text for _, path, text in TITLED.findall(GUIDE.read_text())}
+def titled_blocks(*folders: str) -> dict[str, str]:
+    """Path named by a block's title → the block's text, for the components in `folders` (a
+    module's package folder or its YAML's config group, e.g. `scorers` and `scorer`)."""
+    return {path: text for _, path, text in TITLED.findall(GUIDE.read_text())
+            if Path(path).parent.name in folders}
+
+
+SCORER = ("scorers", "scorer")
+TOGETHER = ("data", "dataset", "experiments", "experiment", "systems", "system")
 
 
 def scorer_name() -> str:
-    (module,) = [path for path in titled_blocks() if path.endswith(".py")]
+    (module,) = [path for path in titled_blocks(*SCORER) if path.endswith(".py")]
     return Path(module).stem
 
 
 # The guide's option: it exists once the guide's files are written, as this test writes them, so
 # a check of the docs' commands against the checkout as it is leaves it out.
 GUIDE_OPTION = f"scorer={scorer_name()}"
+
+
+def together_options() -> set[str]:
+    """What the guide's dataset, experiment and system add: `dataset=…`, `+experiment=…` and
+    `system=…`, named after their modules."""
+    chosen = {"data": "dataset=", "experiments": "+experiment=", "systems": "system="}
+    return {chosen[Path(path).parent.name] + Path(path).stem
+            for path in titled_blocks(*TOGETHER) if path.endswith(".py")}
 
 
 def guide_command(*words: str) -> list[str]:
@@ -51,21 +68,39 @@ def guide_command(*words: str) -> list[str]:
     raise AssertionError(f"the guide has no `python -m memeval` line with {words}")
 
 
+TOGETHER_OPTIONS = together_options()
+GUIDE_RUN = guide_command(*sorted(TOGETHER_OPTIONS))  # the guide's run of the three together
+
+
 def test_the_guide_adds_a_scorer_in_one_module_and_one_yaml() -> None:
     name = scorer_name()
-    blocks = titled_blocks()
+    blocks = titled_blocks(*SCORER)
     assert sorted(blocks) == [f"memeval/conf/scorer/{name}.yaml",
                               f"memeval/engine/scorers/{name}.py"]
     assert yaml.safe_load(blocks[f"memeval/conf/scorer/{name}.yaml"])["name"] == name
     assert f'@SCORERS.register("{name}", ' in blocks[f"memeval/engine/scorers/{name}.py"]
 
 
-@pytest.mark.slow
-def test_the_guides_scorer_is_listed_and_runs(tmp_path: Path) -> None:
+def test_the_guide_adds_a_dataset_an_experiment_and_a_system_in_a_module_and_a_yaml_each(
+        ) -> None:
+    blocks = titled_blocks(*TOGETHER)
+    modules = sorted(path for path in blocks if path.endswith(".py"))
+    assert [Path(path).parent.as_posix() for path in modules] == [
+        "memeval/data", "memeval/experiments", "memeval/systems"]
+    for module, group in zip(modules, ("dataset", "experiment", "system"), strict=True):
+        name = Path(module).stem
+        option = yaml.safe_load(blocks[f"memeval/conf/{group}/{name}.yaml"])
+        assert (option["experiment"] if group == "experiment" else option)["name"] == name
+    assert len(blocks) == 6
+
+
+def in_a_copy(tmp_path: Path, blocks: dict[str, str]) -> Callable[[list[str]], str]:
+    """A copy of memeval with the guide's blocks as its only new files, and a function running
+    `python -m memeval ARGS` on it in `tmp_path`."""
     shutil.copytree(ROOT / "memeval", tmp_path / "memeval",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "data").symlink_to(ROOT / "data")  # the bundled data, read where memeval looks
-    for path, text in titled_blocks().items():
+    for path, text in blocks.items():
         assert not (tmp_path / path).exists(), f"{path} would replace a file memeval has"
         (tmp_path / path).write_text(text)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "HF_HUB_OFFLINE": "1",
@@ -78,6 +113,38 @@ def test_the_guides_scorer_is_listed_and_runs(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    return memeval
+
+
+@pytest.mark.slow
+def test_the_guides_dataset_experiment_and_system_run_together(tmp_path: Path) -> None:
+    memeval = in_a_copy(tmp_path, titled_blocks(*TOGETHER))
+    long = "The cache key is the sha256 of the model identity and the text, so a new model misses."
+    (tmp_path / "turns.tsv").write_text("\n".join([
+        f"t1\tsubstantive\twhy does it miss?\t{long}",
+        "t2\tnoise\tthanks\tDone.",
+        f"t3\tsubstantive\tand again?\t{long}",
+        "t4\tnoise\tonly three fields",  # reported by file and line, then skipped
+    ]) + "\n")
+    run_dir = tmp_path / "run"
+    memeval([*GUIDE_RUN, *QUICK, f"hydra.run.dir={run_dir}"])
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["experiment"] == "one_pass"
+    assert metrics["system"]["name"] == "keep_long"
+    assert metrics["system"]["notes"] == {"rule": "keeps turns of at least 80 chars"}
+    dataset = metrics["dataset"]
+    assert (dataset["name"], dataset["rows_read"], dataset["skipped"]) == ("turns", 4, 1)
+    assert dataset["problems"][0].endswith("turns.tsv:4: 3 fields, expected id, label, prompt, "
+                                           "response")
+    (only,) = metrics["passes"]
+    counted = {stage: n for stage, n in only["stage_counts"].items() if n}
+    assert counted == {"length": 1, "dedup": 1, "stored": 1}
+    assert only["memories"] == 1
+
+
+@pytest.mark.slow
+def test_the_guides_scorer_is_listed_and_runs(tmp_path: Path) -> None:
+    memeval = in_a_copy(tmp_path, titled_blocks(*SCORER))
     name = scorer_name()
     listed = " ".join(memeval(guide_command("list")).split())
     first_sentence = description(tmp_path / "memeval" / "conf" / "scorer" / f"{name}.yaml")

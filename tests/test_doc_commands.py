@@ -19,7 +19,7 @@ import pytest
 
 from memeval.__main__ import COMMANDS, main
 from memeval.config import check_overrides, compose, quote_values, validate
-from tests.test_contributing import GUIDE_OPTION
+from tests.test_contributing import GUIDE_OPTION, GUIDE_RUN, TOGETHER_OPTIONS
 from tests.test_plugins import EXAMPLE_OPTIONS
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
@@ -120,7 +120,11 @@ def check_parses(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("line", COMMAND_LINES)
 def test_doc_command_parses_and_composes(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
     command, *args = shlex.split(line)
-    if command == "run":
+    if command == "run" and TOGETHER_OPTIONS & set(args):
+        # the guide's dataset, experiment and system exist once its files are written: this is
+        # the line tests/test_contributing.py runs with them
+        assert [command, *args] == GUIDE_RUN
+    elif command == "run":
         # an option of the example plugin exists once it is installed, the contributing guide's
         # once its files are written: tests/test_plugins.py and tests/test_contributing.py do
         # that and run them; the rest of the command composes here
