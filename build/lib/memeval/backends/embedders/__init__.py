@@ -1,1 +1,0 @@
-"""Embedders: sentence-transformers (default), hashing (fast tests), OpenAI-compatible HTTP."""

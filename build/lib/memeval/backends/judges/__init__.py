@@ -1,1 +1,0 @@
-"""Judges: the expensive value gate the cheap stages try to predict."""

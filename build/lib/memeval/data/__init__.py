@@ -1,1 +1,0 @@
-"""Datasets: labelled entries and the loaders that produce them."""

@@ -1,1 +1,0 @@
-"""The write-path noise gate: cheap stages in front of the judge, then the write pipeline."""

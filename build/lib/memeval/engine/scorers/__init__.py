@@ -1,1 +1,0 @@
-"""Content scorers: predict the judge's verdict from an embedding, before paying for the judge."""

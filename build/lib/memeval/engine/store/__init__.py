@@ -1,1 +1,0 @@
-"""State the gate keeps: the rejection (and acceptance) ring buffers and the memory store."""

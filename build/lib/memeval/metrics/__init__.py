@@ -1,1 +1,0 @@
-"""Metrics computed from per-entry decisions: never from the engine's internals."""

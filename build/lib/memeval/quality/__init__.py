@@ -1,1 +1,0 @@
-"""Memory quality: records, provenance lineage, the Memory Quality Score and attribution."""

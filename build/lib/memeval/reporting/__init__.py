@@ -1,1 +1,0 @@
-"""Reporters read run directories; a reporter that fails never loses the run."""

@@ -1,1 +1,0 @@
-"""What a Hydra multirun ends with: its summary, as `python -m memeval sweep` prints it."""

@@ -1,1 +1,0 @@
-"""Memory systems under test: the seam experiments use, and its adapters."""

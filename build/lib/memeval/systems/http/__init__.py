@@ -1,1 +1,0 @@
-"""`system=http`: a memory daemon (memoryd's wire format) behind the System seam."""

@@ -1,1 +1,0 @@
-"""`system=memledger`: the memledger package, in process, behind the System seam."""
