@@ -45,7 +45,10 @@ class Dataset:
 
 
 @dataclass(frozen=True)
-class Memory:
+class CorpusMemory:
+    """A memory of a memory corpus (retrieval replay), with what a replay in time order and a
+    reader of the results need."""
+
     id: str
     text: str
     timestamp: datetime | None = None  # when it was written: a replay in time order needs it
@@ -67,7 +70,7 @@ class CorpusQuery:
 @dataclass
 class MemoryCorpus:
     name: str
-    memories: list[Memory]
+    memories: list[CorpusMemory]
     queries: list[CorpusQuery]
     report: LoadReport
 

@@ -23,10 +23,10 @@ from typing import Any, Protocol, TypeVar
 
 from memeval.data.base import (
     DATASETS,
+    CorpusMemory,
     CorpusQuery,
     DatasetError,
     LoadReport,
-    Memory,
     MemoryCorpus,
 )
 from memeval.data.jsonl import check_read_settings, note_problem, nothing_usable, read_objects
@@ -135,12 +135,12 @@ def _check_fields(row: dict[str, Any], allowed: set[str]) -> None:
         raise ValueError(f"unknown fields {unknown} (allowed: {', '.join(sorted(allowed))})")
 
 
-def parse_memory(row: dict[str, Any]) -> Memory:
+def parse_memory(row: dict[str, Any]) -> CorpusMemory:
     _check_fields(row, MEMORY_FIELDS)
     metadata = row.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise ValueError("'metadata' must be an object")
-    return Memory(id=_id(row.get("id")), text=_text(row, "text"),
+    return CorpusMemory(id=_id(row.get("id")), text=_text(row, "text"),
                   timestamp=_time(row, "timestamp"), session=_optional_text(row, "session"),
                   source=_optional_text(row, "source"), metadata=metadata or {})
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, CorpusQuery, LoadReport, Memory, MemoryCorpus
+from memeval.data.base import DATASETS, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
 from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
 from memeval.data.jsonl import check_read_settings, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
@@ -93,7 +93,7 @@ class _Sample:
 
     def __init__(self, sample_id: str, where: str, report: LoadReport, on_error: str) -> None:
         self.sample_id, self.where, self.report, self.on_error = sample_id, where, report, on_error
-        self.memories: list[Memory] = []
+        self.memories: list[CorpusMemory] = []
         self.turn_memory: dict[str, str] = {}  # dialogue id -> memory id
         self.turn_session: dict[str, int] = {}  # dialogue id -> session number
 
@@ -119,7 +119,7 @@ class _Sample:
                     self.memories.append(memory)
                     self.turn_memory[key] = memory.id
 
-    def turn(self, turn: Any, number: int, stamp: datetime | None) -> Memory:
+    def turn(self, turn: Any, number: int, stamp: datetime | None) -> CorpusMemory:
         if not isinstance(turn, dict):
             raise ValueError("not an object")
         speaker, raw_id, text = turn.get("speaker"), turn.get("dia_id"), turn.get("text")
@@ -135,7 +135,7 @@ class _Sample:
         if key in self.turn_session:
             raise ValueError(f"duplicate dia_id '{raw_id}'")
         ref = f"{self.sample_id}:{key}"
-        return Memory(id=ref, text=f"{speaker}: {said}", timestamp=stamp,
+        return CorpusMemory(id=ref, text=f"{speaker}: {said}", timestamp=stamp,
                       session=f"{self.sample_id}:session_{number}", source=ref,
                       metadata={"sample_id": self.sample_id, "speaker": speaker,
                                 "dia_id": raw_id})
@@ -150,7 +150,7 @@ class _Sample:
                 note_at(self.report, self.where, f"session_{number}_summary is not text",
                         self.on_error)
                 continue
-            memory = Memory(id=f"{self.sample_id}:S{number}", text=text.strip(),
+            memory = CorpusMemory(id=f"{self.sample_id}:S{number}", text=text.strip(),
                             timestamp=session_date(
                                 conversation.get(f"session_{number}_date_time")),
                             session=f"{self.sample_id}:session_{number}",
@@ -200,7 +200,7 @@ def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | No
     samples = read_json_array(file, "LoCoMo (locomo10.json)")
     report = LoadReport(source=str(file), rows_read=len(samples))
     keep = None if categories is None else set(categories)
-    memories: list[Memory] = []
+    memories: list[CorpusMemory] = []
     queries: list[CorpusQuery] = []
     seen: set[str] = set()
     for position, raw in enumerate(samples):

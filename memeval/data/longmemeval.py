@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, CorpusQuery, LoadReport, Memory, MemoryCorpus
+from memeval.data.base import DATASETS, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
 from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
 from memeval.data.jsonl import check_read_settings, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
@@ -116,7 +116,7 @@ class _Sessions:
     def __init__(self, report: LoadReport) -> None:
         self.report = report
         self.ids: dict[str, dict[str, str]] = {}  # session id -> text -> memory id
-        self.memories: dict[str, Memory] = {}
+        self.memories: dict[str, CorpusMemory] = {}
 
     def add(self, sid: str, text: str, date: Any, qid: str) -> str:
         known = self.ids.setdefault(sid, {})
@@ -126,13 +126,13 @@ class _Sessions:
             if known:
                 count(self.report, "session_id_reused")
             known[text] = mid
-            self.memories[mid] = Memory(id=mid, text=text, session=sid, source=sid)
+            self.memories[mid] = CorpusMemory(id=mid, text=text, session=sid, source=sid)
         stamp = lme_date(date)
         if stamp is None:
             count(self.report, "undated_sessions")
         memory = self.memories[mid]
         if stamp is not None and (memory.timestamp is None or stamp < memory.timestamp):
-            self.memories[mid] = Memory(id=mid, text=text, timestamp=stamp, session=sid,
+            self.memories[mid] = CorpusMemory(id=mid, text=text, timestamp=stamp, session=sid,
                                         source=sid)  # the earliest date it appears at
         return mid
 

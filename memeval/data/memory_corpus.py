@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memeval.data.base import (
+    CorpusMemory,
     CorpusQuery,
     DatasetError,
     LoadReport,
-    Memory,
     MemoryCorpus,
     redacted_report,
 )
@@ -26,7 +26,7 @@ from memeval.utils.redact import redact
 GRADES = (1, 2)  # 2: the memory answers the query; 1: it helps
 
 
-def checked_corpus(name: str, memories: Sequence[Memory], queries: Sequence[CorpusQuery],
+def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequence[CorpusQuery],
                    report: LoadReport) -> MemoryCorpus:
     """The corpus, once its references hold: duplicate memory ids, a query whose relevant ids
     name no memory (or lie outside its own scope) and empty texts are refused here, with the

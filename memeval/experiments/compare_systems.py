@@ -36,7 +36,7 @@ from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import bounded, input_file
 from memeval.reporting.systems_table import systems_summary
-from memeval.systems.base import SYSTEMS, Capability, Ingestor, Memory, System
+from memeval.systems.base import SYSTEMS, Capability, IndexedMemory, Ingestor, System
 
 WRITE_GATE = (Capability.INGEST, Capability.RESET)
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
@@ -165,7 +165,7 @@ class CompareSystems:
         assert self.cfg.queries is not None and self.cfg.corpus is not None
         queries, _ = load_queries(self.cfg.queries, self.cfg.on_error)
         rows = load_labeled_jsonl(self.cfg.corpus).entries
-        memories = [Memory(e.id, e.assistant_response) for e in rows
+        memories = [IndexedMemory(e.id, e.assistant_response) for e in rows
                     if e.label == "substantive"]
         k = self.cfg.k
         ndcg: dict[str, np.ndarray] = {}

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.base import CorpusQuery, Memory, MemoryCorpus
+from memeval.data.base import CorpusMemory, CorpusQuery, MemoryCorpus
 from memeval.data.quality_sets import load_queries
 from memeval.experiments.base import RunContext, replay
 from memeval.quality.bm25 import BM25
@@ -54,7 +54,7 @@ class Ask:
 @dataclass
 class Workload:
     source: dict[str, Any]  # what metrics.json says of where the store and queries came from
-    memories: list[Memory]
+    memories: list[CorpusMemory]
     store: Store
     records: list[MemoryRecord]
     queries: list[Ask]  # labelled
@@ -72,7 +72,7 @@ def embedded(ctx: RunContext, texts: Sequence[str], what: str) -> np.ndarray:
 
 
 def _asks(queries: Sequence[CorpusQuery], vectors: np.ndarray, memory_vectors: np.ndarray,
-          memories: Sequence[Memory], bm25: BM25,
+          memories: Sequence[CorpusMemory], bm25: BM25,
           labelled: bool = True) -> tuple[list[Ask], list[str]]:
     """Each query's pool and scores; a labelled query none of whose relevant memories is in its
     pool is left out and named (it cannot score, whatever the policy)."""
@@ -96,7 +96,7 @@ def _asks(queries: Sequence[CorpusQuery], vectors: np.ndarray, memory_vectors: n
     return asks, unreachable
 
 
-def workload_of(ctx: RunContext, memories: list[Memory], vectors: np.ndarray,
+def workload_of(ctx: RunContext, memories: list[CorpusMemory], vectors: np.ndarray,
                 confidences: Sequence[float | None], queries: Sequence[CorpusQuery],
                 prompts: Sequence[str], stored: StoredMQSConfig,
                 source: dict[str, Any]) -> Workload:
@@ -141,7 +141,7 @@ def store_workload(ctx: RunContext, queries_path: str, on_error: str, store_pass
     stored_memories = list(gate.memories.memories)
     by_entry = {d.entry_id: d for d in decisions}
     confidences = gate_confidences(gate, [by_entry[m.source_id].score for m in stored_memories])
-    memories = [Memory(m.id, m.text, source=m.source_id) for m in stored_memories]
+    memories = [CorpusMemory(m.id, m.text, source=m.source_id) for m in stored_memories]
     memory_of = {m.source_id: m.id for m in stored_memories}
     labelled, report = load_queries(queries_path, on_error)
     queries = [CorpusQuery(q.id, q.query, {memory_of[e]: g for e, g in q.relevant.items()

@@ -16,7 +16,10 @@ from memeval.quality.words import jaccard
 
 
 @dataclass(frozen=True)
-class Memory:
+class ConflictSide:
+    """One side of a candidate conflict, as the detector reads it: its text and, when known,
+    when and where it was written."""
+
     content: str
     timestamp: str | None = None  # ISO date or datetime
     path: str | None = None
@@ -51,7 +54,7 @@ def _differ(x: frozenset[str], y: frozenset[str]) -> float:
     return float(bool(x) and bool(y) and not (x <= y or y <= x))
 
 
-def newer_side(a: MemoryValues, b: MemoryValues, ma: Memory, mb: Memory) -> str:
+def newer_side(a: MemoryValues, b: MemoryValues, ma: ConflictSide, mb: ConflictSide) -> str:
     """Which memory supersedes: the one whose wording presents it as current, else the later
     timestamp, else b (the one read second)."""
     cue_a, cue_b = _cue(a), _cue(b)
@@ -63,7 +66,7 @@ def newer_side(a: MemoryValues, b: MemoryValues, ma: Memory, mb: Memory) -> str:
     return "b"
 
 
-def pair_features(a: MemoryValues, b: MemoryValues, ma: Memory, mb: Memory,
+def pair_features(a: MemoryValues, b: MemoryValues, ma: ConflictSide, mb: ConflictSide,
                   cosine: float = 0.0) -> list[float]:
     """One row in FEATURES order; symmetric in a and b."""
     shared_keys = set(a.settings) & set(b.settings)

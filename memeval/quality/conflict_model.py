@@ -17,14 +17,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memeval.quality.conflict_features import Memory, newer_side, pair_features
+from memeval.quality.conflict_features import ConflictSide, newer_side, pair_features
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.quality.difference_words import DifferenceWords
 from memeval.registry import Registry, bounded
 from memeval.utils.fit_cache import FitCache
 
-Pair = tuple[Memory, Memory]
+Pair = tuple[ConflictSide, ConflictSide]
 
 
 class PairDetector(Protocol):

@@ -134,7 +134,7 @@ class Hit:
 
 
 @dataclass(frozen=True)
-class Memory:
+class IndexedMemory:
     """A memory an experiment indexes for search: id, text and what a system may weigh."""
 
     id: str
@@ -162,7 +162,7 @@ class System(Protocol):
         """The conflict type between two memory texts (`conflict` when untyped), or None."""
         ...
 
-    def index(self, memories: Sequence[Memory]) -> None:
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
         """Replace the searchable memories (search)."""
         ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memeval.engine.store.memory_store import Memory, MemoryStore, to_cosine
+from memeval.engine.store.memory_store import MemoryStore, StoredMemory, to_cosine
 
 
 def random_units(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -13,8 +13,8 @@ def random_units(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def memory(i: int) -> Memory:
-    return Memory(f"m{i}", f"text {i}", f"e{i}", 1)
+def memory(i: int) -> StoredMemory:
+    return StoredMemory(f"m{i}", f"text {i}", f"e{i}", 1)
 
 
 def test_empty_store_has_no_neighbour() -> None:

@@ -21,7 +21,7 @@ from memeval.experiments.conflict_detection import (
     folds_of,
     out_of_fold,
 )
-from memeval.quality.conflict_features import FEATURES, Memory, newer_side, pair_features
+from memeval.quality.conflict_features import FEATURES, ConflictSide, newer_side, pair_features
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
     LearnedConflictConfig,
@@ -78,16 +78,17 @@ def test_settings_switches_stance_and_cues() -> None:
 
 
 @pytest.mark.parametrize(("a", "b", "newer"), [
-    (Memory("CI now runs on Buildkite", "2025-01-01"), Memory("CI runs on Jenkins", "2025-06-01"),
-     "a"),
-    (Memory("We used to deploy by hand", "2025-06-01"), Memory("Deploys go through ArgoCD",
-                                                              "2025-01-01"), "b"),
-    (Memory("The pool size is 10", "2026-03-01"), Memory("The pool size is 20", "2025-03-01"),
-     "a"),
-    (Memory("The pool size is 10", "2025-03-01"), Memory("The pool size is 20", "2026-03-01"),
-     "b"),
+    (ConflictSide("CI now runs on Buildkite", "2025-01-01"),
+     ConflictSide("CI runs on Jenkins", "2025-06-01"), "a"),
+    (ConflictSide("We used to deploy by hand", "2025-06-01"),
+     ConflictSide("Deploys go through ArgoCD", "2025-01-01"), "b"),
+    (ConflictSide("The pool size is 10", "2026-03-01"),
+     ConflictSide("The pool size is 20", "2025-03-01"), "a"),
+    (ConflictSide("The pool size is 10", "2025-03-01"),
+     ConflictSide("The pool size is 20", "2026-03-01"), "b"),
 ])
-def test_the_newer_side_follows_cues_then_timestamps(a: Memory, b: Memory, newer: str) -> None:
+def test_the_newer_side_follows_cues_then_timestamps(a: ConflictSide, b: ConflictSide,
+                                                     newer: str) -> None:
     assert newer_side(READ.read(a.content), READ.read(b.content), a, b) == newer
 
 
@@ -97,14 +98,14 @@ def _toy(n: int, offset: int = 0) -> tuple[list[Pair], list[str]]:
     labels: list[str] = []
     for i in range(offset, offset + n):
         s = f"svc{i}"
-        pairs += [(Memory(f"{s} debug logging is enabled", "2025-01-01"),
-                   Memory(f"{s} debug logging is disabled", "2025-01-02")),
-                  (Memory(f"{s} listens on port {5000 + i}", "2025-01-01"),
-                   Memory(f"{s} listens on port {6000 + i}", "2025-01-02")),
-                  (Memory(f"{s} deploys with Helm", "2025-01-01"),
-                   Memory(f"{s} has now moved to ArgoCD for deploys", "2025-05-01")),
-                  (Memory(f"{s} is written in Go", "2025-01-01"),
-                   Memory(f"The user's timezone is zone{i}", "2025-01-02"))]
+        pairs += [(ConflictSide(f"{s} debug logging is enabled", "2025-01-01"),
+                   ConflictSide(f"{s} debug logging is disabled", "2025-01-02")),
+                  (ConflictSide(f"{s} listens on port {5000 + i}", "2025-01-01"),
+                   ConflictSide(f"{s} listens on port {6000 + i}", "2025-01-02")),
+                  (ConflictSide(f"{s} deploys with Helm", "2025-01-01"),
+                   ConflictSide(f"{s} has now moved to ArgoCD for deploys", "2025-05-01")),
+                  (ConflictSide(f"{s} is written in Go", "2025-01-01"),
+                   ConflictSide(f"The user's timezone is zone{i}", "2025-01-02"))]
         labels += ["contradiction", "semantic", "temporal", "none"]
     return pairs, labels
 
@@ -153,8 +154,8 @@ def test_an_unknown_classifier_is_refused_naming_the_known_ones() -> None:
 
 
 def _row(a: str, b: str) -> dict[str, float]:
-    return dict(zip(FEATURES, pair_features(READ.read(a), READ.read(b), Memory(a), Memory(b)),
-                    strict=True))
+    features = pair_features(READ.read(a), READ.read(b), ConflictSide(a), ConflictSide(b))
+    return dict(zip(FEATURES, features, strict=True))
 
 
 def test_scopes_that_differ_are_a_feature() -> None:
@@ -183,8 +184,8 @@ def test_an_unfitted_model_refuses_to_predict() -> None:
 def test_both_detectors_are_registered_by_name() -> None:
     assert {"rules", "learned"} <= set(CONFLICT_DETECTORS.names())
     rules = CONFLICT_DETECTORS.build({"name": "rules"})
-    assert rules.predict([(Memory("User likes tabs"), Memory("User dislikes tabs"))]) == \
-        ["contradiction"]
+    pair = (ConflictSide("User likes tabs"), ConflictSide("User dislikes tabs"))
+    assert rules.predict([pair]) == ["contradiction"]
 
 
 class Spy:

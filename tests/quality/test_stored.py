@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memeval.engine.store.memory_store import Memory
+from memeval.engine.store.memory_store import StoredMemory
 from memeval.quality.stored import (
     StoredMQSConfig,
     earlier_conflicts,
@@ -45,8 +45,8 @@ def test_unembedded_memories_conflict_with_nothing() -> None:
 
 
 def test_records_carry_confidence_conflicts_and_hedging() -> None:
-    memories = [Memory("m1-0", "The build uses uv and ruff for linting.", "e1", 1),
-                Memory("m1-1", "Maybe the build might use uv, I think.", "e2", 1)]
+    memories = [StoredMemory("m1-0", "The build uses uv and ruff for linting.", "e1", 1),
+                StoredMemory("m1-1", "Maybe the build might use uv, I think.", "e2", 1)]
     records = records_from_store(memories, unit([1, 0], [1, 0.2]), [0.9, None],
                                  StoredMQSConfig())
     assert [r.id for r in records] == ["m1-0", "m1-1"]

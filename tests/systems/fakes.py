@@ -10,7 +10,7 @@ from typing import Any
 from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
 from memeval.quality.record import MemoryRecord
-from memeval.systems.base import SYSTEMS, Capability, Hit, Ingestor, Memory
+from memeval.systems.base import SYSTEMS, Capability, Hit, IndexedMemory, Ingestor
 
 
 class KeepAll:
@@ -85,7 +85,7 @@ class WordOverlapSystem:
 
     def __init__(self) -> None:
         self.notes: dict[str, Any] = {"search": "word overlap"}
-        self.memories: list[Memory] = []
+        self.memories: list[IndexedMemory] = []
 
     def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
         return [50.0 if r.confidence is None else 100.0 * r.confidence for r in records]
@@ -94,7 +94,7 @@ class WordOverlapSystem:
         a, b = _words(first), _words(second)
         return "conflict" if len(a & b) / max(len(a | b), 1) > 0.5 else None
 
-    def index(self, memories: Sequence[Memory]) -> None:
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
         self.memories = list(memories)
 
     def search(self, query: str, k: int) -> list[Hit]:

@@ -19,7 +19,7 @@ from memeval.metrics.gate_metrics import SystemFailure, pass_metrics, run_failur
 from memeval.registry import ConfigError
 from memeval.reporting.table import pass_table
 from memeval.results.result import PassMetrics
-from memeval.systems.base import SYSTEMS, Capability, Memory
+from memeval.systems.base import SYSTEMS, Capability, IndexedMemory
 from memeval.systems.http.client import Daemon
 from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute
 from memeval.systems.http.system import HttpIngestor, HttpSystem, read_verdict
@@ -247,8 +247,10 @@ def test_search_maps_the_daemons_ids_and_scores(tmp_path: Path) -> None:
     with LoopbackServer(searchable) as server:
         cfg = config(server.base_url, index={"path": "/api/index"}, search={"ids_field": "ids"})
         system = HttpSystem(cfg, Daemon(cfg))
-        system.index([Memory("a", "retry policy backoff"), Memory("b", "database schema")])
-        system.index([Memory("c", "retry budget"), Memory("d", "schema migrations table")])
+        system.index([IndexedMemory("a", "retry policy backoff"),
+                      IndexedMemory("b", "database schema")])
+        system.index([IndexedMemory("c", "retry budget"),
+                      IndexedMemory("d", "schema migrations table")])
         hits = system.search("schema table", k=1)
         system.close()
     assert sorted(indexed) == ["c", "d"]  # indexing replaced what was there

@@ -23,7 +23,7 @@ from memeval.registry import ConfigError
 from memeval.runner import run_experiment
 from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import Request, make_server, url_of
-from memeval.systems.base import SYSTEMS, Capability, Memory
+from memeval.systems.base import SYSTEMS, Capability, IndexedMemory
 from memeval.systems.memledger.runtime import SEARCH_PATHS
 from memeval.systems.memledger.system import MemledgerSystem
 
@@ -117,7 +117,8 @@ def test_a_near_duplicate_pair_conflicts_and_unrelated_texts_do_not(
 
 def test_search_finds_the_memory_and_feedback_is_recorded(
         memledger: MemledgerSystem) -> None:
-    memories = [Memory("pg", NEAR[0]), Memory("ci", APART[0]), Memory("graf", APART[1])]
+    memories = [IndexedMemory("pg", NEAR[0]), IndexedMemory("ci", APART[0]),
+                IndexedMemory("graf", APART[1])]
     memledger.index(memories)
     hits = memledger.search("how many Postgres max_connections on prod", 2)
     assert [h.id for h in hits][:1] == ["pg"] and len(hits) == 2

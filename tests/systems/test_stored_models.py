@@ -13,7 +13,7 @@ import pytest
 from omegaconf import DictConfig
 
 from memeval.engine.gate.gate import Decision
-from memeval.engine.store.memory_store import Memory
+from memeval.engine.store.memory_store import StoredMemory
 from memeval.paths import data_path
 from memeval.quality.conflict_model import LearnedConflictConfig, LearnedConflictDetector, Pair
 from memeval.quality.mqs import MQSConstants
@@ -67,7 +67,7 @@ TEXTS = ["CI runs on Jenkins.", "CI moved to GitHub Actions.", "Tabs, not spaces
 def stand_in_gate() -> SimpleNamespace:
     """What stored_model_quality reads of a gate: its store and content gate (none: every
     confidence is missing)."""
-    memories = [Memory(f"m{i}", text, f"e{i}", 1) for i, text in enumerate(TEXTS)]
+    memories = [StoredMemory(f"m{i}", text, f"e{i}", 1) for i, text in enumerate(TEXTS)]
     vectors = unit([1, 0, 0], [0.9, 0.2, 0], [0, 1, 0], [0.1, 0.95, 0], [0, 0, 1])
     return SimpleNamespace(memories=SimpleNamespace(memories=memories, vectors=vectors),
                            content_gate=None)

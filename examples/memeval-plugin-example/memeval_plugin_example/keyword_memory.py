@@ -17,7 +17,7 @@ from typing import Any
 from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
 from memeval.registry import bounded
-from memeval.systems.base import SYSTEMS, Capability, Components, Hit, Memory, Persisted
+from memeval.systems.base import SYSTEMS, Capability, Components, Hit, IndexedMemory, Persisted
 
 WORD = re.compile(r"\w+")
 
@@ -94,7 +94,7 @@ class KeywordMemory:
     def ingestor(self, state_dir: Path) -> KeywordIngestor:
         return KeywordIngestor(self.cfg, state_dir)
 
-    def index(self, memories: Sequence[Memory]) -> None:
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
         self._index = [(m.id, words(m.text)) for m in memories]
 
     def search(self, query: str, k: int) -> list[Hit]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from memeval.backends.embedders.base import Embedder, EmbeddingError
 from memeval.engine.gate.base import Candidate, StageResult
-from memeval.engine.store.memory_store import SCALES, Memory, MemoryStore, to_cosine
+from memeval.engine.store.memory_store import SCALES, MemoryStore, StoredMemory, to_cosine
 from memeval.registry import bounded
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -71,7 +71,7 @@ class WritePipeline:
                                threshold=self.dedup_cosine,
                                detail=f"duplicate of {self.store.memories[nearest].id}")
         memory_id = f"m{pass_no}-{len(self.store)}"
-        self.store.add(Memory(memory_id, text, item.entry.id, pass_no), vector)
+        self.store.add(StoredMemory(memory_id, text, item.entry.id, pass_no), vector)
         return StageResult("stored", passed=True, score=similarity if nearest >= 0 else None,
                            threshold=self.dedup_cosine, detail=memory_id + note)
 

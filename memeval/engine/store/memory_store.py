@@ -22,7 +22,9 @@ def to_cosine(threshold: float, scale: str) -> float:
 
 
 @dataclass(frozen=True)
-class Memory:
+class StoredMemory:
+    """A memory the write gate stored, with the entry and pass that stored it."""
+
     id: str
     text: str
     source_id: str
@@ -32,7 +34,7 @@ class Memory:
 class MemoryStore:
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self.memories: list[Memory] = []
+        self.memories: list[StoredMemory] = []
         self._matrix = np.zeros((64, dim), dtype=np.float32)
 
     def top1(self, vector: np.ndarray) -> tuple[int, float]:
@@ -43,7 +45,7 @@ class MemoryStore:
         best = int(np.argmax(sims))
         return best, float(sims[best])
 
-    def add(self, memory: Memory, vector: np.ndarray) -> None:
+    def add(self, memory: StoredMemory, vector: np.ndarray) -> None:
         """Amortised O(1): the matrix doubles when full instead of re-stacking every vector."""
         if len(self.memories) == len(self._matrix):
             self._matrix = np.concatenate([self._matrix, np.zeros_like(self._matrix)])

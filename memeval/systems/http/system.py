@@ -32,8 +32,8 @@ from memeval.systems.base import (
     Capability,
     Components,
     Hit,
+    IndexedMemory,
     KeepsItsOwnState,
-    Memory,
 )
 from memeval.systems.http.client import Daemon, DaemonError
 from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute, pluck
@@ -193,7 +193,7 @@ class HttpSystem:
     def ingestor(self, state_dir: Path) -> HttpIngestor:
         return HttpIngestor(self.cfg, self.daemon, state_dir)
 
-    def index(self, memories: Sequence[Memory]) -> None:
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
         """Replace the daemon's memories with these, each sent with its id."""
         index = self.cfg.index
         try:

@@ -30,8 +30,8 @@ from memeval.systems.base import (
     Capability,
     Components,
     Hit,
+    IndexedMemory,
     KeepsItsOwnState,
-    Memory,
 )
 from memeval.systems.memledger.records import UNDECLARED, ledger_scores
 from memeval.systems.memledger.runtime import (
@@ -184,7 +184,7 @@ class MemledgerSystem:
             self.forget(namespace)
         return "conflict" if conflicts else None
 
-    def index(self, memories: Sequence[Memory]) -> None:
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
         namespace = f"{self.cfg.namespace}/search"
         self.forget(namespace)
         self._indexed = {}

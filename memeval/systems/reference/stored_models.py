@@ -32,7 +32,7 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import bootstrap_rows
 from memeval.metrics.separation import separation
 from memeval.metrics.trust_fit import TrustModel, TrustScoreConfig, fit_trust_model
-from memeval.quality.conflict_features import Memory
+from memeval.quality.conflict_features import ConflictSide
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
     LearnedConflictDetector,
@@ -97,8 +97,8 @@ class StoredModels:
 
 def labelled_sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
     """Labelled pairs as the detector's (a, b) memories."""
-    return [(Memory(p.a.content, p.a.timestamp, p.a.path),
-             Memory(p.b.content, p.b.timestamp, p.b.path)) for p in pairs]
+    return [(ConflictSide(p.a.content, p.a.timestamp, p.a.path),
+             ConflictSide(p.b.content, p.b.timestamp, p.b.path)) for p in pairs]
 
 
 def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants,
@@ -153,7 +153,8 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
         for earlier, cosine in found]
     short = [len(m.text.split()) <= models.cfg.max_words for m in memories]
     candidates = [(a, b, cosine) for a, b, cosine in nearest if short[a] and short[b]]
-    pairs = [(Memory(memories[a].text), Memory(memories[b].text)) for a, b, _ in candidates]
+    pairs = [(ConflictSide(memories[a].text), ConflictSide(memories[b].text))
+             for a, b, _ in candidates]
     kinds = models.detector.predict(pairs) if pairs else []
     winners = _superseder(models.detector, pairs, kinds, [ids[a] for a, _, _ in candidates],
                           [ids[b] for _, b, _ in candidates])

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.gate.gate import Decision, Gate
-from memeval.engine.store.memory_store import Memory
+from memeval.engine.store.memory_store import StoredMemory
 from memeval.metrics.separation import separation
 from memeval.quality.mqs import compute_mqs
 from memeval.quality.record import MemoryRecord
@@ -31,7 +31,7 @@ def gate_confidences(gate: Gate, scores: Sequence[float | None]) -> list[float |
 
 
 def stored_records(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConfig
-                   ) -> tuple[list[Memory], list[Decision], list[MemoryRecord]]:
+                   ) -> tuple[list[StoredMemory], list[Decision], list[MemoryRecord]]:
     """The pass's stored memories, the decision that wrote each, and the record MQS scores."""
     memories = gate.memories.memories
     by_entry = {d.entry_id: d for d in decisions}

@@ -24,7 +24,7 @@ from memeval.quality.mqs import compute_mqs
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import ConfigError
-from memeval.systems.base import SYSTEMS, Capability, Components, Hit, Memory, System
+from memeval.systems.base import SYSTEMS, Capability, Components, Hit, IndexedMemory, System
 from memeval.systems.reference.stored_models import StoredModels, stored_model_quality
 from memeval.systems.reference.stored_quality import stored_memory_quality
 from memeval.utils.redact import redact
@@ -89,7 +89,7 @@ class ReferenceSystem:
         found = self._detector.detect(first, second)
         return found.kind.value if found else None
 
-    def index(self, memories: Sequence[Memory]) -> None:
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
         self._ids = [m.id for m in memories]
         self._vectors = self._ctx.embedder.embed([m.text for m in memories])
 
