@@ -18,12 +18,13 @@ from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, 
 from memeval.experiments.checkpoint import PassRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded
-from memeval.systems.base import Capability, Ingestor, StoredQuality
+from memeval.systems.base import Capability, Ingestor
 from memeval.systems.reference.stored_models import (
     StoredModels,
     StoredModelsConfig,
     fit_stored_models,
 )
+from memeval.systems.reference.system import ReferenceIngestor
 
 
 @dataclass
@@ -70,7 +71,7 @@ class ThreePass:
         gate.restart(wipe_memories=True)
         rows = replay(ctx, gate, items, pass_no, "eval")
         metrics = ctx.measure(rows, gate, pass_no)
-        if not isinstance(gate, StoredQuality):  # only the reference engine exposes its store
+        if not isinstance(gate, ReferenceIngestor):  # only the reference engine shows its store
             return PassRecord(metrics, rows, {"stored": []})
         common = {"resamples": ctx.resamples, "seed": ctx.seed + pass_no}
         models = self.models(ctx) if self.cfg.stored_models.enabled else None  # fitted apart

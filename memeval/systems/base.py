@@ -112,19 +112,6 @@ class KeepsItsOwnState:
         """Nothing to restore: the system kept it."""
 
 
-@runtime_checkable
-class StoredQuality(Protocol):
-    """Optional for an ingestor: MQS of the memories a pass stored and the quality models on
-    them (the reference engine)."""
-
-    def stored_quality(self, decisions: Sequence[Decision], cfg: Any, *, resamples: int,
-                       seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]: ...
-
-    def stored_models(self, decisions: Sequence[Decision], cfg: Any, models: Any, *,
-                      resamples: int, seed: int
-                      ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]: ...
-
-
 @dataclass(frozen=True)
 class Hit:
     """One search result: a memory id the experiment indexed, and the system's score."""

@@ -3,8 +3,9 @@
 The write gate (engine/gate) is the ingestor, built from the run's embedder, scorer, judge and
 gate settings exactly as before the seam existed, so its figures do not move. Trust is MQS with
 the experiment's constants, conflicts are the word-boundary rules, search is cosine over the
-run's embedder. Everything else a reference-only study needs (stored-memory MQS, the rejection
-stores' make-up) is offered through the ingestor's optional `stored_quality`.
+run's embedder. Everything else a reference-only study needs (stored-memory MQS and models, the
+rejection stores' make-up) is on its ingestor, `ReferenceIngestor`, which such a study asks for
+by type.
 """
 
 from __future__ import annotations
