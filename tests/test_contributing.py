@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memeval.cli.catalogue import description
+from memeval.catalogue.options import description
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "contributing.md"

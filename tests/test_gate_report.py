@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from memeval.cli import regression_gate
-from memeval.cli.gate_report import junit_xml, report
-from memeval.cli.regression_gate import Runs, evaluate, fresh_runs_dir
+from memeval.cli.regression_gate import main as gate_main
+from memeval.regression import gate as regression_gate
+from memeval.regression.gate import Runs, evaluate, fresh_runs_dir
+from memeval.regression.report import junit_xml, report
 from tests.test_regression_gate import METRICS, gate, spec
 
 
@@ -109,7 +110,7 @@ def test_the_command_writes_both_reports_and_its_exit_status_agrees(
     thresholds.write_text(json.dumps(spec()))
     monkeypatch.setattr(regression_gate, "run_metrics", lambda *_: METRICS)
     out, junit = tmp_path / "out" / "gate.json", tmp_path / "out" / "gate.xml"
-    assert regression_gate.main(["--thresholds", str(thresholds), "--out", str(out),
+    assert gate_main(["--thresholds", str(thresholds), "--out", str(out),
                                  "--junit-xml", str(junit)]) == 1
     doc = json.loads(out.read_text())
     assert doc["passed"] is False and doc["summary"]["regression"] == 1
@@ -120,7 +121,7 @@ def test_the_command_writes_both_reports_and_its_exit_status_agrees(
     passing = spec()
     passing["checks"][1]["threshold"] = 2
     thresholds.write_text(json.dumps(passing))
-    assert regression_gate.main(["--thresholds", str(thresholds), "--out", str(out),
+    assert gate_main(["--thresholds", str(thresholds), "--out", str(out),
                                  "--junit-xml", str(junit)]) == 0
     assert json.loads(out.read_text())["passed"] is True
     assert ET.parse(junit).getroot().get("failures") == "0"

@@ -26,8 +26,9 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("results", {"results"}),
     ("reporting", {"reporting"}),
     ("experiments", {"experiments"}),
-    ("commands", {"__main__", "api", "bench", "cli", "components", "config", "log_redaction",
-                  "plugins", "runner", "serve", "sweep", "user_errors"}),
+    ("commands", {"__main__", "api", "bench", "cache_warm_up", "catalogue", "cli", "components",
+                  "config", "log_redaction", "plugins", "regression", "runner", "serve", "sweep",
+                  "user_errors"}),
 ]
 
 # (importer, imported) -> why it may point upwards. Keep this as short as possible.

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from memeval.__main__ import main
 from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.judges.base import JUDGES
-from memeval.cli.catalogue import CONF_DIR, catalogue, description
+from memeval.catalogue.options import CONF_DIR, catalogue, description
 from memeval.config import compose, config_groups
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memeval import plugins
-from memeval.cli.catalogue import option_file
+from memeval.catalogue.options import option_file
 from memeval.components import load_builtin_components
 from memeval.config import compose
 from memeval.plugins import GROUP, PluginError, load_plugin, load_plugins

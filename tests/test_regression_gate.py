@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from memeval.cli import regression_gate
-from memeval.cli.regression_gate import Check, Runs, evaluate, load, lookup
+from memeval.cli.regression_gate import main as gate_main
+from memeval.regression import gate as regression_gate
+from memeval.regression.gate import Check, Runs, evaluate, load, lookup
 
 METRICS = {"passes": [{"recall": 0.99, "noise": 0}, {"recall": 0.97, "noise": 2}],
            "mqs": {"configured": {"ece": 0.08}, "fingerprint": "abc"}}
@@ -105,7 +106,7 @@ def test_an_old_conf_gates_path_is_refused_naming_the_new_one(
         capsys: pytest.CaptureFixture[str]) -> None:
     old = regression_gate.THRESHOLDS.parent.parent / "gates" / "regression.yaml"
     with pytest.raises(SystemExit) as stopped:
-        regression_gate.main(["--thresholds", str(old)])
+        gate_main(["--thresholds", str(old)])
     assert stopped.value.code == 2
     message = capsys.readouterr().err.strip().splitlines()[-1]
     assert "no such file (memeval/conf/gates/ is now memeval/conf/regression/" in message

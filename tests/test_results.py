@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memeval.cli import regression_gate
 from memeval.cli.report import main as report_main
 from memeval.cli.sweep import main as sweep_main
-from memeval.cli.sweep import summarise
+from memeval.regression import gate as regression_gate
 from memeval.reporting.plots import make_figures
 from memeval.reporting.report import write_report
 from memeval.reporting.systems_table import systems_summary
@@ -27,6 +26,7 @@ from memeval.results.result import (
 )
 from memeval.results.run import Run
 from memeval.results.run_dir import read_metrics, write_run
+from memeval.sweep.summary import summarise
 
 RUNS = Path(__file__).parent / "data" / "runs"
 THREE_PASS = RUNS / "schema1_three_pass"  # written before the typed result, by three_pass

@@ -18,7 +18,8 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_module
 from omegaconf import OmegaConf
 
-from memeval.cli.sweep import SweepError, main, pareto_mask, summarise
+from memeval.cli.sweep import main
+from memeval.sweep.summary import SweepError, pareto_mask, summarise
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 

@@ -39,7 +39,7 @@ def main(argv: Sequence[str]) -> int:
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     from memeval.backends.embedders.warm_up import Engine
-    from memeval.cli.embed_shards import summary, warm_up
+    from memeval.cache_warm_up import summary, warm_up
     from memeval.config import check_overrides, compose, quote_values
     from memeval.user_errors import report_user_error, user_error_types
 

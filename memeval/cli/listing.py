@@ -93,7 +93,7 @@ def main(args: list[str]) -> int:
                         help="only the experiments, the component groups or the datasets")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     options = parser.parse_args(args)
-    from memeval.cli.catalogue import catalogue
+    from memeval.catalogue.options import catalogue
     from memeval.registry import ConfigError
 
     try:

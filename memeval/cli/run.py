@@ -36,7 +36,7 @@ def _discard_if_unused(run_dir: Path, log_name: str) -> None:
 
 def main(args: list[str]) -> int:
     if {"-h", "--help"}.intersection(args):  # Hydra's help composes every option: seconds
-        from memeval.cli.run_help import run_help
+        from memeval.catalogue.run_help import run_help
 
         print(run_help())
         return 0
