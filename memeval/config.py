@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -158,6 +160,16 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("memeval_data", data_path)
 
 
+def _gate(resolved: Mapping[Any, Any]) -> GateConfig:
+    """The gate's settings with the content-score cut, which is its own top-level group (so
+    `threshold=fixed` picks one) and is refused under `gate`."""
+    if "threshold" in resolved["gate"]:
+        raise ConfigError("gate.threshold is not a setting: the content-score cut is the "
+                          "top-level threshold group (threshold=fixed, threshold.target_recall=…)")
+    gate = to_dataclass(GateConfig, resolved["gate"], "gate", key="gate")
+    return replace(gate, threshold=threshold_settings(resolved["threshold"]))
+
+
 def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
     """The composed config as types, or a ConfigError naming the fix. `experiment`: whether the
     config must choose one (a run must; `serve` runs none)."""
@@ -184,9 +196,8 @@ def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
         labeller=LABELLERS.choose(resolved["labeller"], key="labeller"),
         embedder=EMBEDDERS.choose(resolved["embedder"], key="embedder"),
         scorer=SCORERS.choose(resolved["scorer"], key="scorer"),
-        threshold=threshold_settings(resolved["threshold"]),
         judge=JUDGES.choose(resolved["judge"], key="judge"),
-        gate=to_dataclass(GateConfig, resolved["gate"], "gate", key="gate"),
+        gate=_gate(resolved),
         phoenix=to_dataclass(PhoenixConfig, resolved["reporting"]["phoenix"], "reporting.phoenix",
                              key="reporting.phoenix"),
         system=SYSTEMS.choose(resolved["system"], key="system"),

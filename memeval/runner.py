@@ -60,8 +60,8 @@ def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
         sections["scorer"] = {"name": checked.scorer.name,
-                              "threshold_policy": checked.threshold.policy,
-                              "threshold_rule": explain(checked.threshold)}
+                              "threshold_policy": checked.gate.threshold.policy,
+                              "threshold_rule": explain(checked.gate.threshold)}
     return sections
 
 

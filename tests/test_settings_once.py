@@ -119,11 +119,18 @@ def test_a_scorer_picks_its_default_threshold_and_the_command_line_wins(
     assert (cfg.threshold.policy, cfg.threshold.value) == ("fixed", 0.2)
 
 
-def test_the_threshold_reaches_the_run_as_one_validated_setting() -> None:
+def test_the_threshold_reaches_the_gate_as_one_validated_setting() -> None:
     checked = validate(compose(["+experiment=feedback_loop", "threshold.min_accepted=30"]))
-    assert checked.threshold == ThresholdConfig(
+    assert checked.gate.threshold == ThresholdConfig(
         **{**yaml.safe_load((CONF / "threshold" / "judge_quantile_empirical.yaml").read_text()),
            "refresh": False, "min_accepted": 30})
+
+
+@pytest.mark.bad_input
+def test_the_threshold_is_refused_under_the_gate_naming_its_group() -> None:
+    with pytest.raises(ConfigError, match=r"gate.threshold is not a setting: the content-score "
+                                          r"cut is the top-level threshold group"):
+        validate(compose(["+experiment=three_pass", "+gate.threshold.target_recall=0.9"]))
 
 
 @pytest.mark.bad_input

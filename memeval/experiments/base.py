@@ -20,7 +20,6 @@ from memeval.backends.judges.base import JUDGES, Judge
 from memeval.data.base import DATASETS, Dataset, MemoryCorpus, of_entries, redacted_names
 from memeval.data.memory_corpus import redacted_corpus
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import pass_metrics
@@ -134,11 +133,6 @@ class RunContext:
         params = OmegaConf.to_container(merged, resolve=True)
         assert isinstance(params, dict)
         return to_dataclass(GateConfig, params, "gate")
-
-    @property
-    def threshold(self) -> ThresholdConfig:
-        """The content-score stage's cut settings (the top-level `threshold` group)."""
-        return self.validated.threshold
 
     @property
     def scorer(self) -> Chosen:

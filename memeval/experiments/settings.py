@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memeval.engine.gate.gate import GateConfig
-from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.registry import SEEDS, Chosen, bounded
 from memeval.reporting.phoenix.config import PhoenixConfig
 
@@ -38,7 +37,6 @@ class Validated:
     labeller: Chosen
     embedder: Chosen
     scorer: Chosen
-    threshold: ThresholdConfig
     judge: Chosen
     gate: GateConfig
     phoenix: PhoenixConfig

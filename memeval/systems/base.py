@@ -26,7 +26,6 @@ from typing import Any, Protocol, runtime_checkable
 from memeval.backends.embedders.base import Embedder
 from memeval.backends.judges.base import Judge
 from memeval.engine.gate.gate import Decision, GateConfig
-from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.quality.record import MemoryRecord
 from memeval.registry import Chosen, ConfigError, Registry
@@ -181,11 +180,8 @@ class Components(Protocol):
         """The content scorer chosen; each gate builds its own from it."""
         ...
 
-    @property
-    def threshold(self) -> ThresholdConfig: ...
-
     def gate_config(self) -> GateConfig:
-        """The gate's settings, a copy per caller."""
+        """The gate's settings (the content-score cut among them), a copy per caller."""
         ...
 
 

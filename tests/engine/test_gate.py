@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,10 @@ PASSING = ThresholdConfig(policy="fixed", value=-2.0)
 def make(tmp_path: Path, cfg: GateConfig | None = None, *, judge: Any = None,
          scorer: Any = None, embedder: Any = None,
          threshold: ThresholdConfig = PASSING) -> Gate:
-    return Gate(cfg or config(), embedder=embedder or HashingEmbedder(64),
+    return Gate(replace(cfg or config(), threshold=threshold),
+                embedder=embedder or HashingEmbedder(64),
                 judge=judge or LabelJudge(LabelJudgeConfig()), scorer=scorer or FakeScorer(),
-                threshold=threshold, redact=redact, state_dir=tmp_path)
+                redact=redact, state_dir=tmp_path)
 
 
 def run(gate: Gate, *entries: Entry, pass_no: int = 1) -> list[Decision]:

@@ -62,12 +62,17 @@ def missing_fields(schema: type, node: DictConfig, prefix: str = "") -> list[str
     return missing
 
 
+# The gate's content-score cut is the top-level `threshold` group's, joined when a run's
+# settings are validated: the gate's YAML does not hold it.
+NOT_IN_GATE_YAML = ["threshold"]
+
+
 def test_missing_fields_detects_gaps() -> None:
     node = OmegaConf.load(CONF / "gate" / "memoryd.yaml")
     del node["max_embedding_failure_share"]
     del node.write["min_chars"]
     missing = sorted(missing_fields(GateConfig, node))
-    assert missing == ["max_embedding_failure_share", "write.min_chars"]
+    assert missing == ["max_embedding_failure_share", *NOT_IN_GATE_YAML, "write.min_chars"]
 
 
 def test_every_group_has_yamls() -> None:
@@ -88,7 +93,7 @@ def test_component_yaml_lists_every_schema_field(path: Path) -> None:
 
 def test_gate_yaml_lists_every_field() -> None:
     node = OmegaConf.load(CONF / "gate" / "memoryd.yaml")
-    assert missing_fields(GateConfig, node) == []
+    assert missing_fields(GateConfig, node) == NOT_IN_GATE_YAML
     for stage in node.order:
         schema = STAGES.get(stage).schema
         assert missing_fields(schema, node.stages[stage]) == [], f"gate.stages.{stage}"

@@ -63,6 +63,9 @@ class GateConfig:
     max_embedding_failure_share: float = bounded(0.05, 0, 1)
     # What counts as narration (narration.py): read by the stages that set it aside.
     narration: NarrationConfig = field(default_factory=lambda: NarrationConfig(plans=["let me"]))
+    # The content-score stage's cut: the top-level `threshold` group, not a key of the gate's
+    # YAML; validating a run's settings puts it here, so the gate carries all it decides with.
+    threshold: ThresholdConfig = field(default_factory=ThresholdConfig)
 
     def validate(self) -> None:
         self.narration.validate()
@@ -160,15 +163,14 @@ def embedded_texts(cfg: GateConfig, redact: Callable[[str], str],
 
 class Gate:
     def __init__(self, cfg: GateConfig, *, embedder: Embedder, judge: Judge,
-                 scorer: ContentScorer, threshold: ThresholdConfig, redact: Callable[[str], str],
-                 state_dir: Path) -> None:
+                 scorer: ContentScorer, redact: Callable[[str], str], state_dir: Path) -> None:
         self.cfg = cfg
         self.embedder = embedder
         self.redact = redact
         self.state_dir = state_dir
         self.rejections = self._store(state_dir / "rejection_store.jsonl", cfg.rejection_store)
         self.accepts = self._store(state_dir / "accept_store.jsonl", cfg.accept_store)
-        deps = {"embedder": embedder, "judge": judge, "scorer": scorer, "threshold": threshold,
+        deps = {"embedder": embedder, "judge": judge, "scorer": scorer, "threshold": cfg.threshold,
                 "rejections": self.rejections, "accepts": self.accepts,
                 "narration": Narration(cfg.narration)}
         self.stages: list[Stage] = [

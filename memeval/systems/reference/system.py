@@ -79,7 +79,6 @@ class ReferenceSystem:
         ctx = self._ctx
         return ReferenceIngestor(gate_cfg or ctx.gate_config(), embedder=ctx.embedder,
                                  judge=ctx.judge, scorer=SCORERS.make(ctx.scorer),
-                                 threshold=ctx.threshold,
                                  redact=redact, state_dir=state_dir)
 
     def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
