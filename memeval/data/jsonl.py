@@ -17,7 +17,8 @@ import codecs
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -176,3 +177,51 @@ def read_objects(file: Path, report: LoadReport,
                 if replaced:
                     report.stats["lone_surrogates"] = report.stats.get("lone_surrogates", 0) + 1
             yield number, value
+
+
+@dataclass(frozen=True)
+class SetKind:
+    """One kind of labelled JSONL file: what it holds, the setting naming it, what a line needs
+    and, when it differs from `what`, what its file is called."""
+
+    what: str
+    setting: str
+    needs: str
+    file: str = ""
+
+
+L = TypeVar("L")
+
+
+def load_rows(path: Path, kind: SetKind, parse: Callable[[dict[str, Any], int], L],
+              key: Callable[[L], str], on_error: str, report: LoadReport | None = None,
+              limit: int | None = None) -> tuple[list[L], LoadReport]:
+    """Every usable item of the labelled JSONL file at `path` (the first `limit`), each parsed
+    from a line's object and its line number, ids unique. A bad line is reported by file and
+    line (`note_problem`); nothing usable is an error under either `on_error`, since every
+    figure computed on it would be empty or undefined. One loader for every labelled kind."""
+    if not path.is_file():
+        raise DatasetError(f"{kind.file or kind.what} file not found: {path} "
+                           f"(set {kind.setting}=FILE)")
+    report = report if report is not None else LoadReport(source=str(path))
+    items: list[L] = []
+    seen: set[str] = set()
+    for number, row in read_objects(path, report, on_error):
+        try:
+            item = parse(row, number)
+        except (KeyError, TypeError, ValueError) as err:
+            reason = f"missing field {err}" if isinstance(err, KeyError) else str(err)
+            note_problem(report, path, number, reason, on_error)
+            continue
+        if key(item) in seen:
+            note_problem(report, path, number, f"duplicate id '{key(item)}'", on_error)
+            continue
+        seen.add(key(item))
+        items.append(item)
+        if limit is not None and len(items) >= limit:
+            break
+    if not items:
+        raise nothing_usable(
+            f"{path}: no usable {kind.what} ({report.rows_read} lines read, {report.skipped} "
+            f"bad); each line needs {kind.needs}: is {kind.setting} the right file?", report)
+    return items, report

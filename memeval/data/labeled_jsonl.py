@@ -13,13 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
-from memeval.data.jsonl import (
-    MAX_CHARS,
-    check_read_settings,
-    note_problem,
-    nothing_usable,
-    read_objects,
-)
+from memeval.data.jsonl import MAX_CHARS, SetKind, check_read_settings, load_rows
 from memeval.entry import Entry, normalise_label
 from memeval.registry import bounded
 
@@ -61,31 +55,23 @@ def _parse_row(row: dict[str, Any], default_id: str) -> Entry:
     )
 
 
+ENTRIES = SetKind("entries", "dataset.path", "user_prompt, assistant_response and label",
+                  file="labelled dataset")
+
+
 def load_labeled_jsonl(path: str | Path, on_error: str = "skip", limit: int | None = None,
                        max_chars: int = MAX_CHARS) -> Dataset:
     file = Path(path).expanduser()
-    if not file.is_file():
-        raise DatasetError(f"labelled dataset file not found: {file} (set dataset.path=FILE)")
     report = LoadReport(source=str(file))
-    entries: list[Entry] = []
-    seen: set[str] = set()
-    for number, row in read_objects(file, report, on_error):
-        try:
-            entry = _parse_row(row, f"{file.stem}:{number}")
-            if entry.id in seen:
-                raise ValueError(f"duplicate id '{entry.id}'")
-        except ValueError as err:
-            note_problem(report, file, number, str(err), on_error)
-            continue
-        seen.add(entry.id)
-        if len(entry.assistant_response) > max_chars:
-            entry = replace(entry, assistant_response=entry.assistant_response[:max_chars])
-            report.stats["truncated"] = report.stats.get("truncated", 0) + 1
-        entries.append(entry)
-        if limit is not None and len(entries) >= limit:
-            break
-    if not entries:
-        raise nothing_usable(f"{file}: no usable entries ({report.skipped} bad lines)", report)
+
+    def parse(row: dict[str, Any], number: int) -> Entry:
+        entry = _parse_row(row, f"{file.stem}:{number}")
+        if len(entry.assistant_response) <= max_chars:
+            return entry
+        report.stats["truncated"] = report.stats.get("truncated", 0) + 1
+        return replace(entry, assistant_response=entry.assistant_response[:max_chars])
+
+    entries, _ = load_rows(file, ENTRIES, parse, lambda e: e.id, on_error, report, limit)
     return Dataset(name=file.stem, entries=entries, report=report)
 
 

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memeval.data.base import DatasetError, LoadReport
-from memeval.data.jsonl import check_read_settings, note_problem, nothing_usable, read_objects
+from memeval.data.base import LoadReport
+from memeval.data.jsonl import SetKind, check_read_settings, load_rows
 from memeval.quality.mai import MAI_LABELS, AttributedMemory
 from memeval.quality.record import Citation, MemoryRecord
 
@@ -39,15 +39,6 @@ def trust_band(grade: float) -> int:
 
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class SetKind:
-    """One kind of quality set: what it holds, the setting naming its file, what a line needs."""
-
-    what: str
-    setting: str
-    needs: str
 
 
 RECORDS = SetKind("memory records", "experiment.records",
@@ -241,32 +232,9 @@ def _query(row: dict[str, Any]) -> LabelledQuery:
                          tuple(superseded), _text(row, "note", ""))
 
 
-def _load(path: Path, kind: SetKind, parse: Callable[[dict[str, Any]], T],
-          key: Callable[[T], str], on_error: str) -> tuple[list[T], LoadReport]:
-    """Every usable item of the set at `path`; nothing usable is an error under either
-    `on_error`, since every figure computed on it would be empty or undefined."""
-    if not path.is_file():
-        raise DatasetError(f"{kind.what} file not found: {path} (set {kind.setting}=FILE)")
-    report = LoadReport(source=str(path))
-    items: list[T] = []
-    seen: set[str] = set()
-    for number, row in read_objects(path, report, on_error):
-        try:
-            item = parse(row)
-        except (KeyError, TypeError, ValueError) as err:
-            reason = f"missing field {err}" if isinstance(err, KeyError) else str(err)
-            note_problem(report, path, number, reason, on_error)
-            continue
-        if key(item) in seen:
-            note_problem(report, path, number, f"duplicate id '{key(item)}'", on_error)
-            continue
-        seen.add(key(item))
-        items.append(item)
-    if not items:
-        raise nothing_usable(
-            f"{path}: no usable {kind.what} ({report.rows_read} lines read, {report.skipped} "
-            f"bad); each line needs {kind.needs}: is {kind.setting} the right file?", report)
-    return items, report
+def _by_row(parse: Callable[[dict[str, Any]], T]) -> Callable[[dict[str, Any], int], T]:
+    """A quality set's parser, which needs no line number (each line carries its id)."""
+    return lambda row, _: parse(row)
 
 
 def check_source(path: str, on_error: str, what: str) -> None:
@@ -278,21 +246,21 @@ def check_source(path: str, on_error: str, what: str) -> None:
 
 def load_memory_records(path: str | Path,
                         on_error: str = "skip") -> tuple[list[LabelledRecord], LoadReport]:
-    return _load(Path(path), RECORDS, _record, lambda r: r.record.id, on_error)
+    return load_rows(Path(path), RECORDS, _by_row(_record), lambda r: r.record.id, on_error)
 
 
 def load_scenarios(path: str | Path, on_error: str = "skip") -> tuple[list[Scenario], LoadReport]:
-    return _load(Path(path), SCENARIOS, _scenario, lambda s: s.id, on_error)
+    return load_rows(Path(path), SCENARIOS, _by_row(_scenario), lambda s: s.id, on_error)
 
 
 def load_conflict_pairs(path: str | Path,
                         on_error: str = "skip") -> tuple[list[LabelledPair], LoadReport]:
-    return _load(Path(path), PAIRS, _pair, lambda p: p.id, on_error)
+    return load_rows(Path(path), PAIRS, _by_row(_pair), lambda p: p.id, on_error)
 
 
 def load_queries(path: str | Path,
                  on_error: str = "skip") -> tuple[list[LabelledQuery], LoadReport]:
-    return _load(Path(path), QUERIES, _query, lambda q: q.id, on_error)
+    return load_rows(Path(path), QUERIES, _by_row(_query), lambda q: q.id, on_error)
 
 
 def file_fingerprint(path: str | Path) -> str:

@@ -114,7 +114,9 @@ def test_empty_file_is_a_dataset_error(tmp_path: Path) -> None:
 @pytest.mark.bad_input
 def test_all_bad_is_a_dataset_error(tmp_path: Path) -> None:
     path = write(tmp_path, [b"nope", row(2, "bogus")])
-    with pytest.raises(DatasetError, match=r"no usable entries \(2 bad lines\)"):
+    with pytest.raises(DatasetError, match=r"no usable entries \(2 lines read, 2 bad\); each "
+                                           r"line needs user_prompt, assistant_response and "
+                                           r"label: is dataset.path the right file\?"):
         load_labeled_jsonl(path)
 
 
