@@ -11,14 +11,14 @@ import pytest
 from omegaconf import DictConfig
 
 from memeval.data.labeled_jsonl import load_labeled_jsonl
-from memeval.paths import data_path
+from memeval.paths import CONF_DIR, data_path
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
-CONF = Path(__file__).resolve().parents[1] / "memeval" / "conf"
+CONF = CONF_DIR
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 # score hand-labelled quality sets; replay no traces
 QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_calibration"}

@@ -13,12 +13,13 @@ from omegaconf import OmegaConf
 from memeval.__main__ import main
 from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.judges.base import JUDGES
-from memeval.catalogue.options import CONF_DIR, catalogue, description
+from memeval.catalogue.options import catalogue, description
 from memeval.config import compose, config_groups
 from memeval.data.base import DATASETS
 from memeval.data.labellers import LABELLERS
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
+from memeval.paths import CONF_DIR
 from memeval.registry import Registry
 from memeval.systems.base import SYSTEMS
 

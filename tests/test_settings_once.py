@@ -15,15 +15,15 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from memeval import conf
 from memeval.config import check_overrides, compose, validate
 from memeval.engine.gate.threshold import ThresholdConfig
+from memeval.paths import CONF_DIR
 from memeval.quality.mai import MAIRubric
 from memeval.quality.mqs import MQSConstants
 from memeval.quality.policy import ConfidencePolicy
 from memeval.registry import ConfigError
 
-CONF = Path(conf.__file__).parent
+CONF = CONF_DIR
 GROUPS = {"mqs": MQSConstants, "confidence_policy": ConfidencePolicy, "mai": MAIRubric}
 # Where each experiment puts the two groups.
 PLACES = {"mqs_calibration": "experiment", "three_pass": "experiment.stored_mqs",

@@ -28,13 +28,13 @@ from typing import Any
 
 import yaml
 
-from memeval import conf
 from memeval.bench.scale import markdown_table
+from memeval.paths import CONF_DIR
 from memeval.threads import ENV as THREADS_ENV
 from memeval.threads import LIBRARY, POOL_VARIABLES
 from memeval.utils.fit_cache import DIR_ENV as FIT_DIR_ENV
 
-BUDGETS = Path(conf.__file__).parent / "bench_suite.yaml"
+BUDGETS = CONF_DIR / "bench_suite.yaml"
 ONE_THREAD = {THREADS_ENV: "1", **dict.fromkeys(POOL_VARIABLES, "1")}
 LIBRARY_POOLS = {THREADS_ENV: LIBRARY}
 

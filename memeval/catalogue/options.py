@@ -15,16 +15,14 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from memeval import conf
 from memeval.components import load_components
 from memeval.config import compose, config_groups
 from memeval.data.base import DatasetError
 from memeval.experiments.base import EXPERIMENTS
-from memeval.paths import DATA_DIR
+from memeval.paths import CONF_DIR, DATA_DIR
 from memeval.plugins import conf_dirs
 from memeval.registry import LOADER
 
-CONF_DIR = Path(conf.__file__).resolve().parent
 ROOT = DATA_DIR.parent
 SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.?!])\s+")
 JSON_TYPES = {str: "text", bool: "true/false", int: "number", float: "number", list: "list",

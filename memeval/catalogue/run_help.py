@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from memeval import conf
+from memeval.paths import CONF_DIR
 from memeval.plugins import conf_dirs, installed
 from memeval.reporting.table import wrapped
 
@@ -48,7 +48,7 @@ def plugin_conf_dirs() -> list[Path]:
 
 
 def run_help() -> str:
-    options = groups([Path(conf.__file__).parent, *plugin_conf_dirs()])
+    options = groups([CONF_DIR, *plugin_conf_dirs()])
     experiments = options.pop("experiment", [])
     lines = [USAGE, "", "experiments (+experiment=NAME):",
              wrapped(", ".join(experiments), indent="  "), "",

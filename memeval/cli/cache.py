@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from omegaconf import OmegaConf
 
-from memeval import conf
+from memeval.paths import CONF_DIR
 from memeval.registry import ConfigError
 from memeval.utils.fit_cache import FITS_DIR, fits_dir
 from memeval.utils.kvcache import SqliteKV
@@ -66,7 +66,7 @@ FITS = "fits"
 
 def default_dir() -> Path:
     """`cache_dir` as a run resolves it, read from the one place it is set."""
-    config = OmegaConf.load(Path(conf.__file__).resolve().parent / "config.yaml")
+    config = OmegaConf.load(CONF_DIR / "config.yaml")
     return Path(str(config.cache_dir)).expanduser()
 
 

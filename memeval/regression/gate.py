@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from memeval import conf
+from memeval.paths import CONF_DIR
 from memeval.regression.report import (
     ABSENT,
     ERROR,
@@ -31,7 +31,7 @@ from memeval.regression.report import (
 if TYPE_CHECKING:  # the run machinery loads when a gate runs, not for --help
     from memeval.results.result import RunResult
 
-THRESHOLDS = Path(conf.__file__).parent / "regression" / "regression.yaml"
+THRESHOLDS = CONF_DIR / "regression" / "regression.yaml"
 DIRECTIONS = ("at_least", "at_most")
 LOOKUP_ERRORS = (KeyError, IndexError, AttributeError)  # a figure the run's results lack
 RUNS_MARKER = ".memeval-gate-runs"  # marks a directory of gated runs the next gate may replace

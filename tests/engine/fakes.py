@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,8 +17,9 @@ from memeval.backends.embedders.base import EmbeddingError
 from memeval.backends.judges.base import JudgeError, Verdict
 from memeval.engine.scorers.base import Prototypes
 from memeval.entry import Entry
+from memeval.paths import CONF_DIR
 
-CONF = Path(__file__).resolve().parents[2] / "memeval" / "conf"
+CONF = CONF_DIR
 
 
 def gate_node(seed: int = 0) -> dict[str, Any]:

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memeval import conf
 from memeval.data.quality_sets import load_conflict_pairs, load_memory_records, load_scenarios
-from memeval.paths import data_path
+from memeval.paths import CONF_DIR, data_path
 
 PAIRS_DEV = ["conflicts/memory_pairs_v1.jsonl", "conflicts/memory_pairs_v2.jsonl"]
 PAIRS_TEST = "conflicts/memory_pairs_heldout_v1.jsonl"
@@ -109,7 +108,7 @@ def test_the_later_conflict_splits_are_whole_and_balanced(name: str, nones: int,
 
 def test_the_development_pairs_are_the_files_named_once() -> None:
     """The former held-out splits are development data now; the held-out split is not."""
-    named = yaml.safe_load((Path(conf.__file__).parent / "dev_sets" / "bundled.yaml").read_text())
+    named = yaml.safe_load((CONF_DIR / "dev_sets" / "bundled.yaml").read_text())
     files = [entry.removeprefix("${memeval_data:").removesuffix("}")
              for entry in named["conflict_pairs"]]
     assert files == [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4]

@@ -21,6 +21,7 @@ from memeval.experiments.conflict_detection import (
     folds_of,
     out_of_fold,
 )
+from memeval.paths import CONF_DIR
 from memeval.quality.conflict_features import FEATURES, ConflictSide, newer_side, pair_features
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
@@ -34,7 +35,7 @@ from memeval.registry import ConfigError, to_dataclass
 from memeval.runner import run_experiment
 from memeval.systems.reference.stored_models import labelled_sides
 
-CONF = Path(__file__).resolve().parents[2] / "memeval/conf/conflict_detector/learned.yaml"
+CONF = CONF_DIR / "conflict_detector" / "learned.yaml"
 
 
 def _words() -> ConflictWords:
