@@ -304,4 +304,6 @@ class Registry(Generic[T]):
         return self.get(chosen.name).factory(copy.deepcopy(chosen.params), **deps)
 
     def build(self, node: Mapping[str, Any] | DictConfig, **deps: Any) -> T:
-        return self.make(self.choose(node), **deps)
+        """`make(choose(node))`, without make's copy: validating gave these settings their own."""
+        chosen = self.choose(node)
+        return self.get(chosen.name).factory(chosen.params, **deps)

@@ -21,7 +21,7 @@ from memeval.data.base import DATASETS, Dataset, MemoryCorpus, of_entries, redac
 from memeval.data.memory_corpus import redacted_corpus
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.experiments.checkpoint import Checkpoints
-from memeval.experiments.settings import Validated
+from memeval.experiments.settings import Settings, Validated
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
@@ -53,7 +53,6 @@ class RunContext:
     def __init__(self, cfg: DictConfig, run_dir: Path, validated: Validated) -> None:
         self.cfg = cfg  # only to save the resolved settings; the run reads `validated`
         self.validated = validated
-        self.settings = validated.settings
         self.run_dir = run_dir
         # kept apart from the experiment's own time: loading the dataset, scoring what each pass
         # stored, and each pass's metrics with their intervals
@@ -114,6 +113,11 @@ class RunContext:
 
     def built(self, name: str) -> bool:
         return name in self.__dict__
+
+    @property
+    def settings(self) -> Settings:
+        """The run's top-level settings (seed, cache_dir, progress, bootstrap…)."""
+        return self.validated.settings
 
     @property
     def seed(self) -> int:

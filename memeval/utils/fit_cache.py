@@ -26,13 +26,13 @@ import logging
 import os
 import pickle
 import secrets
-import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memeval.utils.atomic import write_atomic
+from memeval.utils.stopwatch import Stopwatch
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class FitCache:
         self.directory = directory
         self.code = code if code is not None else code_digest()
         self.hits = self.misses = self.damaged = 0
-        self.seconds = 0.0  # spent fitting: a run's timing keeps it apart from its own work
+        self.spent = Stopwatch()  # fitting: a run's timing keeps it apart from its own work
         self._announced: set[str] = set()
 
     def digest(self, kind: str, key: Any) -> str:
@@ -138,9 +138,8 @@ class FitCache:
         if kind not in self._announced:  # once per kind: a cross-validation misses per fold
             self._announced.add(kind)
             log.info("fitting %s (first use)", kind)  # short: a log line's prefix is 61 wide
-        started = time.perf_counter()
-        model = make()
-        self.seconds += time.perf_counter() - started
+        with self.spent.running():
+            model = make()
         if path is not None and signing is not None:
             payload = pickle.dumps((FORMAT, kind, digest, model), protocol=pickle.HIGHEST_PROTOCOL)
             write_atomic(path, MAGIC + _mac(signing, payload) + payload)

@@ -9,7 +9,6 @@ value is a miss: it is recomputed and overwritten, counted (`invalid`) and warne
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 
 from memeval.backends.embedders.base import Embedder, unit_rows
 from memeval.utils.kvcache import SqliteKV, content_key
+from memeval.utils.stopwatch import Stopwatch
 
 CHUNK = 64  # texts per call to the wrapped embedder
 Chunk = tuple[list[str], list[str]]  # (cache keys, texts) embedded as one batch
@@ -44,18 +44,15 @@ class CachedEmbedder:
         self.hits = 0
         self.misses = 0
         self.invalid = 0  # stored values that were not usable vectors (counted in misses too)
-        self.seconds = 0.0  # all time inside embed(), cache lookups included
+        self.spent = Stopwatch()  # all time inside embed(), cache lookups included
 
     @property
     def dim(self) -> int:
         return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        start = time.perf_counter()
-        try:
+        with self.spent.running():
             return self._embed(texts)
-        finally:
-            self.seconds += time.perf_counter() - start
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [content_key(self.identity, text) for text in texts]
