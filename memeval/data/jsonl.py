@@ -195,11 +195,13 @@ L = TypeVar("L")
 
 def load_rows(path: Path, kind: SetKind, parse: Callable[[dict[str, Any], int], L],
               key: Callable[[L], str], on_error: str, report: LoadReport | None = None,
-              limit: int | None = None) -> tuple[list[L], LoadReport]:
+              limit: int | None = None,
+              accept: Callable[[L], L] | None = None) -> tuple[list[L], LoadReport]:
     """Every usable item of the labelled JSONL file at `path` (the first `limit`), each parsed
-    from a line's object and its line number, ids unique. A bad line is reported by file and
-    line (`note_problem`); nothing usable is an error under either `on_error`, since every
-    figure computed on it would be empty or undefined. One loader for every labelled kind."""
+    from a line's object and its line number, ids unique, then passed through `accept` (e.g. to
+    cut and count an over-long text: only what is kept). A bad line is reported by file and line
+    (`note_problem`); nothing usable is an error under either `on_error`, since every figure
+    computed on it would be empty or undefined. One loader for every labelled kind."""
     if not path.is_file():
         raise DatasetError(f"{kind.file or kind.what} file not found: {path} "
                            f"(set {kind.setting}=FILE)")
@@ -217,7 +219,7 @@ def load_rows(path: Path, kind: SetKind, parse: Callable[[dict[str, Any], int], 
             note_problem(report, path, number, f"duplicate id '{key(item)}'", on_error)
             continue
         seen.add(key(item))
-        items.append(item)
+        items.append(accept(item) if accept is not None else item)
         if limit is not None and len(items) >= limit:
             break
     if not items:

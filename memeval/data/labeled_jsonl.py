@@ -64,14 +64,17 @@ def load_labeled_jsonl(path: str | Path, on_error: str = "skip", limit: int | No
     file = Path(path).expanduser()
     report = LoadReport(source=str(file))
 
-    def parse(row: dict[str, Any], number: int) -> Entry:
-        entry = _parse_row(row, f"{file.stem}:{number}")
+    def cut(entry: Entry) -> Entry:
         if len(entry.assistant_response) <= max_chars:
             return entry
         report.stats["truncated"] = report.stats.get("truncated", 0) + 1
         return replace(entry, assistant_response=entry.assistant_response[:max_chars])
 
-    entries, _ = load_rows(file, ENTRIES, parse, lambda e: e.id, on_error, report, limit)
+    def parse(row: dict[str, Any], number: int) -> Entry:
+        return _parse_row(row, f"{file.stem}:{number}")  # a line without an id is named by it
+
+    entries, _ = load_rows(file, ENTRIES, parse, lambda e: e.id, on_error, report, limit,
+                           accept=cut)
     return Dataset(name=file.stem, entries=entries, report=report)
 
 

@@ -168,6 +168,14 @@ def test_a_multi_megabyte_response_is_cut_and_counted(tmp_path: Path) -> None:
     assert len(load_labeled_jsonl(path).entries[1].assistant_response) == 32768
 
 
+def test_only_kept_rows_count_as_truncated(tmp_path: Path) -> None:
+    """A repeated id is skipped before its text is cut: the report counts what the set holds."""
+    long = {**row(1), "assistant_response": "x" * 2000}
+    dataset = load_labeled_jsonl(write(tmp_path, [row(1), long]), max_chars=1000)
+    assert [e.assistant_response for e in dataset.entries] == ["answer 1"]
+    assert dataset.report.stats == {} and len(dataset.report.problems) == 1
+
+
 def test_max_chars_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="max_chars"):
         DATASETS.validate({"name": "labeled_jsonl", "path": "x.jsonl", "max_chars": 0})
