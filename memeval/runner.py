@@ -196,7 +196,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "seed": checked.settings.seed,
         **_components(ctx, checked),
         "passes": result.passes,
-        **result.extra,
+        **result.findings.to_dict(),
         "wall_seconds": round(time.time() - started, 3),
         "timing": timing,
         "failures": [str(failure) for failure in failures],

@@ -127,9 +127,14 @@ def test_the_guides_dataset_experiment_and_system_run_together(tmp_path: Path) -
         "t4\tnoise\tonly three fields",  # reported by file and line, then skipped
     ]) + "\n")
     run_dir = tmp_path / "run"
-    memeval([*GUIDE_RUN, *QUICK, f"hydra.run.dir={run_dir}"])
+    drawn = [setting for setting in QUICK if setting != "plots=false"]  # its declared figures
+    memeval([*GUIDE_RUN, *drawn, f"hydra.run.dir={run_dir}"])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["experiment"] == "one_pass"
+    assert metrics["phase"] == "eval"  # its own section, written with the type it declared
+    assert (run_dir / "figures" / "funnel.png").is_file()
+    memeval(["report", str(run_dir)])
+    assert "## Figure: funnel" in (run_dir / "report.md").read_text()
     assert metrics["system"]["name"] == "keep_long"
     assert metrics["system"]["notes"] == {"rule": "keeps turns of at least 80 chars"}
     dataset = metrics["dataset"]

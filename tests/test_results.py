@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from memeval.cli.report import main as report_main
 from memeval.cli.sweep import main as sweep_main
+from memeval.components import load_components
+from memeval.experiments.base import Replay
+from memeval.experiments.compare_systems import Compared
+from memeval.experiments.conflict_detection import ConflictFindings
+from memeval.experiments.mqs_calibration import Calibrated
 from memeval.regression import gate as regression_gate
+from memeval.reporting.outputs import outputs_of
 from memeval.reporting.plots import make_figures
 from memeval.reporting.report import write_report
 from memeval.reporting.systems_table import systems_summary
@@ -54,14 +62,15 @@ def test_schema_1_runs_load_typed() -> None:
 
     calibration = load_result(CALIBRATION)
     assert calibration.passes == () and calibration.dataset is None
-    assert calibration.mqs is not None and calibration.mqs.configured is not None
-    assert calibration.mqs.configured.spearman == pytest.approx(0.7801, abs=1e-4)
-    assert calibration.mqs.fingerprint == "ea1926a69444c7f3"
-    assert calibration.mai is not None and calibration.mai.accuracy == pytest.approx(20 / 41)
+    mqs, mai = calibration.of(Calibrated).mqs, calibration.of(Calibrated).mai
+    assert mqs is not None and mqs.configured is not None
+    assert mqs.configured.spearman == pytest.approx(0.7801, abs=1e-4)
+    assert mqs.fingerprint == "ea1926a69444c7f3"
+    assert mai is not None and mai.accuracy == pytest.approx(20 / 41)
 
 
 def test_write_then_load_gives_the_same_typed_values(tmp_path: Path) -> None:
-    for fixture in (THREE_PASS, CALIBRATION):
+    for fixture, kind in ((THREE_PASS, Replay), (CALIBRATION, Calibrated)):
         metrics = read_metrics(fixture)
         metrics.pop("schema_version")
         run_dir = tmp_path / fixture.name
@@ -70,8 +79,41 @@ def test_write_then_load_gives_the_same_typed_values(tmp_path: Path) -> None:
         assert json.loads((run_dir / "metrics.json").read_text())["schema_version"] == 2
         assert loaded == written and loaded.schema_version == SCHEMA_VERSION == 2
         old = load_result(fixture)
-        assert loaded.passes == old.passes and loaded.mqs == old.mqs and loaded.mai == old.mai
+        assert loaded.passes == old.passes and loaded.of(kind) == old.of(kind)
         assert loaded.dataset == old.dataset and loaded.scorer == old.scorer
+
+
+HEADER = {"schema_version", "run_id", "experiment", "seed", "dataset", "embedder", "system",
+          "judge", "scorer", "passes", "wall_seconds", "timing", "failures"}
+"""What the runner writes of every run; the rest of metrics.json is the experiment's own."""
+
+
+@pytest.mark.parametrize("fixture", ALL, ids=lambda p: p.name)
+def test_the_declared_type_writes_back_every_section_a_run_wrote(fixture: Path) -> None:
+    """Read with the type its experiment declared and written again, a run's own sections come
+    back key for key, in order: nothing the experiment measured is lost or reordered."""
+    load_components()
+    result = load_result(fixture)
+    written = result.of(outputs_of(result.experiment).findings).to_dict()
+    own = [(key, value) for key, value in result.sections.items() if key not in HEADER]
+    assert list(written.items()) == own
+
+
+def test_a_run_read_as_a_type_it_does_not_hold_is_refused_naming_both() -> None:
+    with pytest.raises(UnreadableResult, match="this three_pass run holds no Calibrated"):
+        load_result(THREE_PASS).of(Calibrated)
+
+
+@pytest.mark.slow
+def test_the_report_command_shows_the_sections_an_experiment_declares(tmp_path: Path) -> None:
+    """As a user runs it, in a fresh process: the command loads the experiments that declare
+    their report sections, so an mqs_calibration report has its calibration table."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(CALIBRATION, run_dir)
+    done = subprocess.run([sys.executable, "-m", "memeval", "report", str(run_dir)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "## MQS calibration\n" in (run_dir / "report.md").read_text()
 
 
 def test_a_file_without_schema_version_predates_it_and_is_schema_1() -> None:
@@ -131,8 +173,8 @@ def test_the_table_of_a_schema_1_run_is_what_its_run_printed() -> None:
 
 def test_a_schema_1_comparison_loads_typed() -> None:
     result = load_result(SYSTEMS)
-    assert result.compare is not None and set(result.arms) == {"reference", "memledger"}
-    compared = result.compare
+    assert set(result.arms) == {"reference", "memledger"}
+    compared = result.of(Compared).compare
     assert [what for what, _ in compared.tables()] == ["write_gate", "trust", "conflicts",
                                                        "search"]
     assert compared.write_gate is not None and compared.write_gate.pass_no == 3
@@ -157,8 +199,8 @@ def test_schema_1_retrieval_and_conflict_runs_load_typed() -> None:
     assert all(p.substantive_recall is None for p in retrieval.passes)
     on = retrieval.passes[-1].ranking["on"]
     assert on.ndcg_ci95[0] <= on.ndcg <= on.ndcg_ci95[1] and on.gini_recall is not None
-    conflicts = load_result(CONFLICTS).conflicts
-    assert conflicts is not None and set(conflicts.by_detector) == set(conflicts.detectors)
+    conflicts = load_result(CONFLICTS).of(ConflictFindings).conflicts
+    assert set(conflicts.by_detector) == set(conflicts.detectors)
     for scores in conflicts.by_detector.values():
         assert scores.accuracy is not None and 0 <= scores.accuracy <= 1
         assert sum(n for row in scores.confusion.values() for n in row.values()) == 84

@@ -31,10 +31,12 @@ def main(args: list[str]) -> int:
             print(f"memeval report: {path} is not a run directory (no metrics.json)",
                   file=sys.stderr)
             return 2
+    from memeval.components import load_components
     from memeval.reporting.compare import IncomparableRuns
     from memeval.reporting.report import write_report
     from memeval.results.result import UnreadableResult
 
+    load_components()  # each experiment declares its report sections and figures
     try:
         html_path, md_path = write_report(options.run_dirs, options.out, options.force)
     except (IncomparableRuns, UnreadableResult) as err:

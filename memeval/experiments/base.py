@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
@@ -24,11 +24,16 @@ from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Settings, Validated
 from memeval.metrics.gate_metrics import pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
+from memeval.reporting.outputs import Outputs, declare
+from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
 from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
 from memeval.utils.stopwatch import Stopwatch
+
+if TYPE_CHECKING:  # pandas loads only once a run is read
+    from memeval.results.run import Run
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -36,14 +41,33 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ExperimentResult:
-    """`passes` are the evaluated passes (metrics.json's top-level list); `extra` is free-form
-    (merged into metrics.json); `tables` are written to the run directory as parquet."""
+    """`passes` are the evaluated passes (metrics.json's top-level list); `findings` are the
+    experiment's own sections, of the type it declared; `tables` are written to the run
+    directory as parquet."""
 
     passes: list[dict[str, Any]]
     decisions: list[Decision]
-    extra: dict[str, Any] = field(default_factory=dict)
+    findings: Findings
     summary: str = ""  # printed at the end of the run instead of the per-pass table
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Replay(Findings):
+    """A write-gate replay's own section: the protocol it followed."""
+
+    protocol: str
+
+
+def gate_figures(run: Run) -> list[Path]:
+    """The write-gate replays' figures (matplotlib loads only once a run draws)."""
+    from memeval.reporting.plots import make_gate_figures
+
+    return make_gate_figures(run)
+
+
+GATE_REPLAY = Outputs(Replay, gate_figures)
+"""What a replay through the write gate declares: its protocol, and the gate's figures."""
 
 
 class RunContext:
@@ -206,6 +230,14 @@ class Experiment(Protocol):
 
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+
+
+def register(name: str, schema: type, outputs: Outputs
+             ) -> Callable[[Callable[..., Experiment]], Callable[..., Experiment]]:
+    """Registers an experiment's factory and declares its outputs: the `Findings` type it writes
+    its own sections with, its figures and its report sections."""
+    declare(name, outputs)
+    return EXPERIMENTS.register(name, schema)
 
 
 def replay(ctx: RunContext, gate: Ingestor, entries: list[Any], pass_no: int, phase: str,

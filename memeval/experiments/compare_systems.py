@@ -15,9 +15,11 @@ A capability a system lacks leaves its row out of that table, with the reason in
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,15 +30,21 @@ from memeval.data.quality_sets import (
     load_memory_records,
     load_queries,
 )
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.base import ExperimentResult, RunContext, register, replay
 from memeval.experiments.checkpoint import PassRecord
 from memeval.metrics.calibration import calibration_report
 from memeval.metrics.classification import per_class_report
 from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import bounded, input_file
+from memeval.reporting.outputs import Outputs
 from memeval.reporting.systems_table import systems_summary
+from memeval.results.findings import Findings
+from memeval.results.sections import Comparison
 from memeval.systems.base import SYSTEMS, Capability, IndexedMemory, Ingestor, System
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
 
 WRITE_GATE = (Capability.INGEST, Capability.RESET)
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
@@ -62,6 +70,16 @@ class CompareSystemsConfig:
             SYSTEMS.validate(node, key=f"experiment.systems.{name}")
         if (self.queries is None) != (self.corpus is None):
             raise ValueError("queries and corpus go together: search needs both")
+
+
+@dataclass(frozen=True)
+class Compared(Findings):
+    protocol: str
+    systems: Sequence[str]  # in the order compared: each later one against the first
+    arms: Mapping[str, Sequence[Mapping[str, Any]]]  # each system's write-gate passes
+    compare: Comparison  # the tables measured
+    skipped: Mapping[str, Mapping[str, str]]  # by capability: system → why it was left out
+    notes: Mapping[str, Mapping[str, Any]]  # what a reader must know of each system
 
 
 class CompareSystems:
@@ -95,10 +113,10 @@ class CompareSystems:
             if measure is not None and able[what] and self._has_data(what):
                 tables[what] = measure(ctx, able[what])
         notes = {n: s.notes for n, s in systems.items() if s.notes}
-        extra = {"protocol": "compare_systems", "systems": list(systems), "arms": arms,
-                 "compare": tables, "skipped": skipped, "notes": notes}
+        compared = Compared("compare_systems", list(systems), arms, Comparison.from_dict(tables),
+                            skipped, notes)
         first = next(iter(arms.values()), [])
-        return ExperimentResult(first, decisions, extra,
+        return ExperimentResult(first, decisions, compared,
                                 summary=systems_summary(tables, skipped, notes))
 
     def _has_data(self, capability: str) -> bool:
@@ -233,6 +251,15 @@ def _write_gate_table(arms: dict[str, list[dict[str, Any]]], decisions: list[Any
             "paired": paired}
 
 
-@EXPERIMENTS.register("compare_systems", CompareSystemsConfig)
+def figures(run: Run) -> list[Path]:
+    """A figure per capability compared, and the write gate's own set when one was compared."""
+    from memeval.reporting.plots import make_gate_figures
+    from memeval.reporting.systems_plots import make_systems_figures
+
+    gate = make_gate_figures(run) if run.result.arms else []
+    return [*make_systems_figures(run.path, run.result.of(Compared).compare), *gate]
+
+
+@register("compare_systems", CompareSystemsConfig, Outputs(Compared, figures))
 def build_compare_systems(cfg: CompareSystemsConfig) -> CompareSystems:
     return CompareSystems(cfg)

@@ -7,10 +7,11 @@ an independent test split scored beside the rules.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import pairwise
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from memeval.data.quality_sets import (
     file_fingerprint,
     load_conflict_pairs,
 )
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.experiments.base import ExperimentResult, RunContext, register
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
 from memeval.quality.conflict_model import (
@@ -31,12 +32,18 @@ from memeval.quality.conflict_model import (
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
+from memeval.reporting.outputs import Outputs
 from memeval.reporting.table import aligned, wrapped
+from memeval.results.findings import Findings, optional_section
+from memeval.results.sections import Conflicts
 from memeval.systems.base import Capability, require
 from memeval.systems.reference.stored_models import labelled_sides
 from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.folds import Split, held_out_splits
 from memeval.utils.folds import out_of_fold as held_out_values
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
 
@@ -62,6 +69,13 @@ class ConflictDetectionConfig:
         if self.dev_pairs and self.folds < 2:
             raise ValueError(f"experiment.folds must be at least 2, got {self.folds}")
         CONFLICT_DETECTORS.validate(self.detector, "experiment.detector")
+
+
+@dataclass(frozen=True)
+class ConflictFindings(Findings):
+    conflicts: Conflicts  # each detector on the hand-labelled pairs
+    # the learned detector: out of fold on the development sets, then on the test split
+    conflicts_learned: Mapping[str, Any] | None = optional_section()
 
 
 class ConflictDetection:
@@ -91,18 +105,17 @@ class ConflictDetection:
                  **{f"{mode}_reason": found[mode][i] for mode in found}}
                 for i, p in enumerate(pairs)]
         summary = summarise(results)
-        extra: dict[str, Any] = {}
+        learned = None
         tables = {"conflict_pairs": rows}
         if self.cfg.dev_pairs:
-            extra["conflicts_learned"], tables["conflict_learned"] = self._learned(ctx)
-            summary += "\n" + summarise_learned(extra["conflicts_learned"])
-        extra = {"conflicts": {"source": report.source,
-                               "fingerprint": file_fingerprint(self.cfg.pairs),
-                               "pairs": len(pairs), "skipped": report.skipped,
-                               "problems": report.problems[:100],
-                               "labels": dict(Counter(truth)), "detectors": list(results),
-                               **results}, **extra}
-        return ExperimentResult([], [], extra, summary=summary, tables=tables)
+            learned, tables["conflict_learned"] = self._learned(ctx)
+            summary += "\n" + summarise_learned(learned)
+        conflicts = Conflicts.from_dict({
+            "source": report.source, "fingerprint": file_fingerprint(self.cfg.pairs),
+            "pairs": len(pairs), "skipped": report.skipped, "problems": report.problems[:100],
+            "labels": dict(Counter(truth)), "detectors": list(results), **results})
+        return ExperimentResult([], [], ConflictFindings(conflicts, learned), summary=summary,
+                                tables=tables)
 
     def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
         pairs, sources = [], []
@@ -358,6 +371,12 @@ def summarise(results: dict[str, Any]) -> str:
     return f"{aligned(header, rows)}\n{accuracy}"
 
 
-@EXPERIMENTS.register("conflict_detection", ConflictDetectionConfig)
+def figures(run: Run) -> list[Path]:
+    from memeval.reporting.conflict_plots import make_conflict_figures
+
+    return make_conflict_figures(run.path, run.result.of(ConflictFindings).conflicts)
+
+
+@register("conflict_detection", ConflictDetectionConfig, Outputs(ConflictFindings, figures))
 def build_conflict_detection(cfg: ConflictDetectionConfig) -> ConflictDetection:
     return ConflictDetection(cfg)

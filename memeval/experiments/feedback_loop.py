@@ -8,14 +8,23 @@ rejects more of them every pass. The only place memeval lets content_score feed 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from memeval.engine.gate.base import Candidate
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.base import (
+    ExperimentResult,
+    RunContext,
+    gate_figures,
+    register,
+    replay,
+)
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
+from memeval.reporting.outputs import Outputs
+from memeval.results.findings import Findings
 from memeval.systems.base import Ingestor
 from memeval.systems.reference.system import reference_ingestor
 
@@ -31,6 +40,13 @@ class FeedbackLoopConfig:
             raise ValueError("passes must be at least 2 to show a trend")
         if "content_score" not in self.self_feed:
             raise ValueError("self_feed must include content_score: that is the loop under test")
+
+
+@dataclass(frozen=True)
+class FeedbackFindings(Findings):
+    protocol: str
+    arms: Mapping[str, Sequence[Mapping[str, Any]]]  # each arm's passes (the last arm's also
+    feeds: Mapping[str, Sequence[str]]  # are `passes`); the stages feeding each arm's store
 
 
 class FeedbackLoop:
@@ -55,8 +71,8 @@ class FeedbackLoop:
                 per_arm[arm].append(record.metrics)
                 decisions.extend(record.decisions)
         return ExperimentResult(per_arm["self_feeding"], decisions,
-                                {"protocol": "feedback_loop", "arms": per_arm,
-                                 "feeds": {k: list(v) for k, v in arms.items()}})
+                                FeedbackFindings("feedback_loop", per_arm,
+                                                 {k: list(v) for k, v in arms.items()}))
 
 
 def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
@@ -66,6 +82,6 @@ def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
     return PassRecord({"arm": arm, **ctx.measure(rows, gate, pass_no)}, rows)
 
 
-@EXPERIMENTS.register("feedback_loop", FeedbackLoopConfig)
+@register("feedback_loop", FeedbackLoopConfig, Outputs(FeedbackFindings, gate_figures))
 def build_feedback_loop(cfg: FeedbackLoopConfig) -> FeedbackLoop:
     return FeedbackLoop(cfg)

@@ -11,15 +11,24 @@ evaluated text ever enters the learned prototypes or the threshold calibration.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from memeval.data.splits import field_split, stratified_split
 from memeval.entry import Entry
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.base import (
+    ExperimentResult,
+    RunContext,
+    gate_figures,
+    register,
+    replay,
+)
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import ConfigError, bounded
+from memeval.reporting.outputs import Outputs
+from memeval.results.findings import Findings
 from memeval.systems.base import Capability, Ingestor
 
 
@@ -66,6 +75,13 @@ class HoldoutConfig:
                 "eval_values": self.eval_values or "the rest"}
 
 
+@dataclass(frozen=True)
+class HoldoutFindings(Findings):
+    protocol: str
+    split: Mapping[str, Any]  # sizes and how the entries were split
+    learn_passes: Sequence[Mapping[str, Any]]  # each pass's metrics on the learn split
+
+
 class Holdout:
     resumable = True
 
@@ -85,8 +101,8 @@ class Holdout:
                  **self.cfg.described(ctx.seed)}
         return ExperimentResult([r.metrics for r in records],
                                 [d for r in records for d in r.decisions],
-                                {"protocol": "three_pass_holdout", "split": split,
-                                 "learn_passes": [r.extra["learn"] for r in records]})
+                                HoldoutFindings("three_pass_holdout", split,
+                                                [r.extra["learn"] for r in records]))
 
     @staticmethod
     def _pass(ctx: RunContext, gate: Ingestor, learn_items: list[Any],
@@ -102,8 +118,11 @@ class Holdout:
                           extra={"learn": learn_metrics})
 
 
-@EXPERIMENTS.register("three_pass_holdout", HoldoutConfig)
-@EXPERIMENTS.register("three_pass_sessions", HoldoutConfig)
+HOLDOUT = Outputs(HoldoutFindings, gate_figures)
+
+
+@register("three_pass_holdout", HoldoutConfig, HOLDOUT)
+@register("three_pass_sessions", HoldoutConfig, HOLDOUT)
 def build_holdout(cfg: HoldoutConfig) -> Holdout:
     """`three_pass_sessions` is the same protocol; its config splits real turns by session."""
     return Holdout(cfg)

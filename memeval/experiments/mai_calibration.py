@@ -17,14 +17,15 @@ metadata features alone (mai_features.METADATA), also fitted on the development 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memeval.data.quality_sets import Scenario, check_source, file_fingerprint, load_scenarios
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.experiments.base import ExperimentResult, RunContext, register
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import bootstrap
 from memeval.metrics.classification import per_class_report
@@ -38,8 +39,13 @@ from memeval.quality.mai_features import (
 )
 from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
 from memeval.registry import bounded, input_file
+from memeval.reporting.outputs import Outputs
+from memeval.results.findings import Findings, optional_section
 
 SCORERS = ("rubric", "learned")
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
 
 
 @dataclass
@@ -101,6 +107,21 @@ def scored(truth: Sequence[str], predicted: Sequence[str], resamples: int,
         "confusion": {a: {b: int(((t == a) & (p == b)).sum()) for b in MAI_LABELS}
                       for a in MAI_LABELS},
     }
+
+
+@dataclass(frozen=True)
+class MaiFindings(Findings):
+    """Each set scored by the rubric and the learned MAI (None: the set was skipped)."""
+
+    development: Mapping[str, Any]  # out of fold
+    features: Sequence[str]
+    metadata_features: Sequence[str]
+    test: Mapping[str, Any] | None
+    golden_style: Mapping[str, Any] | None
+    cv_minus_test: Mapping[str, Mapping[str, float]] | None = optional_section()
+    golden: Mapping[str, Any] | None = None
+    chosen_c: float | None = None  # the learned model's inverse L2 strength, by inner CV
+    coefficients: Mapping[str, Any] | None = None  # by view, by label, by feature
 
 
 class MAICalibration:
@@ -172,7 +193,8 @@ class MAICalibration:
                    for label, coef in zip(fitted.model.classes_, fitted.model.coef_,
                                           strict=True)}
             for view, fitted in models.items()}
-        return ExperimentResult([], [], extra, summary=summarise(extra), tables=tables)
+        found = MaiFindings(**extra)
+        return ExperimentResult([], [], found, summary=summarise(found), tables=tables)
 
     def _held_out(self, models: dict[str, LearnedMAI], cases: list[Scenario], resamples: int,
                   seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -215,7 +237,7 @@ def _ci(value: float | None, bounds: Sequence[float | None]) -> str:
         else f"{value:.3f}"
 
 
-def _lines(title: str, block: dict[str, Any],
+def _lines(title: str, block: Mapping[str, Any],
            scorers: Sequence[str] = SCORERS) -> list[str]:
     lines = [title]
     for scorer in scorers:
@@ -233,14 +255,14 @@ _VIEWS = {"all": "every feature",
           "metadata": "metadata features: no decision names a memory"}
 
 
-def summarise(extra: dict[str, Any]) -> str:
-    dev = extra["development"]
+def summarise(found: MaiFindings) -> str:
+    dev = found.development
     lines = _lines(f"MAI on {dev['scenarios']} development scenarios "
                    f"({dev['folds']}-fold out of fold for the learned models)", dev,
                    (*SCORERS, "learned_metadata"))
     lines.append(f"learned model for the test split: fitted on all {dev['scenarios']} development "
-                 f"scenarios, inverse L2 strength {extra['chosen_c']:g} (chosen by inner CV)")
-    test = extra["test"]
+                 f"scenarios, inverse L2 strength {found.chosen_c:g} (chosen by inner CV)")
+    test = found.test
     if test is None:
         lines.append("test split: skipped (experiment.test_scenarios=null)")
     else:
@@ -249,12 +271,12 @@ def summarise(extra: dict[str, Any]) -> str:
                         f"{_VIEWS[test['features']]})", test)
         lines.append("CV − test: " + "; ".join(
             f"{scorer} accuracy {gap['accuracy']:+.3f}, macro-F1 {gap['macro_f1']:+.3f}"
-            for scorer, gap in extra["cv_minus_test"].items()))
-    style = extra["golden_style"]
+            for scorer, gap in (found.cv_minus_test or {}).items()))
+    style = found.golden_style
     if style is not None:
         lines += _lines(f"MAI on the golden-style test split ({style['source']['scenarios']} "
                         f"scenarios, memledger's convention; {_VIEWS[style['features']]})", style)
-    golden = extra["golden"]
+    golden = found.golden
     if golden is None:
         lines.append("memledger golden set: skipped (experiment.golden=false)")
     elif "skipped" in golden:
@@ -265,6 +287,15 @@ def summarise(extra: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@EXPERIMENTS.register("mai_calibration", MAICalibrationConfig)
+def figures(run: Run) -> list[Path]:
+    from memeval.reporting.mai_plots import make_mai_figures
+
+    found = run.result.of(MaiFindings)
+    return make_mai_figures(run.path, {"development": found.development, "test": found.test,
+                                       "golden_style": found.golden_style,
+                                       "golden": found.golden})
+
+
+@register("mai_calibration", MAICalibrationConfig, Outputs(MaiFindings, figures))
 def build_mai_calibration(cfg: MAICalibrationConfig) -> MAICalibration:
     return MAICalibration(cfg)

@@ -18,8 +18,10 @@ on the same sets beside it. The test split is read only after the fit.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from memeval.data.quality_sets import (
     load_scenarios,
     trust_band,
 )
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.experiments.base import ExperimentResult, RunContext, register
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
@@ -50,9 +52,15 @@ from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
 from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded, input_file
+from memeval.reporting.outputs import Outputs, Section
 from memeval.reporting.table import aligned, wrapped
+from memeval.results.findings import Findings, optional_section
+from memeval.results.sections import Mai, Mqs
 from memeval.systems.base import Capability, require
 from memeval.systems.reference.system import ReferenceSystem
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
 
 METRICS = ("spearman", "kendall", "brier", "ece")
 
@@ -138,6 +146,17 @@ def record_row(record: MemoryRecord) -> dict[str, Any]:
             "derived_from": list(record.derived_from), "conflicts": list(record.conflicts),
             "citation": None if citation is None else
             f"{citation.path}:{citation.line_start}-{citation.line_end}"}
+
+
+@dataclass(frozen=True)
+class Calibrated(Findings):
+    """MQS and MAI against their hand labels (None: that half was skipped)."""
+
+    mqs: Mqs | None
+    mai: Mai | None
+    mqs_constants: Mapping[str, Any] | None = None  # the configured constants
+    # the learned trust score beside MQS: out of fold on dev, then on the test split
+    trust_score: Mapping[str, Any] | None = optional_section()
 
 
 class MQSCalibration:
@@ -346,18 +365,19 @@ class MQSCalibration:
         return summary, rows
 
     def run(self, ctx: RunContext) -> ExperimentResult:
-        extra: dict[str, Any] = {"mqs": None, "mai": None}
+        mqs = mai = trust = None
         tables: dict[str, list[dict[str, Any]]] = {}
         if self.cfg.records is not None:
-            extra["mqs"], tables["mqs_records"] = self._mqs(ctx, self.cfg.records)
+            mqs, tables["mqs_records"] = self._mqs(ctx, self.cfg.records)
         if self.cfg.scenarios is not None:
-            extra["mai"], tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
-        extra["mqs_constants"] = asdict(self.cfg.mqs)
-        summary = summarise(extra["mqs"], extra["mai"])
+            mai, tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
+        summary = summarise(mqs, mai)
         if self.cfg.dev_records:
-            extra["trust_score"], tables["trust_records"] = self._trust(ctx)
-            summary += "\n" + "\n".join(_trust_lines(extra["trust_score"]))
-        return ExperimentResult([], [], extra, summary=summary, tables=tables)
+            trust, tables["trust_records"] = self._trust(ctx)
+            summary += "\n" + "\n".join(_trust_lines(trust))
+        found = Calibrated(Mqs.from_dict(mqs) if mqs else None,
+                           Mai.from_dict(mai) if mai else None, asdict(self.cfg.mqs), trust)
+        return ExperimentResult([], [], found, summary=summary, tables=tables)
 
 
 def _ci(value: float, bounds: list[float]) -> str:
@@ -418,6 +438,19 @@ def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-@EXPERIMENTS.register("mqs_calibration", MQSCalibrationConfig)
+def figures(run: Run) -> list[Path]:
+    from memeval.reporting.calibration_plots import make_calibration_figures
+
+    found = run.result.of(Calibrated)
+    return make_calibration_figures(run.path, found.mqs, found.mai)
+
+
+def report(run: Run) -> list[Section]:
+    from memeval.reporting.calibration_report import mqs_sections
+
+    return mqs_sections(run.result.of(Calibrated).mqs)
+
+
+@register("mqs_calibration", MQSCalibrationConfig, Outputs(Calibrated, figures, report))
 def build_mqs_calibration(cfg: MQSCalibrationConfig) -> MQSCalibration:
     return MQSCalibration(cfg)

@@ -27,13 +27,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memeval.data.base import MemoryCorpus
 from memeval.data.quality_sets import check_source, load_queries
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext
+from memeval.experiments.base import ExperimentResult, RunContext, register
 from memeval.experiments.retrieval_workload import (
     START,
     Ask,
@@ -49,6 +50,11 @@ from memeval.quality.rankers import RANKERS, Ranker, Search
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded, input_file
+from memeval.reporting.outputs import Outputs
+from memeval.results.findings import Findings
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
 
 MQS_TERMS = ("confidence", "usage", "access", "conflict_penalty", "hedged_penalty")
 ORDERS = ("time", "shuffled")
@@ -106,6 +112,11 @@ def _hash_unit(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+@dataclass(frozen=True)
+class Retrieval(Findings):
+    retrieval: Mapping[str, Any]  # the workload, the queries used and the replay's settings
+
+
 class RetrievalReplay:
     resumable = False  # its passes share in-memory policies that checkpoints do not hold
 
@@ -142,7 +153,7 @@ class RetrievalReplay:
             passes.append(self._measure(pass_no, arms, scored, ctx))
             rows += [{"pass": pass_no, "arm": name, **row}
                      for name, mine in scored.items() for row in mine]
-        extra = {"retrieval": {
+        found = Retrieval({
             "workload": work.source,
             "queries": {"labelled": len(work.queries) + len(work.unreachable),
                         "usage": len(usage), "evaluation": len(evaluation),
@@ -153,8 +164,8 @@ class RetrievalReplay:
             "memories": len(work.memories),
             "settings": {"k": self.cfg.k, "order": self.cfg.order,
                          "feedback_noise": self.cfg.feedback_noise,
-                         "baseline": self.cfg.baseline, "arms": dict(self.cfg.arms)}}}
-        return ExperimentResult(passes, [], extra, summary=summarise(passes, self.cfg.k),
+                         "baseline": self.cfg.baseline, "arms": dict(self.cfg.arms)}})
+        return ExperimentResult(passes, [], found, summary=summarise(passes, self.cfg.k),
                                 tables={"retrieval_queries": rows})
 
     def _sequence(self, asks: Sequence[Ask], pass_no: int, seed: int) -> list[Ask]:
@@ -312,6 +323,12 @@ def summarise(passes: list[dict[str, Any]], k: int) -> str:
     return f"{table}\n\n{per_category}"
 
 
-@EXPERIMENTS.register("retrieval_replay", RetrievalReplayConfig)
+def figures(run: Run) -> list[Path]:
+    from memeval.reporting.retrieval_plots import make_retrieval_figures
+
+    return make_retrieval_figures(run.path, run.result.passes)
+
+
+@register("retrieval_replay", RetrievalReplayConfig, Outputs(Retrieval, figures))
 def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
     return RetrievalReplay(cfg)

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from memeval.experiments.base import EXPERIMENTS, ExperimentResult, RunContext, replay
+from memeval.experiments.base import (
+    GATE_REPLAY,
+    ExperimentResult,
+    Replay,
+    RunContext,
+    register,
+    replay,
+)
 from memeval.experiments.checkpoint import PassRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded
@@ -62,7 +69,7 @@ class ThreePass:
                    for pass_no in range(1, self.cfg.passes + 1)]
         return ExperimentResult([r.metrics for r in records],
                                 [d for r in records for d in r.decisions],
-                                {"protocol": "three_pass (leaky by design)"},
+                                Replay("three_pass (leaky by design)"),
                                 tables={"stored_memories": [row for r in records
                                                             for row in r.tables["stored"]]})
 
@@ -86,8 +93,8 @@ class ThreePass:
         return PassRecord(metrics, rows, {"stored": memories})
 
 
-@EXPERIMENTS.register("three_pass", ThreePassConfig)
-@EXPERIMENTS.register("three_pass_mixed", ThreePassConfig)
+@register("three_pass", ThreePassConfig, GATE_REPLAY)
+@register("three_pass_mixed", ThreePassConfig, GATE_REPLAY)
 def build_three_pass(cfg: ThreePassConfig) -> ThreePass:
     """`three_pass_mixed` is the same protocol; its config swaps in the mixed dataset."""
     return ThreePass(cfg)

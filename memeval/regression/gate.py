@@ -66,10 +66,23 @@ def lookup(result: Any, path: str, check: Check) -> float:
                         for item in _at(result, prefix.rstrip("."))])
 
 
-def figure(result: Any, check: Check) -> float | None:
+def _start(result: RunResult | Mapping[str, Any], path: str) -> Any:
+    """Where a check's path starts: the run's header and passes (`passes.-1.x`), or else the
+    sections of the type its experiment declared (`mqs.configured.spearman`). Metrics as
+    written (a mapping) are walked from the top."""
+    if isinstance(result, Mapping) or hasattr(result, path.split(".", 1)[0]):
+        return result
+    from memeval.components import load_components
+    from memeval.reporting.outputs import outputs_of
+
+    load_components()
+    return result.of(outputs_of(result.experiment).findings)
+
+
+def figure(result: RunResult | Mapping[str, Any], check: Check) -> float | None:
     """The check's figure; None when an optional check's figure is absent from the run."""
     try:
-        return lookup(result, check.metric, check)
+        return lookup(_start(result, check.metric), check.metric, check)
     except LOOKUP_ERRORS:
         if check.optional:
             return None
@@ -176,7 +189,7 @@ class Progress:
 
 
 def _fingerprints(result: RunResult, paths: list[str]) -> dict[str, str]:
-    return {path: str(_at(result, path)) for path in paths}
+    return {path: str(_at(_start(result, path), path)) for path in paths}
 
 
 def _row(check: Check, value: float | None, verdict: str, run_dir: Path,

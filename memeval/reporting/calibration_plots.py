@@ -14,8 +14,8 @@ import pandas as pd
 
 from memeval.quality.mai import MAI_LABELS
 from memeval.reporting.figures import confusion_matrix, save
-from memeval.results.result import Mai, Mqs, load_result
 from memeval.results.run_dir import read_table
+from memeval.results.sections import Mai, Mqs
 
 COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
 PENALTIES = {"conflict_penalty": "tab:red", "hedged_penalty": "tab:orange"}
@@ -75,14 +75,12 @@ def confusion(mai: Mai, path: Path) -> None:
     save(fig, path)
 
 
-def make_calibration_figures(run_dir: str | Path) -> list[Path]:
+def make_calibration_figures(run_dir: Path, mqs: Mqs | None, mai: Mai | None) -> list[Path]:
     """The figures of the halves the run computed (either set may have been left out, and the
     reliability diagram needs trust labels)."""
-    result = load_result(run_dir)
-    out = Path(run_dir) / "figures"
+    out = run_dir / "figures"
     out.mkdir(exist_ok=True)
     paths = []
-    mqs, mai = result.mqs, result.mai
     if mqs is not None and mqs.configured is not None:
         paths.append(out / "mqs_reliability.png")
         reliability(mqs, paths[-1])

@@ -11,15 +11,13 @@ import matplotlib.pyplot as plt
 
 from memeval.data.quality_sets import CONFLICT_LABELS
 from memeval.reporting.figures import confusion_matrix, save
-from memeval.results.result import load_result
+from memeval.results.sections import Conflicts
 
 NAMES = ["contra.", "temporal", "semantic", "none"]
 
 
-def make_conflict_figures(run_dir: str | Path) -> list[Path]:
-    conflicts = load_result(run_dir).conflicts
-    assert conflicts is not None, f"{run_dir} is not a conflict_detection run"
-    out = Path(run_dir) / "figures"
+def make_conflict_figures(run_dir: Path, conflicts: Conflicts) -> list[Path]:
+    out = run_dir / "figures"
     out.mkdir(exist_ok=True)
     modes = conflicts.detectors
     fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4.8), squeeze=False)

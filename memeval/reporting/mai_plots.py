@@ -1,10 +1,11 @@
 """Figures of a `mai_calibration` run: a confusion matrix per scorer (the rubric, the learned
-MAI) for each set scored. They read the run's metrics.json only."""
+MAI) for each set scored."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -13,20 +14,19 @@ import matplotlib.pyplot as plt
 
 from memeval.quality.mai import MAI_LABELS
 from memeval.reporting.figures import confusion_matrix, save
-from memeval.results.result import METRICS
 
 SETS = {"development": "development, out of fold", "test": "test split",
         "golden_style": "golden-style test split", "golden": "memledger's golden set"}
 
 
-def make_mai_figures(run_dir: str | Path) -> list[Path]:
-    metrics = json.loads((Path(run_dir) / METRICS).read_text())
-    out = Path(run_dir) / "figures"
+def make_mai_figures(run_dir: Path, scored: Mapping[str, Mapping[str, Any] | None]) -> list[Path]:
+    """`scored`: each set's section by key (development, test…); None where it was skipped."""
+    out = run_dir / "figures"
     out.mkdir(exist_ok=True)
     names = [label.replace("_attributed", "") for label in MAI_LABELS]
     paths = []
     for key, title in SETS.items():
-        block = metrics.get(key)
+        block = scored.get(key)
         if not block or "rubric" not in block:  # skipped
             continue
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))

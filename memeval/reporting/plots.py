@@ -1,4 +1,5 @@
-"""matplotlib figures of a run directory: funnel, learning curve, score distributions."""
+"""matplotlib figures of a run directory: the experiment's own (declared with its outputs), and the
+write-gate replays' set: funnel, learning curve, score distributions, rejection store."""
 
 from __future__ import annotations
 
@@ -14,14 +15,10 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from memeval.metrics.gate_metrics import OUTCOMES
-from memeval.reporting.calibration_plots import make_calibration_figures
-from memeval.reporting.conflict_plots import make_conflict_figures
 from memeval.reporting.figures import save
-from memeval.reporting.mai_plots import make_mai_figures
-from memeval.reporting.retrieval_plots import make_retrieval_figures
-from memeval.reporting.systems_plots import make_systems_figures
-from memeval.results.result import RunResult, load_result
-from memeval.results.run_dir import read_decisions, read_table
+from memeval.reporting.outputs import outputs_of
+from memeval.results.result import RunResult
+from memeval.results.run import Run
 
 LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
 UNLABELLED = {"None": "unlabelled"}  # the rejection store counts a text without a label as "None"
@@ -134,15 +131,6 @@ def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
     ax.legend(fontsize=8)
 
 
-FIGURE_SETS: dict[str, Callable[[str | Path], list[Path]]] = {
-    "mqs_calibration": make_calibration_figures,
-    "mai_calibration": make_mai_figures,
-    "conflict_detection": make_conflict_figures,
-    "retrieval_replay": make_retrieval_figures,
-    "compare_systems": lambda run_dir: make_compare_figures(run_dir),
-}
-"""Experiments with figures of their own; every other experiment gets the write-gate set."""
-
 FIGURES: dict[str, Callable[[RunResult, pd.DataFrame, plt.Axes], None]] = {
     "funnel": funnel, "learning_curve": learning_curve,
     "score_distributions": score_distributions, "rejection_store": rejection_store,
@@ -150,32 +138,24 @@ FIGURES: dict[str, Callable[[RunResult, pd.DataFrame, plt.Axes], None]] = {
 
 
 def make_figures(run_dir: str | Path) -> list[Path]:
-    """Render the run's figures into RUN_DIR/figures/; returns the files written."""
-    experiment = load_result(run_dir).experiment
-    if experiment in FIGURE_SETS:
-        return FIGURE_SETS[experiment](run_dir)
-    return make_gate_figures(run_dir)
+    """Render the run's figures, those its experiment declared, into RUN_DIR/figures/; returns
+    the files written."""
+    run = Run.load(run_dir)
+    return outputs_of(run.experiment).figures(run)
 
 
-def make_compare_figures(run_dir: str | Path) -> list[Path]:
-    """A figure per capability compared, and the write gate's own set when one was compared."""
-    gate = make_gate_figures(run_dir) if load_result(run_dir).arms else []
-    return [*make_systems_figures(run_dir), *gate]
-
-
-def make_gate_figures(run_dir: str | Path) -> list[Path]:
+def make_gate_figures(run: Run) -> list[Path]:
     """The write-gate replays' figures (funnel, learning curve, scores, rejection store)."""
-    result, decisions = load_result(run_dir), read_decisions(run_dir)
-    out = Path(run_dir) / "figures"
+    out = run.path / "figures"
     out.mkdir(exist_ok=True)
     written = []
     for name, draw in FIGURES.items():
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        draw(result, decisions, ax)
+        draw(run.result, run.decisions, ax)
         written.append(save(fig, out / f"{name}.png"))
-    stored = Path(run_dir) / "stored_memories.parquet"
-    if stored.is_file() and not (table := read_table(run_dir, "stored_memories")).empty:
+    if (run.path / "stored_memories.parquet").is_file() and not (
+            table := run.table("stored_memories")).empty:
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        stored_mqs(result, table, ax)
+        stored_mqs(run.result, table, ax)
         written.append(save(fig, out / "stored_mqs.png"))
     return written

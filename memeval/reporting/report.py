@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +22,14 @@ from memeval.reporting.compare import (
     run_labels,
     settings_diff,
 )
+from memeval.reporting.outputs import Section, outputs_of
+from memeval.results.result import UnreadableResult
 from memeval.results.run import Run
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
          "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
          "th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}"
          "th{background:#f3f3f3}img{max-width:100%;margin:1em 0}")
-
-
-@dataclass
-class Section:
-    title: str
-    text: str = ""
-    table: pd.DataFrame | None = None
-    image: Path | None = None
 
 
 def _missing(value: Any) -> bool:
@@ -109,6 +102,14 @@ def overview(run: Run) -> Section:
         [{"": key, "value": str(value)} for key, value in facts.items()]))
 
 
+def _experiment_sections(run: Run) -> list[Section]:
+    """The sections the run's experiment declared; an experiment not loaded is named instead."""
+    try:
+        return outputs_of(run.experiment).report(run)
+    except UnreadableResult as err:
+        return [Section("Experiment", f"{err}.")]
+
+
 def run_sections(run: Run) -> list[Section]:
     sections = [overview(run)]
     passes = run.passes()
@@ -120,19 +121,7 @@ def run_sections(run: Run) -> list[Section]:
             "kept (stored or deduplicated), low-value filtered of the low-value entries, the "
             "pre-judge filter rate and judge-call saving of all the pass's entries. Counts are "
             "entries, or calls to the judge, in the pass.", shown))
-    mqs = run.result.mqs
-    if mqs and mqs.configured:
-        fitted = mqs.fitted_out_of_fold.scores() if mqs.fitted_out_of_fold else {}
-        rows = [{"metric": m, "configured": value, "fitted out of fold": fitted.get(m)}
-                for m, value in mqs.configured.scores().items()]
-        sections.append(Section("MQS calibration", table=pd.DataFrame(rows)))
-    if mqs and mqs.trust_grade:
-        grade = mqs.trust_grade
-        sections.append(Section(
-            "MQS against the numeric trust grade", f"{grade.n} graded records.",
-            pd.DataFrame([{"metric": m, "value": value, "95% CI": list(ci)} for m, value, ci in
-                          (("spearman", grade.spearman, grade.spearman_ci95),
-                           ("kendall", grade.kendall, grade.kendall_ci95))])))
+    sections += _experiment_sections(run)
     sections += [Section(f"Figure: {path.stem.replace('_', ' ')}", image=path)
                  for path in sorted((run.path / "figures").glob("*.png"))]
     return sections

@@ -3,6 +3,7 @@ arm's accesses became (reinforcement's rich-get-richer risk)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -11,14 +12,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from memeval.reporting.figures import save
-from memeval.results.result import load_result
+from memeval.results.result import PassMetrics
 
 MARKERS = "osD^vP*X"
 
 
-def make_retrieval_figures(run_dir: str | Path) -> list[Path]:
-    passes = load_result(run_dir).passes
-    out = Path(run_dir) / "figures"
+def make_retrieval_figures(run_dir: Path, passes: Sequence[PassMetrics]) -> list[Path]:
+    out = run_dir / "figures"
     out.mkdir(exist_ok=True)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.5))
     xs = [p.pass_no for p in passes]

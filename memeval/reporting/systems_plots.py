@@ -12,12 +12,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from memeval.reporting.figures import save
-from memeval.results.result import (
+from memeval.results.sections import (
+    Comparison,
     ConflictTable,
     SearchTable,
     TrustTable,
     WriteGateTable,
-    load_result,
 )
 
 
@@ -63,10 +63,9 @@ DRAW: dict[str, Callable[[plt.Axes, Any], None]] = {
     "write_gate": _write_gate, "trust": _trust, "conflicts": _conflicts, "search": _search}
 
 
-def make_systems_figures(run_dir: str | Path) -> list[Path]:
+def make_systems_figures(run_dir: Path, compared: Comparison | None) -> list[Path]:
     """A figure per capability compared."""
-    compared = load_result(run_dir).compare
-    out = Path(run_dir) / "figures"
+    out = run_dir / "figures"
     out.mkdir(exist_ok=True)
     written = []
     for what, table in compared.tables() if compared else ():

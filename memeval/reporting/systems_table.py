@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memeval.reporting.table import aligned, ci_suffix, titled, wrapped
-from memeval.results.result import (
+from memeval.results.sections import (
     Comparison,
     ConflictTable,
     Paired,

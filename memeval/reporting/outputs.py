@@ -1,0 +1,61 @@
+"""What each experiment declares of its results when it registers: the `Findings` type it writes
+and is read back with, its figures, and the sections its report adds to the common ones. The
+figures, the report and the regression gate look an experiment up here, so none of them switches
+on experiment names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memeval.results.findings import Findings
+from memeval.results.result import UnreadableResult
+
+if TYPE_CHECKING:  # an experiment declares its outputs at import: pandas waits for a report
+    import pandas as pd
+
+    from memeval.results.run import Run
+
+
+@dataclass
+class Section:
+    """One titled part of a report: text, a table or a figure."""
+
+    title: str
+    text: str = ""
+    table: pd.DataFrame | None = None
+    image: Path | None = None
+
+
+def no_sections(run: Run) -> list[Section]:
+    """An experiment whose report is the common one: the run's facts, passes and figures."""
+    return []
+
+
+@dataclass(frozen=True)
+class Outputs:
+    findings: type[Findings]  # its own sections of metrics.json
+    figures: Callable[[Run], list[Path]]  # draws into RUN_DIR/figures/, returns the files
+    report: Callable[[Run], list[Section]] = no_sections
+
+
+OUTPUTS: dict[str, Outputs] = {}
+
+
+def declare(experiment: str, outputs: Outputs) -> None:
+    if experiment in OUTPUTS:
+        raise ValueError(f"experiment '{experiment}' declares its outputs twice")
+    OUTPUTS[experiment] = outputs
+
+
+def outputs_of(experiment: str) -> Outputs:
+    """What `experiment` declared; an experiment not loaded (a plugin not installed) is named."""
+    try:
+        return OUTPUTS[experiment]
+    except KeyError:
+        raise UnreadableResult(
+            f"experiment '{experiment}' is not one this memeval knows (known: "
+            f"{', '.join(sorted(OUTPUTS)) or 'none loaded'}): install the plugin that "
+            f"registers it to read its figures and report") from None

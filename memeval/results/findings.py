@@ -1,0 +1,72 @@
+"""An experiment's own sections of metrics.json, as the frozen type the experiment declares when it
+registers (`Outputs` in reporting/outputs.py): it writes its result with that type, and every
+reader reads the run back with it (`RunResult.of`), so no module outside the experiment keeps a
+field for it.
+
+Each field of a `Findings` type is one top-level section, written in field order. A field is typed
+JSON as written (a mapping, a list, a number) or a typed view (a `Section`: `from_dict` and
+`to_dict`, which writes back what it read).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from typing import Any, Protocol, Self, TypeVar
+
+OMIT_NONE = "omit_none"
+
+F = TypeVar("F", bound="Findings")
+
+
+class Section(Protocol):
+    """A typed view of one section: read from, and written back as, the JSON it came from."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def optional_section() -> Any:
+    """A section written only when the experiment measured it: None leaves it out of the file
+    (and a file without it reads as None)."""
+    return dataclasses.field(default=None, metadata={OMIT_NONE: True})
+
+
+def _typed_view(annotation: Any) -> type[Section] | None:
+    """The `Section` class a field holds, if its annotation names one (`Mqs | None` → Mqs)."""
+    for candidate in typing.get_args(annotation) or (annotation,):
+        if isinstance(candidate, type) and hasattr(candidate, "from_dict"):
+            return candidate
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Findings:
+    """Base of the declared types: each field a top-level section of metrics.json."""
+
+    def to_dict(self) -> dict[str, Any]:
+        written: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get(OMIT_NONE):
+                continue
+            written[f.name] = value.to_dict() if hasattr(value, "to_dict") else value
+        return written
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The sections a run wrote; one an older run lacks takes its default, and one without a
+        default makes the run unreadable as this type (KeyError names it)."""
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise KeyError(f.name)
+                continue
+            value, view = data[f.name], _typed_view(hints[f.name])
+            values[f.name] = view.from_dict(value) if view and value is not None else value
+        return cls(**values)
