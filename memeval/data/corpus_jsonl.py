@@ -15,11 +15,11 @@ one JSON array each and name problems by position in it instead of by line.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from memeval.data.base import (
     DATASETS,
@@ -29,17 +29,9 @@ from memeval.data.base import (
     LoadReport,
     MemoryCorpus,
 )
-from memeval.data.jsonl import check_read_settings, note_problem, nothing_usable, read_objects
+from memeval.data.jsonl import SetKind, check_read_settings, load_rows
 from memeval.data.memory_corpus import GRADES, checked_corpus
 from memeval.utils.redact import redact
-
-
-class _Identified(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-T = TypeVar("T", bound=_Identified)
 
 MEMORY_FIELDS = {"id", "text", "timestamp", "session", "source", "metadata"}
 QUERY_FIELDS = {"id", "query", "relevant", "asked_at", "category", "scope"}
@@ -184,38 +176,24 @@ def parse_query(row: dict[str, Any], known: Collection[str]) -> CorpusQuery:
                        asked_at=_time(row, "asked_at"), category=str(category), scope=scope)
 
 
-def _read(file: Path, report: LoadReport, on_error: str, what: str,
-          parse: Callable[[dict[str, Any]], T]) -> dict[str, T]:
-    """Each usable line's item by id; a bad line or a repeated id is a problem at its line."""
-    items: dict[str, T] = {}
-    for number, row in read_objects(file, report, on_error):
-        try:
-            item = parse(row)
-            if item.id in items:
-                raise ValueError(f"duplicate {what} id '{item.id}'")
-        except ValueError as err:
-            note_problem(report, file, number, str(err), on_error)
-            continue
-        items[item.id] = item
-    return items
+MEMORY_LINES = SetKind("memories", "dataset.memories", "an 'id' and a 'text'", file="memory")
+QUERY_LINES = SetKind("queries", "dataset.queries",
+                      "an 'id', a 'query' and the 'relevant' memories it names", file="query")
 
 
 def load_memory_jsonl(memories_path: str | Path, queries_path: str | Path,
                       on_error: str = "skip") -> MemoryCorpus:
+    """Memories, then the queries naming them, read by the labelled-JSONL loader (`load_rows`):
+    bad lines and repeated ids by file and line, either file without a usable line an error."""
     memory_file = input_path(str(memories_path), "memory", "dataset.memories")
     query_file = input_path(str(queries_path), "query", "dataset.queries")
     report = LoadReport(source=f"{memory_file}, {query_file}")
-    memories = _read(memory_file, report, on_error, "memory", parse_memory)
-    if not memories:
-        raise nothing_usable(f"{memory_file}: no usable memories ({report.skipped} bad lines)",
-                             report)
-    queries = _read(query_file, report, on_error, "query",
-                    lambda row: parse_query(row, memories))
-    if not queries:
-        raise nothing_usable(f"{query_file}: no usable queries ({report.skipped} bad lines in "
-                             f"both files)", report)
-    return checked_corpus(memory_file.stem, list(memories.values()), list(queries.values()),
-                          report)
+    memories, _ = load_rows(memory_file, MEMORY_LINES, lambda row, _: parse_memory(row),
+                            lambda memory: memory.id, on_error, report)
+    known = {memory.id for memory in memories}
+    queries, _ = load_rows(query_file, QUERY_LINES, lambda row, _: parse_query(row, known),
+                           lambda query: query.id, on_error, report)
+    return checked_corpus(memory_file.stem, memories, queries, report)
 
 
 @DATASETS.register("memory_jsonl", MemoryJsonlConfig)

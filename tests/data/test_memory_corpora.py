@@ -78,7 +78,7 @@ BAD_MEMORIES: list[tuple[Any, str]] = [
     ({"id": True, "text": "x"}, "'id' must be non-empty text or an integer"),
     ({"id": "b", "text": "x", "timestamp": "yesterday"}, "not an ISO 8601 time"),
     ({"id": "b", "text": "x", "metadata": [1]}, "'metadata' must be an object"),
-    ({**MEMORY, "text": "again"}, "duplicate memory id 'a'"),
+    ({**MEMORY, "text": "again"}, "duplicate id 'a'"),
     ("{not json", "Expecting property name"),
 ]
 
@@ -106,7 +106,7 @@ BAD_QUERIES: list[tuple[Any, str]] = [
      "'scope' names memories that are not loaded: ['nope']"),
     ({"id": "q2", "query": "", "relevant": ["a"]}, "'query' must be non-empty text"),
     ({"id": "q2", "query": "x", "relevant": ["a"], "answer": "y"}, "unknown fields ['answer']"),
-    ({"id": "q1", "query": "x", "relevant": ["a"]}, "duplicate query id 'q1'"),
+    ({"id": "q1", "query": "x", "relevant": ["a"]}, "duplicate id 'q1'"),
 ]
 
 
@@ -129,7 +129,8 @@ def test_memory_jsonl_bad_query_line_is_reported_and_skipped(tmp_path: Path, bad
 def test_memory_jsonl_with_nothing_usable_fails_loudly(tmp_path: Path) -> None:
     memories = write_lines(tmp_path, "m.jsonl", [{"id": "a"}])
     queries = write_lines(tmp_path, "q.jsonl", [{"id": "q", "query": "x", "relevant": ["a"]}])
-    with pytest.raises(DatasetError, match=r"no usable memories \(1 bad lines\)"):
+    with pytest.raises(DatasetError, match=r"no usable memories \(1 lines read, 1 bad\); each "
+                                           r"line needs an 'id' and a 'text'"):
         build("memory_jsonl", memories=str(memories), queries=str(queries))
     memories = write_lines(tmp_path, "m.jsonl", [MEMORY])
     queries = write_lines(tmp_path, "q.jsonl", [{"id": "q", "query": "x", "relevant": ["b"]}])
