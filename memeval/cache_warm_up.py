@@ -26,7 +26,7 @@ from memeval.backends.embedders.cache import (
 from memeval.backends.embedders.warm_up import ENGINES, Embedded, Engine
 from memeval.components import load_components
 from memeval.config import validate
-from memeval.data.base import MemoryCorpus
+from memeval.data.base import CORPUS
 from memeval.engine.gate.gate import embedded_texts
 from memeval.experiments.base import RunContext
 from memeval.utils.cache_shards import SHARD_ROWS, ImportReport, import_shards, write_shards
@@ -57,10 +57,10 @@ def build_embedder(node: dict[str, Any]) -> Embedder:
 def run_texts(ctx: RunContext) -> list[str]:
     """What the run embeds: a memory corpus's memories and queries (retrieval replay), or what
     the write gate embeds of each entry."""
-    loaded = ctx.loaded
-    if isinstance(loaded, MemoryCorpus):
-        return list(dict.fromkeys([m.text for m in loaded.memories]
-                                  + [q.text for q in loaded.queries]))
+    if ctx.input_kind == CORPUS:
+        corpus = ctx.corpus
+        return list(dict.fromkeys([m.text for m in corpus.memories]
+                                  + [q.text for q in corpus.queries]))
     return embedded_texts(ctx.gate_config(), redact, ctx.dataset.entries)
 
 

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.judges.base import JUDGES
 from memeval.components import load_components
-from memeval.data.base import DATASETS
+from memeval.data.base import INPUTS
 from memeval.data.labellers import LABELLERS
 from memeval.engine.gate.gate import GateConfig
 from memeval.engine.gate.threshold import threshold_settings
@@ -192,7 +192,7 @@ def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
         settings=to_dataclass(Settings, top, "the top level", key=""),
         experiment=(EXPERIMENTS.choose(resolved["experiment"], key="experiment")
                     if "experiment" in resolved else None),
-        dataset=DATASETS.choose(resolved["dataset"], key="dataset"),
+        dataset=INPUTS.choose(resolved["dataset"], key="dataset"),
         labeller=LABELLERS.choose(resolved["labeller"], key="labeller"),
         embedder=EMBEDDERS.choose(resolved["embedder"], key="embedder"),
         scorer=SCORERS.choose(resolved["scorer"], key="scorer"),

@@ -17,7 +17,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
-from memeval.data.base import Dataset
 from memeval.engine.gate.threshold import explain
 from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
 from memeval.experiments.checkpoint import CHECKPOINTS
@@ -37,13 +36,11 @@ log = logging.getLogger(__name__)
 def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
     """metrics.json sections for the components this run actually built."""
     sections: dict[str, Any] = {}
-    if ctx.built("loaded"):
-        loaded = ctx.loaded
-        size = {"entries": len(loaded.entries)} if isinstance(loaded, Dataset) else \
-            {"memories": len(loaded.memories), "queries": len(loaded.queries)}
+    loaded = ctx.loaded()
+    if loaded is not None:
         sections["dataset"] = {
             "name": loaded.name, "source": loaded.report.source,
-            "fingerprint": loaded.fingerprint, **size,
+            "fingerprint": loaded.fingerprint, **loaded.sizes(),
             "rows_read": loaded.report.rows_read, "skipped": loaded.report.skipped,
             "stats": loaded.report.stats, "problems": loaded.report.problems[:100]}
     if ctx.built("embedder"):
@@ -83,9 +80,9 @@ def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
     from memeval.reporting.phoenix.pushers import push_run, pushable
 
     def write() -> Path | None:
-        if not ctx.built("loaded"):
+        if ctx.loaded() is None:
             return ctx.run_dir if pushable(ctx.run_dir) else None
-        entries = ctx.loaded.entries if isinstance(ctx.loaded, Dataset) else []
+        entries = ctx.dataset.entries if ctx.built("dataset") else []
         return write_phoenix_files(ctx.run_dir, entries, metrics, ctx.cfg, settings, redact)
 
     report_run(ctx.run_dir, settings, write, progress=ctx.settings.progress, out=sys.stdout,

@@ -14,7 +14,7 @@ from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.judges.base import JUDGES
 from memeval.components import COMPONENT_PACKAGES, builtin_modules, load_builtin_components
 from memeval.config import compose, validate
-from memeval.data.base import DATASETS
+from memeval.data.base import INPUTS, Inputs
 from memeval.data.labellers import LABELLERS
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
@@ -24,8 +24,8 @@ from tests.engine.fakes import CONF
 
 load_builtin_components()
 
-GROUPS: dict[str, Registry[Any]] = {
-    "dataset": DATASETS, "labeller": LABELLERS, "embedder": EMBEDDERS, "judge": JUDGES,
+GROUPS: dict[str, Registry[Any] | Inputs] = {
+    "dataset": INPUTS, "labeller": LABELLERS, "embedder": EMBEDDERS, "judge": JUDGES,
     "scorer": SCORERS, "system": SYSTEMS,
 }
 
@@ -40,7 +40,7 @@ REQUIRED = {("dataset", "labeled_jsonl"): [
                                   f"dataset.queries={CORPORA / 'queries.jsonl'}"]}
 
 
-def builtin(registry: Registry[Any]) -> set[str]:
+def builtin(registry: Registry[Any] | Inputs) -> set[str]:
     """The names memeval itself registers (tests register stand-ins of their own)."""
     return {name for name in registry.names()
             if registry.get(name).factory.__module__.startswith("memeval.")}

@@ -15,7 +15,7 @@ from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.judges.base import JUDGES
 from memeval.catalogue.options import catalogue, description
 from memeval.config import compose, config_groups
-from memeval.data.base import DATASETS
+from memeval.data.base import INPUTS, Inputs
 from memeval.data.labellers import LABELLERS
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
@@ -25,7 +25,7 @@ from memeval.systems.base import SYSTEMS
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
-REGISTRIES: dict[str, Registry[Any]] = {"dataset": DATASETS, "embedder": EMBEDDERS,
+REGISTRIES: dict[str, Registry[Any] | Inputs] = {"dataset": INPUTS, "embedder": EMBEDDERS,
                                         "scorer": SCORERS, "judge": JUDGES,
                                         "labeller": LABELLERS, "system": SYSTEMS}
 

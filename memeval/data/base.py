@@ -1,5 +1,8 @@
-"""Dataset registry: a dataset config yields a list of entries plus a fingerprint, or (for
-retrieval replay) a memory corpus of memories and queries (data/memory_corpus.py)."""
+"""The registered kinds of run input, options of the one `dataset` config group: labelled entries
+to gate (`DATASETS`, a `Dataset`) or a memory corpus of memories and labelled queries to search
+(`CORPORA`, a `MemoryCorpus`, data/memory_corpus.py). Choosing an option says which kind it is,
+so no reader narrows a union. The third kind, the labelled quality sets an experiment names
+(data/quality_sets.py), is read by the same loader (data/jsonl.py's `load_rows`)."""
 
 from __future__ import annotations
 
@@ -8,10 +11,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
+
+from omegaconf import DictConfig
 
 from memeval.entry import Entry
-from memeval.registry import ConfigError, Registry
+from memeval.registry import Chosen, ConfigError, Registration, Registry, did_you_mean
 from memeval.utils.redact import redact
 
 
@@ -42,6 +47,9 @@ class Dataset:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.entries)
+
+    def sizes(self) -> dict[str, int]:
+        return {"entries": len(self.entries)}
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,21 @@ class MemoryCorpus:
                                      ensure_ascii=False).encode())
         return digest.hexdigest()[:16]
 
+    def sizes(self) -> dict[str, int]:
+        return {"memories": len(self.memories), "queries": len(self.queries)}
+
+
+class Loaded(Protocol):
+    """Either kind of input as a run's header describes it."""
+
+    name: str
+    report: LoadReport
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def sizes(self) -> dict[str, int]: ...
+
 
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
@@ -122,14 +145,52 @@ def fingerprint(entries: Sequence[Entry]) -> str:
     return digest.hexdigest()[:16]
 
 
-def of_entries(loaded: Dataset | MemoryCorpus) -> Dataset:
-    """The dataset as entries to gate; a memory corpus is refused by name, since only retrieval
-    replay searches one."""
-    if isinstance(loaded, Dataset):
-        return loaded
-    raise ConfigError(f"dataset '{loaded.name}' is a memory corpus (memories and labelled "
-                      f"queries): only +experiment=retrieval_replay reads one; the other "
-                      f"experiments replay traces (e.g. dataset=bundled)")
+ENTRIES, CORPUS = "entries", "corpus"
+
+DATASETS: Registry[Dataset] = Registry("dataset")  # labelled entries, for the write gate
+CORPORA: Registry[MemoryCorpus] = Registry("dataset")  # memories and queries, for search
 
 
-DATASETS: Registry[Dataset | MemoryCorpus] = Registry("dataset")
+@dataclass(frozen=True)
+class ChosenInput:
+    """The `dataset` option chosen: its kind (ENTRIES or CORPUS) and its validated settings."""
+
+    kind: str
+    chosen: Chosen
+
+    @property
+    def name(self) -> str:
+        return self.chosen.name
+
+
+class Inputs:
+    """The `dataset` config group: every option names a component of one kind's registry."""
+
+    kind = "dataset"
+
+    def __init__(self, kinds: Mapping[str, Registry[Any]]) -> None:
+        self.kinds = kinds
+
+    def names(self) -> list[str]:
+        return sorted(name for registry in self.kinds.values() for name in registry.names())
+
+    def of(self, name: str) -> tuple[str, Registry[Any]]:
+        """The kind registering `name`, and its registry."""
+        for kind, registry in self.kinds.items():
+            if name in registry.names():
+                return kind, registry
+        raise ConfigError(f"unknown dataset '{name}'{did_you_mean(name, self.names())} "
+                          f"(known: {', '.join(self.names())})")
+
+    def get(self, name: str) -> Registration[Any]:
+        return self.of(name)[1].get(name)
+
+    def choose(self, node: Mapping[str, Any] | DictConfig, key: str | None = None
+               ) -> ChosenInput:
+        if "name" not in node:
+            raise ConfigError(f"dataset config needs a 'name' key (known: {self.names()})")
+        kind, registry = self.of(str(node["name"]))
+        return ChosenInput(kind, registry.choose(node, key))
+
+
+INPUTS = Inputs({ENTRIES: DATASETS, CORPUS: CORPORA})

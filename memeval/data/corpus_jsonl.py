@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.base import (
-    DATASETS,
+    CORPORA,
     CorpusMemory,
     CorpusQuery,
     DatasetError,
@@ -196,6 +196,6 @@ def load_memory_jsonl(memories_path: str | Path, queries_path: str | Path,
     return checked_corpus(memory_file.stem, memories, queries, report)
 
 
-@DATASETS.register("memory_jsonl", MemoryJsonlConfig)
+@CORPORA.register("memory_jsonl", MemoryJsonlConfig)
 def build_memory_jsonl(cfg: MemoryJsonlConfig, **_: object) -> MemoryCorpus:
     return load_memory_jsonl(cfg.memories, cfg.queries, cfg.on_error)

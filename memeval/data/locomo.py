@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
+from memeval.data.base import CORPORA, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
 from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
 from memeval.data.jsonl import check_read_settings, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
@@ -233,6 +233,6 @@ def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | No
     return checked_corpus(file.stem, memories, queries, report)
 
 
-@DATASETS.register("locomo", LocomoConfig)
+@CORPORA.register("locomo", LocomoConfig)
 def build_locomo(cfg: LocomoConfig, **_: object) -> MemoryCorpus:
     return load_locomo(cfg.path, cfg.unit, cfg.categories, cfg.on_error)

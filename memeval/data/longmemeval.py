@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memeval.data.base import DATASETS, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
+from memeval.data.base import CORPORA, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
 from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
 from memeval.data.jsonl import check_read_settings, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
@@ -182,6 +182,6 @@ def load_longmemeval(path: str | Path, text: str = "user", on_error: str = "skip
                           report)
 
 
-@DATASETS.register("longmemeval", LongMemEvalConfig)
+@CORPORA.register("longmemeval", LongMemEvalConfig)
 def build_longmemeval(cfg: LongMemEvalConfig, **_: object) -> MemoryCorpus:
     return load_longmemeval(cfg.path, cfg.text, cfg.on_error, cfg.limit, cfg.search)

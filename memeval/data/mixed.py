@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport, of_entries
+from memeval.data.base import DATASETS, Dataset, DatasetError, LoadReport
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.data.labellers import LABELLERS
 from memeval.data.splits import stratified_split
@@ -63,7 +63,7 @@ def build_mixed_dataset(cfg: MixedConfig, labeller: Chosen, **deps: Any) -> Data
     if cfg.labeled_rows is not None and cfg.labeled_rows < len(human):
         human, _ = stratified_split(human, cfg.labeled_rows / len(human), cfg.seed)
     try:
-        corpus = of_entries(DATASETS.build(corpus_node(cfg)))
+        corpus = DATASETS.build(corpus_node(cfg))
     except DatasetError as err:  # the corpus loader names its own setting, `path`
         raise DatasetError(str(err).replace("dataset.path=", "dataset.corpus_path=")) from None
     picked = sorted(rng.permutation(len(corpus.entries))[: cfg.corpus_rows])

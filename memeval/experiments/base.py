@@ -17,7 +17,16 @@ from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.embedders.cache import CACHE_FILE as EMBEDDING_CACHE
 from memeval.backends.embedders.cache import CHUNK, CachedEmbedder
 from memeval.backends.judges.base import JUDGES, Judge
-from memeval.data.base import DATASETS, Dataset, MemoryCorpus, of_entries, redacted_names
+from memeval.data.base import (
+    CORPORA,
+    CORPUS,
+    DATASETS,
+    ENTRIES,
+    Dataset,
+    Loaded,
+    MemoryCorpus,
+    redacted_names,
+)
 from memeval.data.memory_corpus import redacted_corpus
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.experiments.checkpoint import Checkpoints
@@ -36,6 +45,7 @@ if TYPE_CHECKING:  # pandas loads only once a run is read
     from memeval.results.run import Run
 
 T = TypeVar("T")
+L = TypeVar("L", bound=Loaded)
 log = logging.getLogger(__name__)
 
 
@@ -100,22 +110,44 @@ class RunContext:
         """Fitted models kept by settings, data and code, shared by every run on this cache."""
         return FitCache(fits_dir(self.cache_dir))
 
+    @property
+    def input_kind(self) -> str:
+        """What the `dataset` option reads: ENTRIES to gate, or a memory CORPUS to search."""
+        return self.validated.dataset.kind
+
     @cached_property
-    def loaded(self) -> Dataset | MemoryCorpus:
-        """The configured dataset: entries to gate, or a memory corpus to search."""
+    def dataset(self) -> Dataset:
+        """The configured entries; a memory corpus is refused by name, since only retrieval
+        replay searches one."""
+        chosen = self.validated.dataset
+        if chosen.kind != ENTRIES:
+            raise ConfigError(f"dataset '{chosen.name}' is a memory corpus (memories and labelled "
+                              f"queries): only +experiment=retrieval_replay reads one; the other "
+                              f"experiments replay traces (e.g. dataset=bundled)")
+        with self.loading.running():  # ids, label sources and problems are redacted like texts
+            loaded = redacted_names(DATASETS.make(chosen.chosen, labeller=self.validated.labeller,
+                                                  cache_dir=self.cache_dir))
+        return self._reported(loaded)
+
+    @cached_property
+    def corpus(self) -> MemoryCorpus:
+        """The configured memory corpus (an experiment asks for it once `input_kind` says so)."""
+        chosen = self.validated.dataset
+        assert chosen.kind == CORPUS, f"dataset '{chosen.name}' holds entries, not a corpus"
         with self.loading.running():
-            built = DATASETS.make(self.validated.dataset, labeller=self.validated.labeller,
-                                  cache_dir=self.cache_dir)
-            # ids, label sources and load problems reach metrics and the console like texts do
-            loaded = (redacted_names(built) if isinstance(built, Dataset)
-                      else redacted_corpus(built))
+            loaded = redacted_corpus(CORPORA.make(chosen.chosen, cache_dir=self.cache_dir))
+        return self._reported(loaded)
+
+    @staticmethod
+    def _reported(loaded: L) -> L:
         for problem in loaded.report.problems:
             log.warning("skipped %s", problem)
         return loaded
 
-    @cached_property
-    def dataset(self) -> Dataset:
-        return of_entries(self.loaded)
+    def loaded(self) -> Loaded | None:
+        """The input this run loaded, whichever kind; None if it loaded none."""
+        return (self.dataset if self.built("dataset")
+                else self.corpus if self.built("corpus") else None)
 
     @cached_property
     def embedder(self) -> CachedEmbedder:

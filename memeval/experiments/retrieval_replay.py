@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memeval.data.base import MemoryCorpus
+from memeval.data.base import CORPUS
 from memeval.data.quality_sets import check_source, load_queries
 from memeval.experiments.base import ExperimentResult, RunContext, register
 from memeval.experiments.retrieval_workload import (
@@ -124,9 +124,8 @@ class RetrievalReplay:
         self.cfg = cfg
 
     def _workload(self, ctx: RunContext) -> Workload:
-        loaded = ctx.loaded
-        if isinstance(loaded, MemoryCorpus):
-            return corpus_workload(ctx, loaded, self.cfg.stored)
+        if ctx.input_kind == CORPUS:
+            return corpus_workload(ctx, ctx.corpus, self.cfg.stored)
         return store_workload(ctx, self.cfg.queries, self.cfg.on_error, self.cfg.store_passes,
                               self.cfg.trace_prompts, self.cfg.stored)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memeval.data.base import ChosenInput
 from memeval.engine.gate.gate import GateConfig
 from memeval.registry import SEEDS, Chosen, bounded
 from memeval.reporting.phoenix.config import PhoenixConfig
@@ -33,7 +34,7 @@ class Validated:
 
     settings: Settings
     experiment: Chosen | None  # None only where no experiment runs (`serve`)
-    dataset: Chosen
+    dataset: ChosenInput  # its kind: entries or a memory corpus
     labeller: Chosen
     embedder: Chosen
     scorer: Chosen

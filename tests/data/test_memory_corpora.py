@@ -16,20 +16,20 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.components import load_components
 from memeval.config import compose, validate
-from memeval.data.base import DATASETS, DatasetError, MemoryCorpus
+from memeval.data.base import CORPORA, CORPUS, DatasetError, MemoryCorpus
 from memeval.registry import ConfigError
 
 load_components()
 
-CORPORA = Path(__file__).resolve().parent / "corpora"
-LOCOMO = CORPORA / "locomo_small.json"
-LONGMEMEVAL = CORPORA / "longmemeval_small.json"
-MEMORIES = CORPORA / "memories.jsonl"
-QUERIES = CORPORA / "queries.jsonl"
+FILES = Path(__file__).resolve().parent / "corpora"
+LOCOMO = FILES / "locomo_small.json"
+LONGMEMEVAL = FILES / "longmemeval_small.json"
+MEMORIES = FILES / "memories.jsonl"
+QUERIES = FILES / "queries.jsonl"
 
 
 def build(name: str, **settings: Any) -> MemoryCorpus:
-    corpus = DATASETS.build(OmegaConf.create({"name": name, **settings}))
+    corpus = CORPORA.build(OmegaConf.create({"name": name, **settings}))
     assert isinstance(corpus, MemoryCorpus)
     return corpus
 
@@ -393,8 +393,8 @@ def test_longmemeval_with_nothing_usable_fails_loudly(tmp_path: Path) -> None:
 def test_each_yaml_composes_validates_and_builds(option: str, settings: list[str]) -> None:
     cfg = compose(["+experiment=three_pass", f"dataset={option}", *settings])
     assert cfg.dataset.name == option
-    validate(cfg)
-    assert isinstance(DATASETS.build(cfg.dataset), MemoryCorpus)
+    assert validate(cfg).dataset.kind == CORPUS  # the option says which kind it reads
+    assert isinstance(CORPORA.build(cfg.dataset), MemoryCorpus)
 
 
 @pytest.mark.bad_input
@@ -409,7 +409,7 @@ def test_each_yaml_composes_validates_and_builds(option: str, settings: list[str
 ])
 def test_bad_settings_are_refused_before_loading(node: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        DATASETS.build(OmegaConf.create(node))
+        CORPORA.build(OmegaConf.create(node))
 
 
 @pytest.mark.bad_input
@@ -425,8 +425,8 @@ def test_an_experiment_that_gates_entries_refuses_a_corpus_by_name(
     from memeval.runner import run_experiment
 
     cfg = fast_config("+experiment=three_pass", "dataset=locomo",
-                      f"dataset.path={CORPORA / 'locomo_small.json'}")
-    with pytest.raises(ConfigError, match="dataset 'locomo_small' is a memory corpus .* only "
+                      f"dataset.path={FILES / 'locomo_small.json'}")
+    with pytest.raises(ConfigError, match="dataset 'locomo' is a memory corpus .* only "
                                           r"\+experiment=retrieval_replay reads one"):
         run_experiment(cfg, tmp_path / "run")
     assert not (tmp_path / "run" / "metrics.json").exists()

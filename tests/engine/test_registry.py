@@ -21,7 +21,7 @@ from memeval.backends.embedders.base import EMBEDDERS
 from memeval.backends.judges.base import JUDGES
 from memeval.components import load_builtin_components
 from memeval.config import compose, validate
-from memeval.data.base import DATASETS
+from memeval.data.base import INPUTS, Inputs
 from memeval.engine.gate.base import STAGES
 from memeval.engine.gate.gate import GateConfig
 from memeval.engine.gate.threshold import ThresholdConfig
@@ -41,8 +41,8 @@ from tests.engine.fakes import CONF
 
 load_builtin_components()
 
-REGISTRIES: dict[str, Registry[Any]] = {
-    "embedder": EMBEDDERS, "scorer": SCORERS, "judge": JUDGES, "dataset": DATASETS,
+REGISTRIES: dict[str, Registry[Any] | Inputs] = {
+    "embedder": EMBEDDERS, "scorer": SCORERS, "judge": JUDGES, "dataset": INPUTS,
     "system": SYSTEMS,
 }
 COMPONENT_YAMLS = sorted(p for group in REGISTRIES for p in (CONF / group).glob("*.yaml"))

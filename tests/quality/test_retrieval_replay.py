@@ -48,7 +48,7 @@ def test_the_query_set_points_at_substantive_entries() -> None:
 
 ARMS = ("cosine", "bm25", "hybrid", "sip0001", "sip0001_positive", "sip0001_rank_fusion",
         "query_feedback")
-CORPORA = Path(__file__).resolve().parents[1] / "data" / "corpora"
+FILES = Path(__file__).resolve().parents[1] / "data" / "corpora"
 
 
 @pytest.mark.slow
@@ -105,7 +105,7 @@ def _served(rows: pd.DataFrame) -> dict[str, list[str]]:
 def test_a_locomo_file_is_searched_conversation_by_conversation(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=retrieval_replay", "dataset=locomo",
-                      f"dataset.path={CORPORA / 'locomo_small.json'}", "experiment.passes=1",
+                      f"dataset.path={FILES / 'locomo_small.json'}", "experiment.passes=1",
                       "experiment.usage_fraction=0.3", "bootstrap=20")
     metrics = run_experiment(cfg, tmp_path / "run")
     assert metrics["dataset"]["memories"] == 30 and metrics["dataset"]["queries"] == 10
@@ -122,15 +122,15 @@ def test_a_locomo_file_is_searched_conversation_by_conversation(
 def test_longmemeval_questions_see_only_sessions_written_before_them(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     from memeval.components import load_components
-    from memeval.data.base import DATASETS, MemoryCorpus
+    from memeval.data.base import CORPORA, MemoryCorpus
 
-    path = CORPORA / "longmemeval_small.json"
+    path = FILES / "longmemeval_small.json"
     cfg = fast_config("+experiment=retrieval_replay", "dataset=longmemeval",
                       f"dataset.path={path}", "dataset.search=all", "experiment.passes=1",
                       "experiment.usage_fraction=0.34", "experiment.k=10", "bootstrap=20")
     metrics = run_experiment(cfg, tmp_path / "run")
     load_components()
-    corpus = DATASETS.build(OmegaConf.create({"name": "longmemeval", "path": str(path),
+    corpus = CORPORA.build(OmegaConf.create({"name": "longmemeval", "path": str(path),
                                              "search": "all"}))
     assert isinstance(corpus, MemoryCorpus)
     written = {m.id: m.timestamp for m in corpus.memories}
@@ -148,8 +148,8 @@ def test_feedback_noise_flips_what_the_usage_queries_teach(
     lifted = {}
     for noise in ("0", "1"):
         cfg = fast_config("+experiment=retrieval_replay", "dataset=memory_jsonl",
-                          f"dataset.memories={CORPORA / 'memories.jsonl'}",
-                          f"dataset.queries={CORPORA / 'queries.jsonl'}", "experiment.passes=1",
+                          f"dataset.memories={FILES / 'memories.jsonl'}",
+                          f"dataset.queries={FILES / 'queries.jsonl'}", "experiment.passes=1",
                           f"experiment.feedback_noise={noise}", "bootstrap=20",
                           "experiment.k=3")
         metrics = run_experiment(cfg, tmp_path / f"noise{noise}")
