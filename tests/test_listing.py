@@ -17,6 +17,7 @@ from memeval.catalogue.options import catalogue, description
 from memeval.config import compose, config_groups
 from memeval.data.base import INPUTS, Inputs
 from memeval.data.labellers import LABELLERS
+from memeval.data.quality_sets import QUALITY_SETS
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import CONF_DIR
@@ -25,9 +26,9 @@ from memeval.systems.base import SYSTEMS
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
-REGISTRIES: dict[str, Registry[Any] | Inputs] = {"dataset": INPUTS, "embedder": EMBEDDERS,
-                                        "scorer": SCORERS, "judge": JUDGES,
-                                        "labeller": LABELLERS, "system": SYSTEMS}
+REGISTRIES: dict[str, Registry[Any] | Inputs] = {
+    "dataset": INPUTS, "embedder": EMBEDDERS, "scorer": SCORERS, "judge": JUDGES,
+    "labeller": LABELLERS, "system": SYSTEMS}
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +132,19 @@ def test_each_input_file_is_listed_with_the_fields_its_lines_take(listed: dict[s
         names("experiment.scenarios", True)
     pair_id = next(f for f in inputs["experiment.pairs"]["fields"] if f["name"] == "pair_id")
     assert pair_id == {"name": "pair_id", "type": "text", "required": True}
+
+
+def test_the_datasets_listing_names_each_quality_set_and_the_settings_that_read_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    found = json.loads(json.dumps(catalogue("datasets")))["quality_sets"]
+    assert [kind["name"] for kind in found] == list(QUALITY_SETS)
+    by_name = {kind["name"]: kind for kind in found}
+    assert by_name["memory_records"]["read_by"] == {
+        "experiment.records": ["compare_systems", "mqs_calibration"]}
+    assert by_name["conflict_pairs"]["read_by"]["experiment.pairs"] == [
+        "compare_systems", "conflict_detection"]
+    assert main(["list", "datasets"]) == 0
+    shown = capsys.readouterr().out
+    assert "quality sets (python -m memeval run … experiment.SETTING=FILE.jsonl):" in shown
+    assert "  retrieval_queries    retrieval queries: each line needs query_id, query and " \
+           "relevant" in shown

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from memeval.components import load_components
 from memeval.config import compose, config_groups
 from memeval.data.base import DatasetError
+from memeval.data.quality_sets import QUALITY_SETS
 from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import CONF_DIR, DATA_DIR
 from memeval.plugins import conf_dirs
@@ -149,4 +150,19 @@ def catalogue(what: str | None) -> dict[str, Any]:
         found["components"] = components(defaults)
     if what == "datasets":
         found["datasets"] = components({"dataset": defaults["dataset"]})["dataset"]
+        found["quality_sets"] = quality_sets()
     return found
+
+
+def quality_sets() -> list[dict[str, Any]]:
+    """Each registered kind of quality set, what its lines need, and the experiment settings
+    that name a file of it (found by their loader, so the two cannot disagree)."""
+    read_by: dict[str, dict[str, set[str]]] = {name: {} for name in QUALITY_SETS}
+    for experiment in EXPERIMENTS.names():
+        for f in dataclasses.fields(EXPERIMENTS.get(experiment).schema):
+            for name, kind in QUALITY_SETS.items():
+                if f.metadata.get(LOADER) == kind.load:
+                    read_by[name].setdefault(f"experiment.{f.name}", set()).add(experiment)
+    return [{"name": name, "holds": kind.kind.what, "needs": kind.kind.needs,
+             "read_by": {setting: sorted(names) for setting, names in read_by[name].items()}}
+            for name, kind in QUALITY_SETS.items()]

@@ -84,6 +84,13 @@ def render(found: dict[str, Any]) -> str:
     if "datasets" in found:
         lines.append("datasets (python -m memeval run … dataset=NAME dataset.KEY=VALUE):")
         lines += _group_lines("dataset", found["datasets"], with_settings=True)
+    if "quality_sets" in found:
+        lines.append("quality sets (python -m memeval run … experiment.SETTING=FILE.jsonl):")
+        for kind in found["quality_sets"]:
+            lines += _column(f"  {kind['name']}", f"{kind['holds']}: each line needs "
+                             f"{kind['needs']}", 23)
+            for setting, experiments in kind["read_by"].items():
+                lines += _column("", f"{setting} of {', '.join(experiments)}", 23)
     return "\n".join(lines)
 
 

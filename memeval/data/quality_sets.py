@@ -1,6 +1,6 @@
-"""Loaders for the hand-labelled quality sets: memory records (trust labels or grades), MAI
-scenarios, memory pairs labelled by conflict type, and retrieval queries with graded relevant
-memories.
+"""The registered kinds of hand-labelled quality set (QUALITY_SETS): memory records (trust labels
+or grades), MAI scenarios, memory pairs labelled by conflict type, and retrieval queries with
+graded relevant memories.
 
 Each is JSONL with one object per line; a bad line is reported with file:line and skipped (or
 raised with `on_error="raise"`), like every other loader. A set with nothing usable (every line
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from memeval.data.base import LoadReport
 from memeval.data.jsonl import SetKind, check_read_settings, load_rows
@@ -41,12 +41,31 @@ def trust_band(grade: float) -> int:
 T = TypeVar("T")
 
 
-RECORDS = SetKind("memory records", "experiment.records",
-                  "id, content, and a trust label (trusted | questionable | untrusted) or grade")
-SCENARIOS = SetKind("MAI scenarios", "experiment.scenarios",
-                    "scenario_id, ground_truth and retrieved_memories")
-PAIRS = SetKind("conflict pairs", "experiment.pairs", "pair_id, a, b and conflict")
-QUERIES = SetKind("retrieval queries", "experiment.queries", "query_id, query and relevant")
+@dataclass(frozen=True)
+class QualitySet(Generic[T]):
+    """A registered kind of quality set: what its lines hold, how a line is parsed and what
+    identifies it. `load` reads a file of it with the one labelled-JSONL loader (`load_rows`)."""
+
+    kind: SetKind
+    parse: Callable[[dict[str, Any]], T]
+    key: Callable[[T], str]
+
+    def load(self, path: str | Path, on_error: str = "skip") -> tuple[list[T], LoadReport]:
+        return load_rows(Path(path), self.kind, lambda row, _: self.parse(row), self.key,
+                         on_error)
+
+
+QUALITY_SETS: dict[str, QualitySet[Any]] = {}
+"""The third kind of input beside labelled entries and memory corpora (data/base.py): files an
+experiment's settings name; `python -m memeval list datasets` lists them."""
+
+
+def quality_set(name: str, kind: SetKind, parse: Callable[[dict[str, Any]], T],
+                key: Callable[[T], str]) -> QualitySet[T]:
+    if name in QUALITY_SETS:
+        raise ValueError(f"quality set '{name}' is registered twice")
+    QUALITY_SETS[name] = registered = QualitySet(kind, parse, key)
+    return registered
 
 
 @dataclass(frozen=True)
@@ -232,11 +251,6 @@ def _query(row: dict[str, Any]) -> LabelledQuery:
                          tuple(superseded), _text(row, "note", ""))
 
 
-def _by_row(parse: Callable[[dict[str, Any]], T]) -> Callable[[dict[str, Any], int], T]:
-    """A quality set's parser, which needs no line number (each line carries its id)."""
-    return lambda row, _: parse(row)
-
-
 def check_source(path: str, on_error: str, what: str) -> None:
     """Config check shared by the experiments that read a labelled set."""
     if not path:
@@ -244,23 +258,26 @@ def check_source(path: str, on_error: str, what: str) -> None:
     check_read_settings(on_error)
 
 
-def load_memory_records(path: str | Path,
-                        on_error: str = "skip") -> tuple[list[LabelledRecord], LoadReport]:
-    return load_rows(Path(path), RECORDS, _by_row(_record), lambda r: r.record.id, on_error)
+RECORDS = quality_set(
+    "memory_records", SetKind("memory records", "experiment.records", "id, content, and a trust "
+                              "label (trusted | questionable | untrusted) or grade"),
+    _record, lambda r: r.record.id)
+SCENARIOS = quality_set(
+    "mai_scenarios", SetKind("MAI scenarios", "experiment.scenarios",
+                             "scenario_id, ground_truth and retrieved_memories"),
+    _scenario, lambda s: s.id)
+PAIRS = quality_set(
+    "conflict_pairs", SetKind("conflict pairs", "experiment.pairs", "pair_id, a, b and conflict"),
+    _pair, lambda p: p.id)
+QUERIES = quality_set(
+    "retrieval_queries", SetKind("retrieval queries", "experiment.queries",
+                                 "query_id, query and relevant"),
+    _query, lambda q: q.id)
 
-
-def load_scenarios(path: str | Path, on_error: str = "skip") -> tuple[list[Scenario], LoadReport]:
-    return load_rows(Path(path), SCENARIOS, _by_row(_scenario), lambda s: s.id, on_error)
-
-
-def load_conflict_pairs(path: str | Path,
-                        on_error: str = "skip") -> tuple[list[LabelledPair], LoadReport]:
-    return load_rows(Path(path), PAIRS, _by_row(_pair), lambda p: p.id, on_error)
-
-
-def load_queries(path: str | Path,
-                 on_error: str = "skip") -> tuple[list[LabelledQuery], LoadReport]:
-    return load_rows(Path(path), QUERIES, _by_row(_query), lambda q: q.id, on_error)
+load_memory_records = RECORDS.load
+load_scenarios = SCENARIOS.load
+load_conflict_pairs = PAIRS.load
+load_queries = QUERIES.load
 
 
 def file_fingerprint(path: str | Path) -> str:
