@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from memeval.results.result import UnreadableResult
-from memeval.sweep.summary import SENSE, SweepError, console_summary, summarise, write
+from memeval.sweep.summary import SENSE, SweepError, report_sweep
 
 
 def main(argv: list[str]) -> int:
@@ -26,10 +26,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--y", default="substantive_recall", choices=sorted(SENSE))
     args = parser.parse_args(argv)
     try:
-        sweep = summarise(args.sweep_dir, args.x, args.y)
+        print(report_sweep(args.sweep_dir, args.out, args.x, args.y))
     except (SweepError, UnreadableResult) as err:
         print(f"memeval sweep: {err}", file=sys.stderr)
         return 2
-    written = write(sweep, args.sweep_dir, args.out or args.sweep_dir)
-    print(console_summary(sweep, written))
     return 0

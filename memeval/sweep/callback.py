@@ -3,12 +3,15 @@ when it varied the seed, the spread over seeds, as `python -m memeval sweep` pri
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from memeval.cli.sweep import main
+from memeval.results.result import UnreadableResult
+from memeval.sweep.summary import SweepError, report_sweep
 
 
 class SweepSummary(Callback):
@@ -24,6 +27,8 @@ class SweepSummary(Callback):
         GlobalHydra.instance().clear()
         try:
             print()
-            main([str(config.hydra.sweep.dir)])
+            print(report_sweep(Path(config.hydra.sweep.dir)))
+        except (SweepError, UnreadableResult) as err:  # the runs' own results stay as written
+            print(f"memeval sweep: {err}", file=sys.stderr)
         finally:
             restore_gh_from_backup(backup)

@@ -330,3 +330,11 @@ def console_summary(sweep: Sweep, written: Sequence[Path]) -> str:
               f"Pareto: {_better(sweep.x)} {sweep.x}, {_better(sweep.y)} {sweep.y}",
               wrapped("written: " + ", ".join(str(p) for p in written))]
     return "\n".join(lines)
+
+
+def report_sweep(root: Path, out: Path | None = None, x: str = "judge_call_saving",
+                 y: str = "substantive_recall") -> str:
+    """Summarise the sweep under `root`, write its files into `out` (default `root`), and return
+    what the console shows: `python -m memeval sweep` and the multirun callback alike."""
+    sweep = summarise(root, x, y)
+    return console_summary(sweep, write(sweep, root, out or root))
