@@ -131,9 +131,11 @@ class RunContext:
 
     @cached_property
     def corpus(self) -> MemoryCorpus:
-        """The configured memory corpus (an experiment asks for it once `input_kind` says so)."""
+        """The configured memory corpus; an option of labelled entries is refused by name."""
         chosen = self.validated.dataset
-        assert chosen.kind == CORPUS, f"dataset '{chosen.name}' holds entries, not a corpus"
+        if chosen.kind != CORPUS:
+            raise ConfigError(f"dataset '{chosen.name}' holds labelled entries, not a memory "
+                              f"corpus: choose one (e.g. dataset=locomo or dataset=memory_jsonl)")
         with self.loading.running():
             loaded = redacted_corpus(CORPORA.make(chosen.chosen, cache_dir=self.cache_dir))
         return self._reported(loaded)

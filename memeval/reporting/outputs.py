@@ -36,6 +36,9 @@ def no_sections(run: Run) -> list[Section]:
 
 @dataclass(frozen=True)
 class Outputs:
+    """An experiment's declaration: read and written as `findings`, drawn by `figures`, and
+    reported with the common sections plus `report`'s."""
+
     findings: type[Findings]  # its own sections of metrics.json
     figures: Callable[[Run], list[Path]]  # draws into RUN_DIR/figures/, returns the files
     report: Callable[[Run], list[Section]] = no_sections
@@ -45,6 +48,7 @@ OUTPUTS: dict[str, Outputs] = {}
 
 
 def declare(experiment: str, outputs: Outputs) -> None:
+    """Called as the experiment registers (experiments/base.py's `register`)."""
     if experiment in OUTPUTS:
         raise ValueError(f"experiment '{experiment}' declares its outputs twice")
     OUTPUTS[experiment] = outputs

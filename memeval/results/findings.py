@@ -4,7 +4,7 @@ reader reads the run back with it (`RunResult.of`), so no module outside the exp
 field for it.
 
 Each field of a `Findings` type is one top-level section, written in field order. A field is typed
-JSON as written (a mapping, a list, a number) or a typed view (a `Section`: `from_dict` and
+JSON as written (a mapping, a list, a number) or a typed view (a `View`: `from_dict` and
 `to_dict`, which writes back what it read).
 """
 
@@ -13,14 +13,12 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Mapping
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol, Self
 
 OMIT_NONE = "omit_none"
 
-F = TypeVar("F", bound="Findings")
 
-
-class Section(Protocol):
+class View(Protocol):
     """A typed view of one section: read from, and written back as, the JSON it came from."""
 
     @classmethod
@@ -35,8 +33,8 @@ def optional_section() -> Any:
     return dataclasses.field(default=None, metadata={OMIT_NONE: True})
 
 
-def _typed_view(annotation: Any) -> type[Section] | None:
-    """The `Section` class a field holds, if its annotation names one (`Mqs | None` → Mqs)."""
+def _typed_view(annotation: Any) -> type[View] | None:
+    """The `View` class a field holds, if its annotation names one (`Mqs | None` → Mqs)."""
     for candidate in typing.get_args(annotation) or (annotation,):
         if isinstance(candidate, type) and hasattr(candidate, "from_dict"):
             return candidate
