@@ -30,6 +30,8 @@ class Reply:
     text: str | None = None  # sent verbatim instead of json_body when set
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # sleep before answering, to provoke client timeouts
+    trickle_s: float = 0.0  # send the body a byte at a time, this long apart (a stalling server)
+    sized: bool = True  # False: no content-length, the body ends when the connection closes
 
 
 Responder = Callable[[Received], Reply]
@@ -110,11 +112,17 @@ class LoopbackServer:
                     self.send_response(reply.status)
                     content_type = "text/plain" if reply.text is not None else "application/json"
                     self.send_header("content-type", content_type)
-                    self.send_header("content-length", str(len(payload)))
+                    if reply.sized:
+                        self.send_header("content-length", str(len(payload)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if not reply.trickle_s:
+                        self.wfile.write(payload)
+                    for byte in payload if reply.trickle_s else b"":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(reply.trickle_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test): nothing to answer
 

@@ -2,7 +2,8 @@
 
 Routes are `path -> method -> handler`; a path may end in `/{id}`. A handler gets the request and
 returns (status, JSON body), or raises ApiError for a 4xx with `{"error": "..."}`: memoryd's
-error shape. A wrong method is 405, an unknown path 404, a body that is not JSON 400.
+error shape. A wrong method is 405, an unknown path 404, a body that is not JSON (or nests
+over 64 deep, or holds NaN) 400, one over the size cap 413.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
 
+from memeval.utils.http_retry import JsonRefused, parse_json
 from memeval.utils.serving import is_loopback, terminate_as_interrupt
 
 log = logging.getLogger(__name__)
@@ -110,8 +112,10 @@ def _handler_class(routes: Routes) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length > 0 else b""
             if not raw.strip():
                 return None
-            try:
-                return json.loads(raw)
+            try:  # nesting and NaN refused as the clients refuse them in answers
+                return parse_json(raw)
+            except JsonRefused as err:
+                raise ApiError(400, f"refused JSON: {err}") from None
             except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
                 raise ApiError(400, f"invalid JSON: {err}") from None
 

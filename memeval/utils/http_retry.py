@@ -1,8 +1,12 @@
-"""One JSON-over-HTTP POST with bounded retries, shared by every HTTP judge and embedder.
+"""One JSON-over-HTTP request with bounded retries and one read policy, shared by every HTTP
+judge, embedder and daemon client.
 
 Hosted APIs rate-limit (429) and wobble (5xx, dropped connections); a local llama.cpp server stalls
 while it loads a model. Retrying those with capped exponential backoff keeps a long sweep alive,
 while a 4xx that no retry can fix (bad key, bad model name) fails at once with the server's reason.
+Every answer is read whole within the request's deadline (`timeout_s`, for the whole answer, not
+each read) and under a size cap, and its JSON is refused when nested too deep or holding NaN or
+Infinity: a stalling, huge or hostile server ends the request with one line, never a hang.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from memeval.registry import bounded
 from memeval.utils.redact import redact
 
 BODY_PREVIEW_CHARS = 300
+MAX_BODY_BYTES = 64 * 2**20  # an answer's default size cap (`max_body_mb`)
+MAX_JSON_DEPTH = 64  # no service memeval talks to nests its answers deeper
 
 # Transport failures worth another try; configuration errors such as UnsupportedProtocol are not.
 _RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
@@ -41,8 +47,9 @@ class HttpEndpointConfig:
     model: str = ""
     base_url: str = ""
     api_key_env: str | None = None
-    timeout_s: float = bounded(60.0, above=0)
+    timeout_s: float = bounded(60.0, above=0)  # for each whole answer
     max_retries: int = bounded(3, 0, 100)
+    max_body_mb: float = bounded(MAX_BODY_BYTES / 2**20, above=0)  # an answer's size cap
     preflight: bool = True
 
     def validate(self) -> None:
@@ -59,7 +66,8 @@ class HttpEndpointConfig:
 
     def retry_policy(self) -> RetryPolicy:
         """This service's retry settings, for every call its client makes."""
-        return RetryPolicy(timeout_s=self.timeout_s, max_retries=self.max_retries)
+        return RetryPolicy(timeout_s=self.timeout_s, max_retries=self.max_retries,
+                           max_body_bytes=int(self.max_body_mb * 2**20))
 
 
 @runtime_checkable
@@ -95,6 +103,7 @@ class HttpRetryError(RuntimeError):
         exhausted: bool = False,
         cause: str = "",
         detail: str = "",
+        fix: str = "",
     ) -> None:
         super().__init__(message)
         self.url = url
@@ -103,6 +112,7 @@ class HttpRetryError(RuntimeError):
         self.exhausted = exhausted
         self.cause = cause or message
         self.detail = detail
+        self.fix = fix  # the fix, when the status does not say it (`{setting}` is filled in)
 
 
 class Cooldown:
@@ -152,7 +162,9 @@ def explain_failure(err: HttpRetryError, *, setting: str, key_env: str | None) -
     `setting` is the config group holding the service's settings (`judge`, `embedder`). The line
     holds no entry id, so the failures of a run can be counted by it.
     """
-    if err.status in (401, 403):
+    if err.fix:
+        fix = err.fix.format(setting=setting)
+    elif err.status in (401, 403):
         fix = (f"check the key in {key_env}" if key_env else
                f"the server wants a key: set {setting}.api_key_env to the variable holding it")
     elif err.status is None:
@@ -205,9 +217,10 @@ def backoff_delay(
 class RetryPolicy:
     """How patiently one call is retried: built once per client from its config, then shared.
 
-    Up to `max_retries` retries after the first attempt, each request given `timeout_s`; the
-    wait before a retry is the server's `retry-after` (capped at `retry_after_cap_s`) or else
-    `backoff_delay` from `backoff_base_s`, `backoff_max_s` and `jitter`.
+    Up to `max_retries` retries after the first attempt, each request given `timeout_s` for its
+    whole answer, of at most `max_body_bytes`; the wait before a retry is the server's
+    `retry-after` (capped at `retry_after_cap_s`) or else `backoff_delay` from
+    `backoff_base_s`, `backoff_max_s` and `jitter`.
     """
 
     timeout_s: float = 60.0
@@ -216,6 +229,7 @@ class RetryPolicy:
     backoff_max_s: float = 30.0
     jitter: float = 0.25
     retry_after_cap_s: float = 60.0
+    max_body_bytes: int = MAX_BODY_BYTES
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -226,6 +240,8 @@ class RetryPolicy:
             raise ValueError("backoff_base_s, backoff_max_s and retry_after_cap_s must be >= 0")
         if not 0.0 <= self.jitter <= 1.0:
             raise ValueError("jitter must be between 0 and 1")
+        if self.max_body_bytes <= 0:
+            raise ValueError("max_body_bytes must be positive")
 
     def backoff(self, retry_index: int, rand: Callable[[], float]) -> float:
         """The wait before retry `retry_index` (0 for the first) when the server named none."""
@@ -265,6 +281,46 @@ class Retryable(Exception):
         )
 
 
+class ReadRefused(Exception):
+    """An answer the read policy cut short: not whole by its deadline (`timed_out`), or larger
+    than its cap."""
+
+    def __init__(self, reason: str, *, status: int, timed_out: bool) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.timed_out = timed_out
+
+
+# how the body travelled, which no longer holds once it is read whole and decompressed
+_FRAMING = ("content-length", "content-encoding", "transfer-encoding")
+
+
+def read_whole(http: httpx.Client, method: str, url: str, *, timeout_s: float,
+               max_bytes: int, **request: Any) -> httpx.Response:
+    """One request, its answer read whole within `timeout_s` and refused past `max_bytes`,
+    decompressed (httpx's own timeout is per read, so a server trickling a byte at a time would
+    otherwise never end). The one read policy of every client memeval has: judges, embedders,
+    daemons and Phoenix. Raises ReadRefused, or httpx's errors for the transport."""
+    deadline = time.monotonic() + timeout_s
+    with http.stream(method, url, timeout=timeout_s, **request) as response:
+        status = response.status_code
+        too_large = ReadRefused(f"an answer larger than {max_bytes} bytes", status=status,
+                                timed_out=False)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise too_large
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > max_bytes:
+                raise too_large
+            if time.monotonic() > deadline:
+                raise ReadRefused(f"no whole answer within {timeout_s:g} s", status=status,
+                                  timed_out=True)
+        kept = {k: v for k, v in response.headers.items() if k.lower() not in _FRAMING}
+        return httpx.Response(status, headers=kept, content=bytes(body))
+
+
 def send_once(
     http: httpx.Client,
     method: str,
@@ -272,16 +328,24 @@ def send_once(
     payload: Mapping[str, Any] | None,
     *,
     headers: Mapping[str, str] | None,
-    timeout_s: float,
+    policy: RetryPolicy,
     attempts: int,
 ) -> httpx.Response:
-    """One request; a transport failure worth retrying raises Retryable, any other
-    HttpRetryError (a bad URL or scheme will not fix itself)."""
+    """One request under the read policy (`read_whole`): a transport failure or a missed
+    deadline worth retrying raises Retryable, anything else HttpRetryError (a bad URL, an answer
+    over the cap: no retry fixes those)."""
     try:
-        return http.request(
-            method, url, json=None if payload is None else dict(payload),
-            headers=dict(headers or {}), timeout=timeout_s,
-        )
+        return read_whole(http, method, url, timeout_s=policy.timeout_s,
+                          max_bytes=policy.max_body_bytes,
+                          json=None if payload is None else dict(payload),
+                          headers=dict(headers or {}))
+    except ReadRefused as err:
+        if err.timed_out:
+            raise Retryable(str(err), cause=f"Timeout: {err}", detail="") from err
+        raise HttpRetryError(f"{method} {url} sent {err}", url=url, attempts=attempts,
+                             status=err.status, cause=f"HTTP {err.status} with {err}",
+                             fix="raise {setting}.max_body_mb if answers this large are "
+                                 "expected") from err
     except _RETRYABLE_EXCEPTIONS as err:
         raise Retryable(_exception_text(err), cause=type(err).__name__, detail=str(err)) from err
     except httpx.HTTPError as err:
@@ -294,13 +358,49 @@ def send_once(
         ) from err
 
 
+class JsonRefused(ValueError):
+    """An answer's JSON that memeval will not use, and why."""
+
+
+def _not_a_number(name: str) -> Any:
+    raise JsonRefused(f"{name} where JSON allows only numbers")
+
+
+def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether containers nest more than `limit` deep, walked without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack += [(child, depth + 1) for child in children if isinstance(child, dict | list)]
+    return False
+
+
+def parse_json(body: bytes) -> Any:
+    """An answer's JSON; JsonRefused when it holds NaN or Infinity (a verdict or score that is
+    no number) or nests deeper than MAX_JSON_DEPTH; ValueError when it is not JSON."""
+    try:
+        value = json.loads(body, parse_constant=_not_a_number)
+    except RecursionError:
+        raise JsonRefused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if isinstance(value, dict | list) and _too_deep(value):
+        raise JsonRefused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
 def check_response(response: httpx.Response, *, method: str, url: str, attempts: int) -> Any:
     """The parsed JSON of a 2xx answer; Retryable for 429 and 5xx (with any `retry-after`);
     HttpRetryError for any other status or a body that is not JSON, which no retry fixes."""
     status = response.status_code
     if 200 <= status < 300:
         try:
-            return response.json()
+            return parse_json(response.content)
+        except JsonRefused as err:
+            raise HttpRetryError(f"{method} {url} returned HTTP {status} with {err}", url=url,
+                                 attempts=attempts, status=status,
+                                 cause=f"HTTP {status} with {err}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             empty = not response.content.strip()
             raise HttpRetryError(
@@ -362,7 +462,7 @@ def post_json(
             attempts += 1
             try:
                 response = send_once(http, method, url, payload, headers=headers,
-                                     timeout_s=policy.timeout_s, attempts=attempts)
+                                     policy=policy, attempts=attempts)
                 data = check_response(response, method=method, url=url, attempts=attempts)
             except Retryable as err:
                 failure = err

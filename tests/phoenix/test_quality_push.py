@@ -215,7 +215,7 @@ class StandInREST:
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> Held:
     held = Held()
     monkeypatch.setattr(quality_push, "PhoenixREST",
-                        lambda base_url, timeout_s: StandInREST(held))
+                        lambda base_url, timeout_s, max_body_bytes: StandInREST(held))
     return held
 
 

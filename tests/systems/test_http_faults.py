@@ -143,6 +143,43 @@ def test_a_delete_that_deletes_nothing_fails_instead_of_looping(tmp_path: Path) 
             gate.restart(wipe_memories=True)
 
 
+def test_a_daemon_listing_new_memories_every_time_fails_the_wipe_instead_of_looping(
+        tmp_path: Path) -> None:
+    listed = iter(range(10**6))
+
+    def endless(request: Received) -> Reply:
+        return Reply(200, [{"id": f"m{next(listed)}"}]) if request.method == "GET" else \
+            Reply(200, {})
+
+    with LoopbackServer(endless) as server:
+        gate = ingestor(server, tmp_path, max_list_pages=3)
+        with pytest.raises(SystemFailure, match=r"still listed at .*/api/memories after 3 rounds "
+                                                r"of listing and deleting \(3 deleted\)"):
+            gate.restart(wipe_memories=True)
+    assert server.hits == 7  # four lists, three deletes
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (Reply(200, text='{"stage": "stored", "stored": NaN}'), "NaN where JSON allows only numbers"),
+    (Reply(200, text='{"stage": ' * 70 + '"stored"' + "}" * 70), "nested deeper than 64 levels"),
+    (Reply(200, text="[" * 100_000 + "]" * 100_000), "nested deeper than 64 levels"),
+    (Reply(200, {"stage": "stored", "stored": 1, "pad": "x" * 400_000}),
+     "an answer larger than 300000 bytes"),
+    (Reply(200, {"stage": "stored", "stored": 1, "pad": "x" * 300}, trickle_s=0.02),
+     "Timeout: no whole answer within 0.5 s"),
+], ids=["nan", "deep-stage", "deep-body", "huge", "trickle"])
+def test_a_hostile_answer_is_a_turn_without_a_verdict_in_one_line(
+        reply: Reply, said: str, tmp_path: Path) -> None:
+    """Not counted as kept, not a traceback, not a hang: an error naming the endpoint."""
+    with LoopbackServer(lambda _: reply) as server:
+        gate = ingestor(server, tmp_path, timeout_s=0.5, max_retries=0,
+                        max_body_mb=300_000 / 2**20)
+        (row,) = gate.run_pass(gate.prepare(entries()[1:2]), 1)
+    assert row.outcome == "error" and not row.retained
+    assert said in row.system_error and f"{server.base_url}/api/ingest" in row.system_error
+    assert "\n" not in row.system_error and "resume" not in row.system_error
+
+
 def test_a_memory_id_cannot_climb_out_of_base_url(tmp_path: Path) -> None:
     seen: list[Any] = []
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -205,3 +207,40 @@ def test_explain_failure_without_a_key_variable_names_the_setting_and_masks_cred
     assert explain_failure(refused, setting="embedder", key_env=None) == (
         "ConnectError after 3 attempt(s) from http://127.0.0.1:9/v1: is the server running? "
         "check embedder.base_url ([Errno 111] Connection refused)")
+
+
+def test_an_answer_that_trickles_is_cut_at_the_deadline_not_per_read() -> None:
+    """Each byte comes well within timeout_s, so only a deadline on the whole answer ends it."""
+    stalling = Reply(200, {"verdict": "KEEP", "pad": "x" * 200}, trickle_s=0.05)
+    with LoopbackServer(lambda _: stalling) as srv:
+        started = time.monotonic()
+        with pytest.raises(HttpRetryError) as failed:
+            post_json(f"{srv.base_url}/judge", {}, RetryPolicy(timeout_s=0.5, max_retries=0))
+        took = time.monotonic() - started
+    assert took < 3.0  # the whole answer would take 11 s
+    line = explain_failure(failed.value, setting="judge", key_env=None)
+    assert "no whole answer within 0.5 s" in line and "raise judge.timeout_s" in line
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_an_answer_over_the_size_cap_is_refused_naming_the_cap(declared: bool) -> None:
+    big = Reply(200, {"pad": "x" * 5000}, sized=declared)
+    with LoopbackServer(lambda _: big) as srv, pytest.raises(HttpRetryError) as refused:
+        post_json(f"{srv.base_url}/x", {}, RetryPolicy(max_body_bytes=1000, max_retries=3))
+    assert srv.hits == 1  # no retry makes it smaller
+    assert "answer larger than 1000 bytes" in str(refused.value)
+    assert refused.value.url.endswith("/x")
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    ('{"stage": "stored", "stored": NaN}', "NaN"),
+    ('{"score": Infinity}', "Infinity"),
+    ('{"a": ' * 65 + "1" + "}" * 65, "nested deeper than 64 levels"),
+], ids=["deep", "nan", "infinity", "just-too-deep"])
+def test_json_too_deep_or_not_a_number_is_refused_in_one_line(text: str, said: str) -> None:
+    with LoopbackServer(lambda _: Reply(200, text=text)) as srv, \
+            pytest.raises(HttpRetryError) as refused:
+        post_json(f"{srv.base_url}/api/ingest", {}, RetryPolicy(max_retries=0))
+    line = explain_failure(refused.value, setting="system", key_env=None)
+    assert said in line and f"{srv.base_url}/api/ingest" in line and "\n" not in line

@@ -17,7 +17,8 @@ class PhoenixConfig:
     endpoint: str | None = "http://127.0.0.1:6006"
     project: str = "memeval"
     text_chars: int = bounded(2000, 0)
-    timeout_s: float = bounded(10.0, above=0)
+    timeout_s: float = bounded(10.0, above=0)  # for each whole answer
+    max_body_mb: float = bounded(64.0, above=0)  # an answer larger than this is refused
     batch_spans: int = bounded(1000, 1)
 
     def validate(self) -> None:
@@ -30,6 +31,10 @@ class PhoenixConfig:
             raise ValueError("reporting.phoenix.project must not be empty")
         if self.text_chars < 0 or self.timeout_s <= 0 or self.batch_spans < 1:
             raise ValueError("reporting.phoenix: text_chars >= 0, timeout_s > 0, batch_spans >= 1")
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 2**20)
 
     @property
     def base_url(self) -> str | None:

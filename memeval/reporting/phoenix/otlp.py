@@ -20,6 +20,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
+from memeval.utils.http_retry import ReadRefused, read_whole
+
 SCOPE = InstrumentationScope("memeval")
 
 
@@ -53,13 +55,15 @@ def batches(spans: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapp
 
 
 def export_batch(client: httpx.Client, traces_url: str, batch: list[Mapping[str, Any]],
-                 project: str) -> None:
+                 project: str, *, timeout_s: float, max_bytes: int) -> None:
+    """One batch of spans, its answer read under memeval's read policy (`read_whole`)."""
     owner = resource(project)
     body = encode_spans([readable(span, owner) for span in batch]).SerializeToString()
     try:
-        response = client.post(traces_url, content=body,
-                               headers={"Content-Type": "application/x-protobuf"})
-    except httpx.HTTPError as err:
+        response = read_whole(client, "POST", traces_url, timeout_s=timeout_s,
+                              max_bytes=max_bytes, content=body,
+                              headers={"Content-Type": "application/x-protobuf"})
+    except (httpx.HTTPError, ReadRefused) as err:
         raise ExportError(f"could not reach {traces_url}: {err}") from err
     if response.status_code >= 400:
         raise ExportError(f"{traces_url} answered {response.status_code}: "

@@ -229,7 +229,7 @@ class Pusher:
         self.run_dir, self.folder, self.settings = run_dir, folder, settings
         self.progress = progress
         self.metrics = read_metrics(run_dir)
-        self.rest = PhoenixREST(base, settings.timeout_s)
+        self.rest = PhoenixREST(base, settings.timeout_s, settings.max_body_bytes)
         self.report = PushReport(base, settings.project, str(self.metrics["run_id"]))
 
     def _timed(self, phase: str, step: Callable[[], None]) -> None:
@@ -262,7 +262,9 @@ class Pusher:
         spans = (redacted(span) for span in read_jsonl(self.folder / SPANS))
         bar = tqdm(desc="phoenix spans", unit="span", disable=not self.progress, leave=False)
         for batch in batches(spans, self.settings.batch_spans):
-            export_batch(self.rest.http, traces_url, batch, self.settings.project)
+            export_batch(self.rest.http, traces_url, batch, self.settings.project,
+                         timeout_s=self.settings.timeout_s,
+                         max_bytes=self.settings.max_body_bytes)
             for span in batch:
                 self._index(dict(span), roots, deciders, judged)
             checkpoints.append(batch[-1]["span_id"])

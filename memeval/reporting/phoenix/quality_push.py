@@ -56,7 +56,7 @@ class QualityPusher:
         self.run_dir, self.progress = run_dir, progress
         self.metrics = read_metrics(run_dir)
         self.sets = item_sets(run_dir, self.metrics)
-        self.rest = PhoenixREST(base, settings.timeout_s)
+        self.rest = PhoenixREST(base, settings.timeout_s, settings.max_body_bytes)
         self.report = PushReport(base, settings.project, str(self.metrics["run_id"]))
 
     def run(self) -> PushReport:

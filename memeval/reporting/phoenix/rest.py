@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from memeval.reporting.phoenix.otlp import ExportError
+from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, parse_json, read_whole
 
 # httpx logs every request at INFO: thousands of lines per push, drowning the run's own output.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -22,9 +23,22 @@ class PhoenixError(ExportError):
     """Phoenix refused or failed a request; the message carries its answer."""
 
 
+def _json(response: httpx.Response) -> Any:
+    """An answer's JSON, refused in one line when nested too deep or holding NaN."""
+    try:
+        return parse_json(response.content)
+    except ValueError as err:
+        raise PhoenixError(f"Phoenix answered JSON memeval will not read: {err}") from None
+
+
 class PhoenixREST:
-    def __init__(self, base_url: str, timeout_s: float) -> None:
+    """Every request under memeval's one read policy (`read_whole`): the whole answer within
+    `timeout_s`, at most `max_body_bytes` of it."""
+
+    def __init__(self, base_url: str, timeout_s: float,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.base_url = base_url
+        self.timeout_s, self.max_body_bytes = timeout_s, max_body_bytes
         self.http = httpx.Client(base_url=base_url, timeout=timeout_s)
 
     def close(self) -> None:
@@ -32,15 +46,17 @@ class PhoenixREST:
 
     def healthy(self) -> bool:
         try:
-            return self.http.get("/healthz", timeout=2.0).status_code == 200
-        except httpx.HTTPError:
+            return read_whole(self.http, "GET", "/healthz", timeout_s=min(2.0, self.timeout_s),
+                              max_bytes=self.max_body_bytes).status_code == 200
+        except (httpx.HTTPError, ReadRefused):
             return False
 
     def _call(self, method: str, path: str, ok: Sequence[int] = (200,),
               **kwargs: Any) -> httpx.Response:
         try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as err:
+            response = read_whole(self.http, method, path, timeout_s=self.timeout_s,
+                                  max_bytes=self.max_body_bytes, **kwargs)
+        except (httpx.HTTPError, ReadRefused) as err:
             raise PhoenixError(f"{method} {self.base_url}{path}: {err}") from err
         if response.status_code not in ok:
             raise PhoenixError(f"{method} {self.base_url}{path} answered "
@@ -51,7 +67,7 @@ class PhoenixREST:
         cursor = None
         while True:
             query = {**params, **({"cursor": cursor} if cursor else {})}
-            body = self._call("GET", path, params=query).json()
+            body = _json(self._call("GET", path, params=query))
             yield from body["data"]
             cursor = body.get("next_cursor")
             if not cursor:
@@ -64,7 +80,7 @@ class PhoenixREST:
                               params={"span_id": list(span_ids), "limit": len(span_ids)})
         if response.status_code == 404:  # the project does not exist yet
             return set()
-        return {span["context"]["span_id"] for span in response.json()["data"]}
+        return {span["context"]["span_id"] for span in _json(response)["data"]}
 
     def annotate_spans(self, annotations: Sequence[Mapping[str, Any]]) -> None:
         """Upserts: an annotation with the same name, span and identifier is replaced."""
@@ -89,11 +105,11 @@ class PhoenixREST:
                 "metadata": [e["metadata"] for e in examples],
                 "example_ids": [e["id"] for e in examples]}
         response = self._call("POST", "/v1/datasets/upload", params={"sync": "true"}, json=body)
-        return str(response.json()["data"]["dataset_id"])
+        return str(_json(response)["data"]["dataset_id"])
 
     def example_node_ids(self, dataset_id: str) -> dict[str, str]:
         """Our stable example id -> the id Phoenix's experiment API wants (its node id)."""
-        body = self._call("GET", f"/v1/datasets/{dataset_id}/examples").json()
+        body = _json(self._call("GET", f"/v1/datasets/{dataset_id}/examples"))
         return {e["id"]: e["node_id"] for e in body["data"]["examples"]}
 
     # experiments
@@ -105,7 +121,7 @@ class PhoenixREST:
         response = self._call("POST", f"/v1/datasets/{dataset_id}/experiments",
                               json={"name": name, "description": description,
                                     "metadata": dict(metadata)})
-        return str(response.json()["data"]["id"])
+        return str(_json(response)["data"]["id"])
 
     def update_experiment(self, experiment_id: str, name: str, description: str,
                           metadata: Mapping[str, Any]) -> None:
@@ -126,7 +142,7 @@ class PhoenixREST:
 
     def create_run(self, experiment_id: str, run: Mapping[str, Any]) -> str:
         response = self._call("POST", f"/v1/experiments/{experiment_id}/runs", json=dict(run))
-        return str(response.json()["data"]["id"])
+        return str(_json(response)["data"]["id"])
 
     def evaluate(self, evaluation: Mapping[str, Any]) -> None:
         """Upserts by (run, name)."""

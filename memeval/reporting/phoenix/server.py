@@ -33,6 +33,7 @@ from typing import TextIO
 
 import httpx
 
+from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, read_whole
 from memeval.utils.serving import is_loopback, terminate_as_interrupt
 
 LOOPBACK = "127.0.0.1"
@@ -243,10 +244,11 @@ class PhoenixServer:
                         f"Phoenix exited with code {code} before it became healthy; "
                         f"last lines of {self.log_path}:\n{log_tail(self.log_path)}"
                     )
-                try:
-                    if client.get(f"{self.url}/healthz").status_code == 200:
+                try:  # the whole answer within 2 s: a server that stalls it is not healthy yet
+                    if read_whole(client, "GET", f"{self.url}/healthz", timeout_s=2.0,
+                                  max_bytes=MAX_BODY_BYTES).status_code == 200:
                         return
-                except httpx.TransportError:
+                except (httpx.TransportError, ReadRefused):
                     pass
                 if time.monotonic() >= deadline:
                     raise PhoenixServerError(

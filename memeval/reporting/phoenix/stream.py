@@ -46,7 +46,9 @@ class PassStreamer:
                  decision_spans(self.run(), decisions_frame(decisions), self.texts()))
         try:
             for batch in batches(spans, self.settings.batch_spans):
-                export_batch(self.http, self.traces_url, batch, self.settings.project)
+                export_batch(self.http, self.traces_url, batch, self.settings.project,
+                             timeout_s=self.settings.timeout_s,
+                             max_bytes=self.settings.max_body_bytes)
                 self.sent += len(batch)
         except ExportError as err:
             self.stopped = str(err)
@@ -60,7 +62,7 @@ class PassStreamer:
 def reachable(settings: PhoenixConfig) -> bool:
     if not settings.base_url:
         return False
-    rest = PhoenixREST(settings.base_url, settings.timeout_s)
+    rest = PhoenixREST(settings.base_url, settings.timeout_s, settings.max_body_bytes)
     try:
         return rest.healthy()
     finally:

@@ -52,7 +52,8 @@ class Daemon:
         self._client = client if client is not None else httpx.Client(follow_redirects=False)
         self._sleep = sleep
         self._policy = RetryPolicy(timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
-                                   backoff_max_s=cfg.backoff_max_s)
+                                   backoff_max_s=cfg.backoff_max_s,
+                                   max_body_bytes=int(cfg.max_body_mb * 2**20))
         self._cooldown = Cooldown()
         self._breaker = Breaker(cfg.breaker_after)
 
@@ -135,9 +136,18 @@ class Daemon:
 
     def wipe(self) -> int:
         """Delete every listed memory until none is listed (a daemon may list a page at a
-        time); a delete that leaves a memory listed fails instead of looping."""
+        time), in at most `max_list_pages` rounds; a delete that leaves a memory listed, or a
+        daemon listing new memories round after round, fails instead of looping."""
         deleted: set[str] = set()
+        rounds = 0
         while ids := self.memory_ids():
+            rounds += 1
+            if rounds > self.cfg.max_list_pages:
+                raise DaemonError(redact(
+                    f"memories are still listed at {self.url(self.cfg.memories, 'system.memories')}"
+                    f" after {self.cfg.max_list_pages} rounds of listing and deleting "
+                    f"({len(deleted)} deleted): check system.memories, or raise "
+                    f"system.max_list_pages if the daemon lists a small page at a time"))
             if set(ids) <= deleted:
                 raise DaemonError(redact(f"memories {ids[:3]} are still listed after DELETE "
                                          f"{self.url(self.cfg.delete, 'system.delete', ids[0])}: "

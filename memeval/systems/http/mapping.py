@@ -165,6 +165,8 @@ class HttpSystemConfig:
     timeout_s: float = bounded(30.0, above=0)
     max_retries: int = bounded(3, 0, 100)
     backoff_max_s: float = bounded(10.0, above=0)
+    max_body_mb: float = bounded(64.0, above=0)  # an answer larger than this is refused
+    max_list_pages: int = bounded(100, 1)  # list-and-delete rounds in one wipe
     max_concurrency: int = bounded(1, 1, 256)
     breaker_after: int = bounded(5, 0)
     max_error_share: float = bounded(0.05, 0, 1)

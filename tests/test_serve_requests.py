@@ -1,0 +1,63 @@
+"""What `serve` answers a malformed, hostile or oversized request: a 4xx with a one-line reason,
+never a 500 and a server-side traceback. A stand-in route on loopback; the real engines behind
+it are tested in tests/systems/test_serve.py."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from memeval.serve.http import MAX_BODY_BYTES, Request, make_server, url_of
+
+pytestmark = pytest.mark.bad_input
+
+
+def echo(request: Request) -> tuple[int, Any]:
+    return 200, {"got": request.body}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    served = make_server({"/api/echo": {"POST": echo}}, "127.0.0.1", 0)
+    thread = threading.Thread(target=served.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    yield url_of(served)
+    served.shutdown()
+    served.server_close()
+
+
+@pytest.mark.parametrize(("body", "status", "said"), [
+    ("[" * 100_000 + "]" * 100_000, 400, "refused JSON: JSON nested deeper than 64 levels"),
+    ('{"a": ' * 65 + "1" + "}" * 65, 400, "refused JSON: JSON nested deeper than 64 levels"),
+    ('{"stored": NaN}', 400, "refused JSON: NaN where JSON allows only numbers"),
+    ("{not json", 400, "invalid JSON"),
+], ids=["deep", "just-too-deep", "nan", "broken"])
+def test_a_bad_request_body_is_a_400_with_its_reason(server: str, body: str, status: int,
+                                                     said: str,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    answer = httpx.post(f"{server}/api/echo", content=body,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == status and answer.json()["error"].startswith(said)
+    assert "Traceback" not in caplog.text
+
+
+def test_a_body_over_the_cap_is_a_413_before_it_is_read(server: str) -> None:
+    """Only the headers are sent: the answer comes without the server reading 16 MB."""
+    url = httpx.URL(server)
+    with socket.create_connection((url.host, url.port), timeout=5) as raw:
+        raw.sendall(f"POST /api/echo HTTP/1.1\r\nHost: {url.host}\r\ncontent-type: "
+                    f"application/json\r\ncontent-length: {MAX_BODY_BYTES + 1}\r\n\r\n"
+                    .encode())
+        answer = raw.recv(65536).decode()
+    assert answer.startswith("HTTP/1.0 413") and f"body over {MAX_BODY_BYTES} bytes" in answer
+
+
+def test_a_sound_body_is_answered(server: str) -> None:
+    answer = httpx.post(f"{server}/api/echo", json={"a": [1, {"b": 2}]})
+    assert answer.status_code == 200 and answer.json() == {"got": {"a": [1, {"b": 2}]}}
