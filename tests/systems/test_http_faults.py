@@ -180,6 +180,17 @@ def test_a_hostile_answer_is_a_turn_without_a_verdict_in_one_line(
     assert "\n" not in row.system_error and "resume" not in row.system_error
 
 
+def test_answers_that_never_map_open_the_breaker_as_dead_requests_do(tmp_path: Path) -> None:
+    """Every request answers, but with a stage no mapping knows: after breaker_after turns in a
+    row without a verdict nothing more is sent, instead of every turn reaching the daemon."""
+    with LoopbackServer(lambda _: Reply(200, {"stage": "pondering", "stored": 0})) as server:
+        gate = ingestor(server, tmp_path, breaker_after=3)
+        rows = list(gate.run_pass(gate.prepare(turns(12)), 1))
+    assert server.hits == 3 and all(r.outcome == "error" for r in rows)
+    assert all(r.system_error.startswith(NOT_SENT) for r in rows[3:])
+    assert "stage 'pondering', which system.ingest.stages does not map" in rows[0].system_error
+
+
 def test_a_memory_id_cannot_climb_out_of_base_url(tmp_path: Path) -> None:
     seen: list[Any] = []
 

@@ -95,16 +95,20 @@ class Daemon:
 
     def send_turn(self, payload: Mapping[str, Any]) -> PostResult:
         """An ingest behind the circuit breaker: once `breaker_after` turns in a row failed,
-        nothing more is sent and each turn fails at once with the reason that opened it."""
+        nothing more is sent and each turn fails at once with the reason that opened it. An
+        answer is no success yet: the caller says `answered` once it maps onto a verdict, or
+        `failed`, so answers that never map open the breaker as dead requests do."""
         if self._breaker.open_because is not None:
             raise DaemonError(NOT_SENT + self._breaker.open_because)
         try:
-            result = self.call(self.cfg.ingest, "system.ingest", payload)
+            return self.call(self.cfg.ingest, "system.ingest", payload)
         except DaemonError as err:
             self.failed(err.reason)
             raise
+
+    def answered(self) -> None:
+        """A turn got its verdict: the failures in a row start again from none."""
         self._breaker.succeeded()
-        return result
 
     def failed(self, reason: str) -> None:
         """A turn got no verdict (no answer, or one that does not map): counts to the breaker."""

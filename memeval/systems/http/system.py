@@ -129,6 +129,7 @@ class HttpIngestor(KeepsItsOwnState):
             except DaemonError as err:
                 self.daemon.failed(err.reason)
                 raise
+            self.daemon.answered()
         except DaemonError as err:
             decision.system_error = err.reason
         decision.latency_ms["system"] = (time.perf_counter() - start) * 1000
