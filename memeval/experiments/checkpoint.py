@@ -28,11 +28,14 @@ from memeval.engine.gate.gate import Decision
 from memeval.registry import ConfigError
 from memeval.systems.base import Ingestor
 from memeval.utils.atomic import remove_stale_temps, write_atomic, write_text_atomic
+from memeval.utils.bounded_json import parse_json
 from memeval.utils.redact import redact
 from memeval.utils.stopwatch import Stopwatch
 
 CHECKPOINTS = "checkpoints"
 SETTINGS_FILE = "settings.yaml"
+MAX_SETTINGS_BYTES = 2**20  # a run's resolved settings take a few kB
+MAX_PASS_BYTES = 2**30  # a pass's metrics and table rows: megabytes for a large dataset
 # Settings that change how a run is shown or cached, never its results: free to differ on resume.
 PRESENTATION_KEYS = ("resume", "progress", "plots", "reporting", "cache_dir")
 DECISIONS_FILE = "decisions.json"  # in each pass's snapshot folder, beside the store copies
@@ -195,17 +198,36 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _bounded_bytes(path: Path, cap: int) -> bytes:
+    """The file's bytes, unless it is larger than any checkpoint memeval writes."""
+    size = path.stat().st_size
+    if size > cap:
+        raise ConfigError(f"{path} is damaged ({size} bytes, over the {cap} a checkpoint file "
+                          f"may take): {WAYS_OUT}")
+    return path.read_bytes()
+
+
 def _read_json(path: Path) -> Any:
+    """A pass's checkpoint, its size and nesting bounded (an undefined figure is NaN in it)."""
     try:
-        return json.loads(path.read_bytes())
-    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        return parse_json(_bounded_bytes(path, MAX_PASS_BYTES), allow_nan=True)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, JsonRefused
         raise ConfigError(f"{path} is damaged ({err}): {WAYS_OUT}") from None
 
 
 def _read_settings(path: Path) -> dict[str, Any]:
-    """The saved settings as a flat dict; text that is not a run's settings is damage."""
+    """The saved settings as a flat dict; text that is not a run's settings is damage. memeval
+    writes no YAML anchor or alias, so one is refused before anything is expanded (an alias
+    loop, or aliases of aliases that expand a few lines into billions of nodes)."""
     try:
-        node = OmegaConf.to_container(OmegaConf.create(path.read_text(encoding="utf-8")))
+        text = _bounded_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8")
+        if any(isinstance(token, yaml.AliasToken | yaml.AnchorToken)
+               for token in yaml.scan(text, Loader=yaml.SafeLoader)):
+            raise ConfigError(f"{path} is damaged (YAML anchors or aliases, which memeval never "
+                              f"writes): {WAYS_OUT}")
+        node = OmegaConf.to_container(OmegaConf.create(text))
+    except RecursionError:
+        raise ConfigError(f"{path} is damaged (nested too deeply): {WAYS_OUT}") from None
     except (ValueError, yaml.YAMLError) as err:
         raise ConfigError(f"{path} is damaged ({_one_line(err)}): {WAYS_OUT}") from None
     if not isinstance(node, dict) or "experiment" not in node:

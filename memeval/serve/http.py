@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import unquote, urlsplit
 
-from memeval.utils.http_retry import JsonRefused, parse_json
+from memeval.utils.bounded_json import JsonRefused, parse_json
 from memeval.utils.serving import is_loopback, terminate_as_interrupt
 
 log = logging.getLogger(__name__)

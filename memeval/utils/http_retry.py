@@ -22,11 +22,11 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import httpx
 
 from memeval.registry import bounded
+from memeval.utils.bounded_json import JsonRefused, parse_json
 from memeval.utils.redact import redact
 
 BODY_PREVIEW_CHARS = 300
 MAX_BODY_BYTES = 64 * 2**20  # an answer's default size cap (`max_body_mb`)
-MAX_JSON_DEPTH = 64  # no service memeval talks to nests its answers deeper
 
 # Transport failures worth another try; configuration errors such as UnsupportedProtocol are not.
 _RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
@@ -356,38 +356,6 @@ def send_once(
             cause=type(err).__name__,
             detail=str(err),
         ) from err
-
-
-class JsonRefused(ValueError):
-    """An answer's JSON that memeval will not use, and why."""
-
-
-def _not_a_number(name: str) -> Any:
-    raise JsonRefused(f"{name} where JSON allows only numbers")
-
-
-def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether containers nest more than `limit` deep, walked without recursion."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack += [(child, depth + 1) for child in children if isinstance(child, dict | list)]
-    return False
-
-
-def parse_json(body: bytes) -> Any:
-    """An answer's JSON; JsonRefused when it holds NaN or Infinity (a verdict or score that is
-    no number) or nests deeper than MAX_JSON_DEPTH; ValueError when it is not JSON."""
-    try:
-        value = json.loads(body, parse_constant=_not_a_number)
-    except RecursionError:
-        raise JsonRefused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    if isinstance(value, dict | list) and _too_deep(value):
-        raise JsonRefused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    return value
 
 
 def check_response(response: httpx.Response, *, method: str, url: str, attempts: int) -> Any:

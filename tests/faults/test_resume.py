@@ -220,7 +220,15 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str, str]] = {
                                    "pass-2.json", "is damaged (not a pass checkpoint)"),
     "garbage settings": (lambda c: (c / "settings.yaml").write_text("seed: [1, 2\n"),
                          "settings.yaml", "is damaged (expected ',' or ']'"),
+    "pass file nested too deep": (
+        lambda c: (c / "pass-1.json").write_bytes(b"[" * 100_000 + b"]" * 100_000),
+        "pass-1.json", "is damaged (JSON nested deeper than 64 levels)"),
 }
+
+# YAML that expands: an alias loop, and five levels of aliases ("billion laughs"), 96 s to parse
+LAUGHS = b"a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + b"".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n".encode()
+    for i in range(5))
 
 
 def test_resume_refuses_missing_or_changed_checkpoint_files_naming_them(
@@ -257,7 +265,11 @@ def test_garbage_settings_before_any_pass_finished_are_named(
     settings = run_dir / "checkpoints" / "settings.yaml"
     for garbage, says in ((b"\x00\x01 binary", "unacceptable character #x0000"),
                           (b"\xff\xfe not utf-8", "can't decode byte 0xff"),
-                          (b"just words", "not a run's settings")):
+                          (b"just words", "not a run's settings"),
+                          (b"seed: &loop [*loop]\n", "YAML anchors or aliases"),
+                          (LAUGHS, "YAML anchors or aliases"),
+                          (b"seed: " + b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
+                          (b"#" * (2**20 + 1), "over the 1048576 a checkpoint file may take")):
         settings.write_bytes(garbage)
         with pytest.raises(ConfigError, match=f"^{re.escape(str(settings))} is damaged "
                                               f"\\([^)]*{re.escape(says)}"):

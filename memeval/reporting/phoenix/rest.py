@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 
 from memeval.reporting.phoenix.otlp import ExportError
-from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, parse_json, read_whole
+from memeval.utils.bounded_json import parse_json
+from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, read_whole
 
 # httpx logs every request at INFO: thousands of lines per push, drowning the run's own output.
 logging.getLogger("httpx").setLevel(logging.WARNING)
