@@ -61,8 +61,15 @@ def note_at(report: LoadReport, where: str, reason: str, on_error: str) -> None:
 
 
 def as_utc(value: datetime) -> datetime:
-    """Every corpus time is UTC-aware, so a replay in time order compares them all."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    """Every corpus time is UTC-aware, so a replay in time order compares them all; a time whose
+    UTC falls outside the years 1–9999 is a ValueError naming it."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} lies outside the years 1-9999 once taken to "
+                         f"UTC") from None
 
 
 def input_path(path: str, what: str, setting: str) -> Path:
@@ -72,8 +79,19 @@ def input_path(path: str, what: str, setting: str) -> Path:
     return file
 
 
+COMPRESSED = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"\x28\xb5\x2f\xfd": "zstd",
+              b"BZh": "bzip2", b"\xfd7zXZ": "xz"}
+"""The first bytes of a compressed file, so one is named instead of failing as bad UTF-8."""
+
+
 def read_json_array(file: Path, what: str) -> list[Any]:
     """A benchmark's file: one JSON array, read whole (json.load once, however large)."""
+    with file.open("rb") as handle:
+        head = handle.read(8)
+    for magic, kind in COMPRESSED.items():
+        if head.startswith(magic):
+            raise DatasetError(f"{file}: a {kind}-compressed file; decompress it first and set "
+                               f"dataset.path to the {what} JSON inside")
     try:
         with file.open("rb") as handle:
             value = json.load(handle)
@@ -116,9 +134,13 @@ def _time(row: dict[str, Any], key: str) -> datetime | None:
     if not isinstance(value, str):
         raise ValueError(f"'{key}' must be an ISO 8601 time as text")
     try:
-        return as_utc(datetime.fromisoformat(value))
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(f"'{key}' is not an ISO 8601 time: {value!r}") from None
+    try:
+        return as_utc(parsed)
+    except ValueError as err:
+        raise ValueError(f"'{key}' {err}") from None
 
 
 def _check_fields(row: dict[str, Any], allowed: set[str]) -> None:

@@ -171,7 +171,13 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
         note_at(report, f"{sample.where} qa {index}", "not an object with a 'question'",
                 sample.on_error)
         return None
-    if keep is not None and item.get("category") not in keep:
+    category = item.get("category")
+    if category is not None and (isinstance(category, bool)
+                                 or not isinstance(category, int | str)):
+        note_at(report, f"{sample.where} qa {index} ({ref})",
+                f"'category' must be a number, got {type(category).__name__}", sample.on_error)
+        return None
+    if keep is not None and category not in keep:
         count(report, "category_filtered")
         return None
     relevant: dict[str, int] = {}
@@ -188,10 +194,10 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
     if not relevant:
         count(report, "no_evidence")
         return None
-    category = category_name(item.get("category"))
-    count(report, f"queries:{category}")
+    name = category_name(category)
+    count(report, f"queries:{name}")
     return CorpusQuery(id=ref, text=item["question"].strip(), relevant=relevant,
-                       category=category, scope=scope)
+                       category=name, scope=scope)
 
 
 def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | None = None,

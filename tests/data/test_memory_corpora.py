@@ -5,7 +5,9 @@ file:line, on_error=raise, and nothing usable."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,6 +80,8 @@ BAD_MEMORIES: list[tuple[Any, str]] = [
     ({"id": True, "text": "x"}, "'id' must be non-empty text or an integer"),
     ({"id": "b", "text": "x", "timestamp": "yesterday"}, "not an ISO 8601 time"),
     ({"id": "b", "text": "x", "metadata": [1]}, "'metadata' must be an object"),
+    ({"id": "b", "text": "x", "timestamp": "9999-12-31T23:59:59-01:00"},
+     "'timestamp' 9999-12-31T23:59:59-01:00 lies outside the years 1-9999 once taken to UTC"),
     ({**MEMORY, "text": "again"}, "duplicate id 'a'"),
     ("{not json", "Expecting property name"),
 ]
@@ -107,6 +111,8 @@ BAD_QUERIES: list[tuple[Any, str]] = [
     ({"id": "q2", "query": "", "relevant": ["a"]}, "'query' must be non-empty text"),
     ({"id": "q2", "query": "x", "relevant": ["a"], "answer": "y"}, "unknown fields ['answer']"),
     ({"id": "q1", "query": "x", "relevant": ["a"]}, "duplicate id 'q1'"),
+    ({"id": "q2", "query": "x", "relevant": ["a"], "asked_at": "0001-01-01T00:00:00+01:00"},
+     "'asked_at' 0001-01-01T00:00:00+01:00 lies outside the years 1-9999 once taken to UTC"),
 ]
 
 
@@ -237,6 +243,31 @@ def test_locomo_bad_samples_are_named_by_position(tmp_path: Path) -> None:
     assert len(corpus.queries) == 10
     with pytest.raises(DatasetError, match=r": evidence 'D3:9' names no turn$"):
         build("locomo", path=str(path), on_error="raise")
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("categories", [None, [1, 2, 3, 4, 5]], ids=["all", "filtered"])
+def test_a_locomo_question_whose_category_is_no_number_is_named_and_skipped(
+        tmp_path: Path, categories: list[int] | None) -> None:
+    samples = locomo_samples()
+    samples[0]["qa"][0]["category"] = [1, 2]
+    path = write_json(tmp_path, samples)
+    corpus = build("locomo", path=str(path), categories=categories)
+    assert "conv-1:q0" not in by_id(corpus.queries)
+    assert f"{path}: sample 0 (conv-1) qa 0 (conv-1:q0): 'category' must be a number, got " \
+           "list" in corpus.report.problems
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("name", "pack"), [("gzip", gzip.compress), ("zstd", None)])
+def test_a_compressed_benchmark_file_is_named_as_compressed(
+        tmp_path: Path, name: str, pack: Callable[[bytes], bytes] | None) -> None:
+    raw = LOCOMO.read_bytes()
+    path = tmp_path / "locomo10.json"
+    path.write_bytes(pack(raw) if pack else b"\x28\xb5\x2f\xfd" + raw[:100])
+    with pytest.raises(DatasetError, match=f"^{re.escape(str(path))}: a {name}-compressed file; "
+                                           f"decompress it first"):
+        build("locomo", path=str(path))
 
 
 @pytest.mark.bad_input
