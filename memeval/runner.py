@@ -28,6 +28,7 @@ from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import METRICS, write_run
 from memeval.threads import size_pools
+from memeval.utils.disk import disk_full, no_space
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,12 @@ def _sigterm_unwinds() -> Iterator[None]:
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     size_pools()  # the Python API, a notebook, a launcher's worker: sized as the command is
     with _sigterm_unwinds():
-        return _run_experiment(cfg, run_dir)
+        try:
+            return _run_experiment(cfg, run_dir)
+        except OSError as err:  # any write on a full disk: one line naming where, not Errno 28
+            if no_space(err):
+                raise disk_full(err.filename or run_dir) from None
+            raise
 
 
 def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:

@@ -13,8 +13,9 @@ def user_error_types() -> tuple[type[Exception], ...]:
     from memeval.data.base import DatasetError
     from memeval.metrics.gate_metrics import SystemFailure
     from memeval.registry import ConfigError
+    from memeval.utils.disk import DiskFull
 
-    return ConfigError, DatasetError, EmbeddingError, JudgeError, SystemFailure
+    return ConfigError, DatasetError, DiskFull, EmbeddingError, JudgeError, SystemFailure
 
 
 def report_user_error(err: Exception) -> None:

@@ -1,6 +1,7 @@
 """Atomic file writes: a crash mid-write leaves the previous version, never half a file.
 
-The temporary file is `.<name>.<random>.tmp` beside the target. Any exception (a signal turned
+The temporary file is `.<name>.<random>.tmp` beside the target; a full disk is `DiskFull`, the
+previous version intact. Any exception (a signal turned
 into one included) removes it; only a process killed outright (SIGKILL, power loss) leaves one,
 and `remove_stale_temps` clears those when the owner of the files starts again.
 """
@@ -11,6 +12,8 @@ import glob
 import os
 import secrets
 from pathlib import Path
+
+from memeval.utils.disk import disk_full, no_space
 
 
 def write_atomic(path: str | Path, data: bytes) -> None:
@@ -26,8 +29,10 @@ def write_atomic(path: str | Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if no_space(err):
+            raise disk_full(target, len(data)) from None
         raise
 
 

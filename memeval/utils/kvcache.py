@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memeval.registry import ConfigError
+from memeval.utils.disk import disk_full
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +191,8 @@ class SqliteKV:
                 self._conn.commit()
             except sqlite3.DatabaseError as error:
                 self._conn.rollback()
+                if error.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                    raise disk_full(self.path) from None
                 if not _is_damage(error):
                     raise
                 self._report_damage(error)
