@@ -195,6 +195,28 @@ def test_a_shard_renamed_to_another_digest_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.bad_input
+def test_a_shard_that_decompresses_past_the_cap_is_refused_before_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sound shard, named by its digest, whose footer declares more than a shard may take:
+    refused from its metadata, so a few kB of zstd never become gigabytes in memory."""
+    (path,) = write_shards(tmp_path, "judge", [("k", b"\0" * (8 * 2**20))])
+    assert path.stat().st_size < 2**20 and read_shard(path, "judge")  # it is sound
+    monkeypatch.setattr(cache_shards, "MAX_SHARD_BYTES", 4 * 2**20)
+    with pytest.raises(ShardError, match=r"^its rows take \d+ bytes uncompressed, over the "
+                                         r"4194304 a shard may$"):
+        read_shard(path, "judge")
+
+
+@pytest.mark.bad_input
+def test_a_shard_of_more_rows_than_a_shard_holds_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (path,) = write_shards(tmp_path, "judge", random_rows(8))
+    monkeypatch.setattr(cache_shards, "SHARD_ROWS", 4)
+    with pytest.raises(ShardError, match=r"^8 rows, more than a shard holds \(4\)$"):
+        read_shard(path, "judge")
+
+
+@pytest.mark.bad_input
 def test_a_shard_of_another_cache_is_refused(tmp_path: Path) -> None:
     (path,) = write_shards(tmp_path, "judge", random_rows(3))
     moved = tmp_path / "embeddings" / path.name

@@ -29,6 +29,7 @@ from memeval.utils.atomic import write_atomic
 from memeval.utils.kvcache import SqliteKV
 
 SHARD_ROWS = 4096  # rows per shard file
+MAX_SHARD_BYTES = 2**30  # a shard's rows uncompressed: 4096 vectors 3072 wide take 50 MB
 _FORMAT = "1"
 _SCHEMA = pa.schema([("key", pa.string()), ("value", pa.binary())])
 
@@ -68,12 +69,28 @@ def write_shards(folder: Path, cache: str, rows: Iterable[tuple[str, bytes]],
     return paths
 
 
+def _check_size(metadata: pq.FileMetaData) -> None:
+    """Before anything is decompressed: rows and their uncompressed bytes as its footer declares
+    them (a few kB of zstd can declare a gigabyte)."""
+    if metadata.num_rows > SHARD_ROWS:
+        raise ShardError(f"{metadata.num_rows} rows, more than a shard holds ({SHARD_ROWS})")
+    size = sum(metadata.row_group(g).column(c).total_uncompressed_size
+               for g in range(metadata.num_row_groups) for c in range(metadata.num_columns))
+    if size > MAX_SHARD_BYTES:
+        raise ShardError(f"its rows take {size} bytes uncompressed, over the {MAX_SHARD_BYTES} "
+                         f"a shard may")
+
+
 def read_shard(path: Path, cache: str) -> list[tuple[str, bytes]]:
     """The rows of one shard of `cache`, or ShardError naming the first check it fails."""
     try:
         with path.open("rb") as handle:
-            table = pq.ParquetFile(handle).read()
+            parquet = pq.ParquetFile(handle)
+            _check_size(parquet.metadata)
+            table = parquet.read()
         table.validate(full=True)  # offsets and UTF-8, which reading alone does not check
+    except ShardError:
+        raise
     except Exception as error:  # damage surfaces as many types (ArrowInvalid, OSError, …)
         detail = f"{type(error).__name__}: {' '.join(str(error).split())}"  # on one line
         raise ShardError(f"not a readable Parquet file ({detail})") from None
