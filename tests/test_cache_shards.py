@@ -20,6 +20,7 @@ from memeval.backends.embedders.cache import (
     CACHE_TABLE,
     CachedEmbedder,
     usable_vectors,
+    vectors_for,
 )
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.backends.judges.http_judge import CACHE_FILE as JUDGE_FILE
@@ -269,6 +270,22 @@ def test_the_validator_refuses_a_vector_that_is_not_of_unit_length(tmp_path: Pat
     report = import_shards(tmp_path, "embeddings", store, usable_vectors)
     assert (report.shards, report.imported, report.invalid, report.damaged) == (1, 2, 1, ())
     assert store.get(rows[1][0]) is None and store.get(rows[2][0]) == rows[2][1]
+
+
+@pytest.mark.bad_input
+def test_a_shard_of_vectors_narrower_than_the_cache_holds_is_refused(tmp_path: Path) -> None:
+    """Unit vectors 3 wide, each shard sound and named by its digest: a cache of 32-wide vectors
+    takes only its own widths, however many of the shard's rows share another."""
+    store = SqliteKV(tmp_path / "kv.sqlite", CACHE_TABLE)
+    wide = HashingEmbedder(32)
+    store.put(content_key(wide.identity, "held"), wide.embed(["held"])[0].tobytes())
+    narrow = np.eye(3, dtype=np.float32)
+    rows = [(content_key("forged-3", str(i)), v.tobytes()) for i, v in enumerate(narrow)]
+    rows.append((content_key(wide.identity, "new"), wide.embed(["new"])[0].tobytes()))
+    write_shards(tmp_path, "embeddings", rows)
+    report = import_shards(tmp_path, "embeddings", store, vectors_for(store))
+    assert (report.imported, report.invalid) == (1, 3)
+    assert store.get(rows[0][0]) is None and store.get(rows[3][0]) == rows[3][1]
 
 
 @pytest.mark.bad_input

@@ -37,7 +37,7 @@ class Cache:
     loads no backend."""
 
     module: str
-    check: str  # the module's function: per imported value, could a run use it?
+    check: str  # the module's function: given the cache importing, per value, could a run use it?
 
     def _owner(self) -> Any:
         return importlib.import_module(self.module)
@@ -50,13 +50,13 @@ class Cache:
     def table(self) -> str:
         return str(self._owner().CACHE_TABLE)
 
-    @property
-    def valid(self) -> Callable[[list[bytes]], list[bool]]:
-        return cast(Callable[[list[bytes]], list[bool]], getattr(self._owner(), self.check))
+    def valid(self, store: SqliteKV) -> Callable[[list[bytes]], list[bool]]:
+        check = getattr(self._owner(), self.check)
+        return cast(Callable[[list[bytes]], list[bool]], check(store))
 
 
-CACHES = {"embeddings": Cache("memeval.backends.embedders.cache", "usable_vectors"),
-          "judge": Cache("memeval.backends.judges.http_judge", "usable_records")}
+CACHES = {"embeddings": Cache("memeval.backends.embedders.cache", "vectors_for"),
+          "judge": Cache("memeval.backends.judges.http_judge", "records_for")}
 # SQLite's journal files and the cache's own damage marker live beside each file.
 SIDECARS = ("", "-wal", "-shm", "-journal", ".needs-check")
 # Fitted quality models (utils/fit_cache.py): listed and cleared, never shared (each entry is
@@ -163,7 +163,7 @@ def import_(folder: Path, shards: Path, names: list[str], named: bool) -> int:
         cache = CACHES[name]
         store = SqliteKV(folder / cache.file, cache.table)
         try:
-            report = import_shards(shards, name, store, cache.valid)
+            report = import_shards(shards, name, store, cache.valid(store))
         finally:
             store.close()
         print(f"{name}: {report.shards} shard(s), {report.imported:,} rows imported, "

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,30 @@ class CachedEmbedder:
                     "(embedder.cache_invalid)", self.store.path, bad)
             self.invalid += bad
         return usable
+
+
+WIDTH_SAMPLE = 1000  # rows of a cache read to learn the widths of the vectors it holds
+
+
+def vectors_for(store: SqliteKV) -> Callable[[list[bytes]], list[bool]]:
+    """How vectors imported into `store` are checked: finite unit float32 vectors as wide as
+    those it holds already (each embedder's width, when it holds several), not as wide as most
+    of a shard's own vectors are, which a shard of wrong widths decides for itself. An empty
+    cache has no width yet: the shard's commonest is taken."""
+    held = {len(value) for _, value in islice(store.items(page=WIDTH_SAMPLE), WIDTH_SAMPLE)}
+    if not held:
+        return usable_vectors
+
+    def check(values: list[bytes]) -> list[bool]:
+        usable = [False] * len(values)
+        for width in held:
+            at = [i for i, value in enumerate(values) if len(value) == width]
+            for i, ok in zip(at, usable_vectors([values[i] for i in at], width // 4),
+                             strict=True):
+                usable[i] = ok
+        return usable
+
+    return check
 
 
 def usable_vectors(values: list[bytes], dim: int = 0) -> list[bool]:

@@ -278,6 +278,11 @@ def usable_records(values: list[bytes]) -> list[bool]:
     return [cached_reply(value) is not None for value in values]
 
 
+def records_for(store: SqliteKV) -> Callable[[list[bytes]], list[bool]]:
+    """How records imported into `store` are checked: each on its own, whatever it holds."""
+    return usable_records
+
+
 def _int(value: Any) -> int:
     """Token counts may be missing (some local servers omit `usage`): count them as 0."""
     return int(value) if value is not None else 0
