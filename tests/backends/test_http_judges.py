@@ -245,6 +245,21 @@ def test_malformed_and_empty_replies_are_judge_errors() -> None:
         anthropic(srv).judge(ENTRY, USER, ASSISTANT)
 
 
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("text", "said"), [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    ('{"content": [{"type": "text", "text": "KEEP"}], "usage": {"input_tokens": NaN}}',
+     "NaN where JSON allows only numbers"),
+], ids=["deep", "nan"])
+def test_a_hostile_reply_is_one_judge_error_line(text: str, said: str) -> None:
+    with (
+        LoopbackServer(lambda req: Reply(200, text=text)) as srv,
+        pytest.raises(JudgeError) as info,
+    ):
+        anthropic(srv, max_retries=0).judge(ENTRY, USER, ASSISTANT)
+    assert said in str(info.value) and "\n" not in str(info.value)
+
+
 # -- OpenAI-compatible wire format -----------------------------------------------------------
 
 

@@ -120,6 +120,20 @@ def test_dimension_mismatch_and_bad_shapes() -> None:
         embedder(f"{srv.base_url}/v1").embed(["x"])
 
 
+@pytest.mark.bad_input
+@pytest.mark.parametrize(("text", "said"), [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    ('{"data": [{"index": 0, "embedding": [NaN, 1.0]}]}', "NaN where JSON allows only numbers"),
+], ids=["deep", "nan"])
+def test_a_hostile_answer_is_one_embedding_error_line(text: str, said: str) -> None:
+    with (
+        LoopbackServer(lambda req: Reply(200, text=text)) as srv,
+        pytest.raises(EmbeddingError) as info,
+    ):
+        embedder(f"{srv.base_url}/v1", max_retries=0).embed(["x"])
+    assert said in str(info.value) and "\n" not in str(info.value)
+
+
 def test_empty_input_makes_no_request() -> None:
     with embeddings_server() as srv:
         out = embedder(f"{srv.base_url}/v1", dim=3).embed([])
