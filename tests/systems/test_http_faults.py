@@ -5,6 +5,7 @@ every turn comes back as a decision or as a counted error."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,10 @@ from omegaconf import DictConfig
 from memeval.backends.judges.base import NOT_SENT
 from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
+from memeval.registry import ConfigError
 from memeval.results.run_dir import read_metrics
 from memeval.runner import run_experiment
+from memeval.systems.base import SYSTEMS
 from memeval.systems.http.client import Daemon
 from tests.faults.common import decisions_without_clock, without_clock
 from tests.loopback import LoopbackServer, Received, Reply, scripted
@@ -189,6 +192,19 @@ def test_answers_that_never_map_open_the_breaker_as_dead_requests_do(tmp_path: P
     assert server.hits == 3 and all(r.outcome == "error" for r in rows)
     assert all(r.system_error.startswith(NOT_SENT) for r in rows[3:])
     assert "stage 'pondering', which system.ingest.stages does not map" in rows[0].system_error
+
+
+def test_a_preflight_against_a_stalling_daemon_ends_within_its_deadlines() -> None:
+    """Every answer trickles: the probes that need only a status never read the body, and the
+    memory listing gives up at system.timeout_s: a ConfigError, not a hang."""
+    stalling = Reply(200, [{"id": "m1"}] * 50, trickle_s=0.05)
+    with LoopbackServer(lambda _: stalling) as server:
+        started = time.monotonic()
+        with pytest.raises(ConfigError, match=r"failed its preflight: Timeout: no whole answer "
+                                              r"within 0\.5 s"):
+            SYSTEMS.build({"name": "http", "base_url": server.base_url, "timeout_s": 0.5,
+                           "max_retries": 0}, ctx=None)
+        assert time.monotonic() - started < 5.0  # one listing's answer takes 35 s
 
 
 def test_a_memory_id_cannot_climb_out_of_base_url(tmp_path: Path) -> None:

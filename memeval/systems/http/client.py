@@ -191,7 +191,7 @@ class Daemon:
         waiting = False
         while True:
             try:
-                self._client.get(str(self.base), timeout=self.cfg.timeout_s)
+                self._status(str(self.base), {})
                 return
             except httpx.ConnectError:
                 if time.monotonic() >= deadline:
@@ -204,11 +204,17 @@ class Daemon:
             except httpx.HTTPError:
                 return  # listening, though answering badly: the preflight says how
 
+    def _status(self, url: str, headers: Mapping[str, str]) -> int:
+        """A GET's status alone: its body, which a stalling or huge answer would make endless,
+        is never read."""
+        with self._client.stream("GET", url, headers=dict(headers),
+                                 timeout=self.cfg.timeout_s) as response:
+            return response.status_code
+
     def _exists(self, route: Route, key: str) -> None:
         url = self.url(route, key)
         try:
-            status = self._client.get(url, headers=self._headers(),
-                                      timeout=self.cfg.timeout_s).status_code
+            status = self._status(url, self._headers())
         except httpx.HTTPError as err:
             raise DaemonError(redact(f"{type(err).__name__} from {url}: is the daemon running? "
                                      f"check system.base_url")) from err
