@@ -51,6 +51,7 @@ def main(args: list[str]) -> int:
     from memeval.reporting.table import wrapped
     from memeval.results.run_dir import redact_in_place
     from memeval.runner import run_experiment
+    from memeval.utils.disk import ensure_room
     from memeval.utils.redact import redact
 
     register_resolvers()
@@ -60,6 +61,7 @@ def main(args: list[str]) -> int:
         load_components()  # before Hydra: a plugin's YAML options join its search path
         if "--hydra-help" not in args:  # Hydra prints its flags and exits: nothing to check
             check_overrides(args)
+            ensure_room(_output_dir(args), HYDRA_ROOM)
     except user_errors as err:
         report_user_error(err)
         return 2
@@ -101,6 +103,17 @@ def main(args: list[str]) -> int:
     sys.argv = [f"{sys.argv[0]} run", *args]
     job()
     return status["code"]
+
+
+HYDRA_ROOM = 64 * 2**10  # Hydra's own files (about 10 kB), written before memeval's code runs
+
+
+def _output_dir(args: list[str]) -> str:
+    """Where the run (or sweep) will write, as given on the command line; else the current
+    directory, under which the default timestamped one lies."""
+    given = [arg.split("=", 1)[1] for arg in args
+             if arg.startswith(("hydra.run.dir=", "hydra.sweep.dir="))]
+    return given[-1] if given else "."
 
 
 @contextlib.contextmanager

@@ -59,3 +59,18 @@ def test_a_run_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
     assert memeval(*RUN, f"hydra.run.dir={run_dir}", "resume=true").returncode == 0
     resumed, expected = (json.loads((d / "metrics.json").read_text()) for d in (run_dir, whole))
     assert without_clock(resumed["passes"]) == without_clock(expected["passes"])
+
+
+def test_a_run_on_a_disk_with_no_room_at_all_is_refused_before_hydra_writes(
+        small_disk: Path) -> None:
+    """Hydra writes its own files first, where a full disk would end in its traceback."""
+    filler = small_disk / "filler"
+    free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+    filler.write_bytes(b"\0" * free)
+    run_dir = small_disk / "run"
+    refused = memeval(*RUN, f"hydra.run.dir={run_dir}")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.strip() == (f"memeval: no space left on the disk holding {run_dir} "
+                                      f"(64.0 KiB needed, 0.0 KiB free): free some space, or move "
+                                      f"the run (hydra.run.dir=) or the cache (cache_dir=) to a "
+                                      f"disk with room, and run again")
