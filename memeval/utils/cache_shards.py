@@ -29,7 +29,7 @@ from memeval.utils.atomic import write_atomic
 from memeval.utils.kvcache import SqliteKV
 
 SHARD_ROWS = 4096  # rows per shard file
-MAX_SHARD_BYTES = 2**30  # a shard's rows uncompressed: 4096 vectors 3072 wide take 50 MB
+MAX_SHARD_BYTES = 256 * 2**20  # a shard's rows uncompressed: 4096 vectors 3072 wide take 50 MB
 _FORMAT = "1"
 _SCHEMA = pa.schema([("key", pa.string()), ("value", pa.binary())])
 
