@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from memeval.engine.gate.gate import Decision
 from memeval.registry import ConfigError
 from memeval.systems.base import Ingestor
 from memeval.utils.atomic import remove_stale_temps, write_atomic, write_text_atomic
-from memeval.utils.bounded_json import parse_json
+from memeval.utils.bounded_json import MAX_JSON_DEPTH, parse_json
 from memeval.utils.redact import redact
 from memeval.utils.stopwatch import Stopwatch
 
@@ -221,6 +222,8 @@ def _read_settings(path: Path) -> dict[str, Any]:
     loop, or aliases of aliases that expand a few lines into billions of nodes)."""
     try:
         text = _bounded_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8")
+        if _flow_depth(text) > MAX_JSON_DEPTH:  # YAML's scanner takes minutes over deep flows
+            raise ConfigError(f"{path} is damaged (nested too deeply): {WAYS_OUT}")
         if any(isinstance(token, yaml.AliasToken | yaml.AnchorToken)
                for token in yaml.scan(text, Loader=yaml.SafeLoader)):
             raise ConfigError(f"{path} is damaged (YAML anchors or aliases, which memeval never "
@@ -233,6 +236,16 @@ def _read_settings(path: Path) -> dict[str, Any]:
     if not isinstance(node, dict) or "experiment" not in node:
         raise ConfigError(f"{path} is damaged (not a run's settings): {WAYS_OUT}")
     return _flatten(node)
+
+
+def _flow_depth(text: str) -> int:
+    """How deep `[`/`{` nest in the text, quoted or not (memeval writes block style, with a
+    bracket only for an empty or short list): a bound checked before YAML's own parser runs."""
+    depth = deepest = 0
+    for mark in re.finditer(r"[\[\]{}]", text):
+        depth += 1 if mark.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _one_line(err: Exception) -> str:
