@@ -11,7 +11,7 @@ MAX_JSON_DEPTH = 64  # no service, request or file memeval reads nests deeper
 
 
 class JsonRefused(ValueError):
-    """An answer's JSON that memeval will not use, and why."""
+    """JSON memeval will not use (an answer, a request or a checkpoint of its own), and why."""
 
 
 def _not_a_number(name: str) -> Any:
