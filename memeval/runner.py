@@ -18,7 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.config import validate
 from memeval.engine.gate.threshold import explain
-from memeval.experiments.base import EXPERIMENTS, Experiment, ExperimentResult, RunContext
+from memeval.experiments.base import (
+    EXPERIMENTS,
+    Experiment,
+    ExperimentResult,
+    RunContext,
+    refuse_unrun_system,
+)
 from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import run_failures
@@ -166,6 +172,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     chosen = checked.experiment
     assert chosen is not None  # validate() refuses a config without one
     experiment = EXPERIMENTS.make(chosen)
+    refuse_unrun_system(chosen.name, experiment.runs, checked.system.name)
     run_id = uuid.uuid4().hex  # names this run's spans and experiments in Phoenix
     streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
     running = time.perf_counter()

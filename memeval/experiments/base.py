@@ -6,6 +6,7 @@ import copy
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -31,7 +32,7 @@ from memeval.data.memory_corpus import redacted_corpus
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Settings, Validated
-from memeval.metrics.gate_metrics import pass_metrics
+from memeval.metrics.gate_metrics import check_outcome, pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
 from memeval.reporting.outputs import Outputs, declare
 from memeval.results.findings import Findings
@@ -256,14 +257,35 @@ class RunContext:
             return {"pass": pass_no, **metrics, **gate.pass_state(labels)}
 
 
+class Runs(StrEnum):
+    """Which memory system an experiment puts through its work."""
+
+    ANY = "any"  # the system under test (`system=`), refused by name if it lacks a capability
+    REFERENCE = "reference"  # memeval's reference engine: the experiment studies the engine
+    LISTED = "listed"  # the systems its own settings list (experiment.systems)
+
+
 class Experiment(Protocol):
     # True when every pass goes through ctx.checkpoints, so `resume=true` can finish a run
     resumable: bool
+    runs: Runs
 
     def run(self, ctx: RunContext) -> ExperimentResult: ...
 
 
 EXPERIMENTS: Registry[Experiment] = Registry("experiment")
+
+
+def refuse_unrun_system(experiment: str, runs: Runs, system: str) -> None:
+    """`system=X` on an experiment that would not run X is refused before any work: otherwise
+    the run would measure another system and exit 0 under X's name."""
+    if system == "reference" or runs is Runs.ANY:
+        return
+    why = ("it studies memeval's reference engine" if runs is Runs.REFERENCE else
+           "it runs the systems listed in experiment.systems "
+           "(+system@experiment.systems.NAME=OPTION)")
+    raise ConfigError(f"experiment {experiment} does not run system={system}: {why}; leave "
+                      f"system= out (docs/systems.md lists which experiments run any system)")
 
 
 def register(name: str, schema: type, outputs: Outputs
@@ -275,11 +297,13 @@ def register(name: str, schema: type, outputs: Outputs
 
 
 def replay(ctx: RunContext, gate: Ingestor, entries: list[Any], pass_no: int, phase: str,
-           arm: str = "main") -> list[Decision]:
-    """Run one pass of prepared candidates through the gate, with a progress bar."""
+           arm: str = "main", system: str | None = None) -> list[Decision]:
+    """Run one pass of prepared candidates through the gate, with a progress bar; a decision
+    outside the protocol fails the run, naming `system` (default: the system under test)."""
     decisions = []
     for decision in ctx.progress(gate.run_pass(entries, pass_no, phase), len(entries),
                                  f"{arm} pass {pass_no} ({phase})"):
+        check_outcome(decision, system or ctx.system.name)
         decision.arm = arm
         decisions.append(decision)
     return decisions

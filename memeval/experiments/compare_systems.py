@@ -30,7 +30,7 @@ from memeval.data.quality_sets import (
     load_memory_records,
     load_queries,
 )
-from memeval.experiments.base import ExperimentResult, RunContext, register, replay
+from memeval.experiments.base import ExperimentResult, RunContext, Runs, register, replay
 from memeval.experiments.checkpoint import PassRecord
 from memeval.metrics.calibration import calibration_report
 from memeval.metrics.classification import per_class_report
@@ -41,7 +41,14 @@ from memeval.reporting.outputs import Outputs
 from memeval.reporting.systems_table import systems_summary
 from memeval.results.findings import Findings
 from memeval.results.sections import Comparison
-from memeval.systems.base import SYSTEMS, Capability, IndexedMemory, Ingestor, System
+from memeval.systems.base import (
+    SYSTEMS,
+    Capability,
+    IndexedMemory,
+    Ingestor,
+    System,
+    conflict_answer,
+)
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
@@ -84,6 +91,7 @@ class Compared(Findings):
 
 class CompareSystems:
     resumable = True
+    runs = Runs.LISTED
 
     def __init__(self, cfg: CompareSystemsConfig) -> None:
         self.cfg = cfg
@@ -166,7 +174,8 @@ class CompareSystems:
         table: dict[str, Any] = {}
         hits: dict[str, np.ndarray] = {}
         for name, system in systems.items():
-            found = [system.detect_conflict(p.a.content, p.b.content) or "none" for p in pairs]
+            found = [conflict_answer(system, system.detect_conflict(p.a.content, p.b.content),
+                                     f"pair '{p.id}'") for p in pairs]
             flagged = ["yes" if f != "none" else "no" for f in found]
             actual = ["yes" if t != "none" else "no" for t in truth]
             table[name] = {
@@ -203,7 +212,7 @@ class CompareSystems:
 def _pass(ctx: RunContext, ingestor: Ingestor, items: list[Any], pass_no: int,
           name: str) -> PassRecord:
     ingestor.restart(wipe_memories=True)
-    rows = replay(ctx, ingestor, items, pass_no, "eval", arm=name)
+    rows = replay(ctx, ingestor, items, pass_no, "eval", arm=name, system=name)
     return PassRecord({"arm": name, **ctx.measure(rows, ingestor, pass_no)}, rows)
 
 

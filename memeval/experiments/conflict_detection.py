@@ -22,7 +22,7 @@ from memeval.data.quality_sets import (
     file_fingerprint,
     load_conflict_pairs,
 )
-from memeval.experiments.base import ExperimentResult, RunContext, register
+from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
 from memeval.quality.conflict_model import (
@@ -36,7 +36,7 @@ from memeval.reporting.outputs import Outputs
 from memeval.reporting.table import aligned, wrapped
 from memeval.results.findings import Findings, optional_section
 from memeval.results.sections import Conflicts
-from memeval.systems.base import Capability, require
+from memeval.systems.base import Capability, conflict_answer, require
 from memeval.systems.reference.stored_models import labelled_sides
 from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.folds import Split, held_out_splits
@@ -60,6 +60,9 @@ class ConflictDetectionConfig:
     folds: int = bounded(5, 2)
     embed: bool = False  # add the run embedder's cosine of the two memories as a feature
     detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
+    # memeval's own learned detector (its cross-validation on dev_pairs, minutes on a small
+    # machine): null trains it for system=reference only, true for any system, false never
+    learned: bool | None = None
 
     def validate(self) -> None:
         check_source(self.pairs, self.on_error, "pairs")
@@ -80,6 +83,7 @@ class ConflictFindings(Findings):
 
 class ConflictDetection:
     resumable = False  # one quick pass: a re-run costs no more than a resume
+    runs = Runs.ANY
 
     def __init__(self, cfg: ConflictDetectionConfig) -> None:
         self.cfg = cfg
@@ -107,7 +111,7 @@ class ConflictDetection:
         summary = summarise(results)
         learned = None
         tables = {"conflict_pairs": rows}
-        if self.cfg.dev_pairs:
+        if self.cfg.dev_pairs and self._trains(ctx):
             learned, tables["conflict_learned"] = self._learned(ctx)
             summary += "\n" + summarise_learned(learned)
         conflicts = Conflicts.from_dict({
@@ -116,6 +120,13 @@ class ConflictDetection:
             "labels": dict(Counter(truth)), "detectors": list(results), **results})
         return ExperimentResult([], [], ConflictFindings(conflicts, learned), summary=summary,
                                 tables=tables)
+
+    def _trains(self, ctx: RunContext) -> bool:
+        """memeval's learned detector is its own model: another system's run trains it only when
+        asked (`experiment.learned=true`)."""
+        if self.cfg.learned is not None:
+            return self.cfg.learned
+        return isinstance(ctx.system, ReferenceSystem)
 
     def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
         pairs, sources = [], []
@@ -203,18 +214,22 @@ class ConflictDetection:
     def _detect(self, ctx: RunContext, pairs: list[LabelledPair]
                 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """Per detector, each pair's reason and guessed type ("none" when it saw no conflict):
-        the reference engine's rules both ways (memeval's and the reference code's), or the
-        system under test's detector."""
+        the reference engine's rules both ways (memeval's and the reference code's); another
+        system under test's detector first, then the reference engine's rules beside it."""
         system = ctx.system
-        if not isinstance(system, ReferenceSystem):
-            require(system, [Capability.CONFLICTS], "conflict_detection")
-            guessed = [system.detect_conflict(p.a.content, p.b.content) or "none" for p in pairs]
-            return {system.name: [""] * len(pairs)}, {system.name: guessed}
         found = self._rules_both_ways(pairs)
-        return ({mode: [c.reason if c else "" for c in conflicts]
-                 for mode, conflicts in found.items()},
-                {mode: [c.kind.value if c else "none" for c in conflicts]
-                 for mode, conflicts in found.items()})
+        reasons = {mode: [c.reason if c else "" for c in conflicts]
+                   for mode, conflicts in found.items()}
+        guesses = {mode: [c.kind.value if c else "none" for c in conflicts]
+                   for mode, conflicts in found.items()}
+        if isinstance(system, ReferenceSystem):
+            return reasons, guesses
+        require(system, [Capability.CONFLICTS], "conflict_detection")
+        theirs = [conflict_answer(system, system.detect_conflict(p.a.content, p.b.content),
+                                  f"pair '{p.id}'")
+                  for p in ctx.progress(pairs, len(pairs), f"{system.name} conflicts", "pair")]
+        return ({system.name: [""] * len(pairs), "reference": reasons["memeval"]},
+                {system.name: theirs, "reference": guesses["memeval"]})
 
 
 def pair_row(pair: LabelledPair) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from memeval.engine.gate.base import Candidate
 from memeval.experiments.base import (
     ExperimentResult,
     RunContext,
+    Runs,
     gate_figures,
     register,
     replay,
@@ -51,6 +52,7 @@ class FeedbackFindings(Findings):
 
 class FeedbackLoop:
     resumable = True
+    runs = Runs.REFERENCE
 
     def __init__(self, cfg: FeedbackLoopConfig) -> None:
         self.cfg = cfg

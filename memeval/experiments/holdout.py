@@ -21,6 +21,7 @@ from memeval.entry import Entry
 from memeval.experiments.base import (
     ExperimentResult,
     RunContext,
+    Runs,
     gate_figures,
     register,
     replay,
@@ -84,6 +85,7 @@ class HoldoutFindings(Findings):
 
 class Holdout:
     resumable = True
+    runs = Runs.ANY
 
     def __init__(self, cfg: HoldoutConfig) -> None:
         self.cfg = cfg

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memeval.data.quality_sets import Scenario, check_source, file_fingerprint, load_scenarios
-from memeval.experiments.base import ExperimentResult, RunContext, register
+from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import bootstrap
 from memeval.metrics.classification import per_class_report
@@ -126,6 +126,7 @@ class MaiFindings(Findings):
 
 class MAICalibration:
     resumable = False  # one quick pass: a re-run costs no more than a resume
+    runs = Runs.REFERENCE
 
     def __init__(self, cfg: MAICalibrationConfig) -> None:
         self.cfg = cfg

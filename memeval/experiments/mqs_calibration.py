@@ -35,7 +35,7 @@ from memeval.data.quality_sets import (
     load_scenarios,
     trust_band,
 )
-from memeval.experiments.base import ExperimentResult, RunContext, register
+from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.calibration import calibration_report, grade_agreement
 from memeval.metrics.mqs_fit import FITTED, features, fit_constants, out_of_fold_scores
@@ -78,6 +78,9 @@ class MQSCalibrationConfig:
     dev_records: list[str] = field(default_factory=list)
     test_records: str | None = None
     trust: TrustScoreConfig = field(default_factory=TrustScoreConfig)
+    # memeval's own models (the trust score's cross-validation on dev_records) and its MAI
+    # rubric: null runs them for system=reference only, true for any system, false never
+    learned: bool | None = None
 
     def validate(self) -> None:
         if self.records is None and self.scenarios is None:
@@ -161,6 +164,7 @@ class Calibrated(Findings):
 
 class MQSCalibration:
     resumable = False  # one quick pass: a re-run costs no more than a resume
+    runs = Runs.ANY
 
     def __init__(self, cfg: MQSCalibrationConfig) -> None:
         self.cfg = cfg
@@ -208,6 +212,14 @@ class MQSCalibration:
         labelled = [i for i, item in enumerate(items) if item.label is not None]
         graded = [i for i, item in enumerate(items) if item.trust is not None]
         notes: dict[str, str] = {}
+        beside = None  # another system's score is shown beside the reference engine's MQS
+        if not reference and labelled:
+            mqs = np.array([compute_mqs(records[i], ledger, self.cfg.mqs).score
+                            for i in labelled], dtype=float)
+            beside = calibration_report(
+                mqs, np.array([items[i].trust_rank for i in labelled], dtype=float),
+                np.array([items[i].label == "trusted" for i in labelled], dtype=float),
+                bins=self.cfg.bins, resamples=ctx.resamples, seed=ctx.seed)
         fit = None
         if labelled:
             fit = self._against_labels(ctx, [items[i] for i in labelled], ledger,
@@ -248,6 +260,8 @@ class MQSCalibration:
             "gain_out_of_fold": None if out_of_fold is None or configured is None else {
                 m: out_of_fold[m] - configured[m] for m in METRICS},
             "system": system.name,
+            "score": "MQS" if reference else f"{system.name}'s trust score",
+            "reference_mqs": beside,
             "gate_actions": dict(Counter(row["gate_action"] for row in rows
                                          if "gate_action" in row)),
             "mean_score_by_label": {label: float(s.mean()) for label, s in by_label.items()
@@ -364,19 +378,29 @@ class MQSCalibration:
         }
         return summary, rows
 
+    def _own_models(self, ctx: RunContext) -> bool:
+        """memeval's MAI rubric and learned trust score measure memeval, not the system under
+        test: another system's run includes them only when asked (`experiment.learned=true`)."""
+        if self.cfg.learned is not None:
+            return self.cfg.learned
+        return isinstance(ctx.system, ReferenceSystem)
+
     def run(self, ctx: RunContext) -> ExperimentResult:
         mqs = mai = trust = None
         tables: dict[str, list[dict[str, Any]]] = {}
         if self.cfg.records is not None:
             mqs, tables["mqs_records"] = self._mqs(ctx, self.cfg.records)
-        if self.cfg.scenarios is not None:
+        own = self._own_models(ctx)
+        if self.cfg.scenarios is not None and own:
             mai, tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
-        summary = summarise(mqs, mai)
-        if self.cfg.dev_records:
+        summary = summarise(mqs, mai, None if own else ctx.system.name)
+        if self.cfg.dev_records and own:
             trust, tables["trust_records"] = self._trust(ctx)
             summary += "\n" + "\n".join(_trust_lines(trust))
+        reference = isinstance(ctx.system, ReferenceSystem)
         found = Calibrated(Mqs.from_dict(mqs) if mqs else None,
-                           Mai.from_dict(mai) if mai else None, asdict(self.cfg.mqs), trust)
+                           Mai.from_dict(mai) if mai else None,
+                           asdict(self.cfg.mqs) if reference else None, trust)
         return ExperimentResult([], [], found, summary=summary, tables=tables)
 
 
@@ -389,20 +413,24 @@ def _mqs_lines(mqs: dict[str, Any] | None) -> list[str]:
         return ["MQS: skipped (experiment.records=null)"]
     lines = []
     configured, oof = mqs["configured"], mqs["fitted_out_of_fold"]
+    name, beside = mqs.get("score", "MQS"), mqs.get("reference_mqs")
     if configured is not None:
-        lines += [f"MQS on {configured['n']} labelled records "
-                  f"(P(trusted) = MQS/100; {configured['bins']} equal-count bins)",
-                  f"{'metric':10} {'configured constants':28} {'fitted, out of fold':28}"]
+        other = ("reference MQS, same records", beside) if beside is not None else \
+            ("fitted, out of fold", oof)
+        lines += [wrapped(f"{name} on {configured['n']} labelled records (P(trusted) = score/100; "
+                          f"{configured['bins']} equal-count bins)"),
+                  f"{'metric':10} {name if beside else 'configured constants':28} {other[0]:28}"]
         for metric in METRICS:
-            fitted = _ci(oof[metric], oof[metric + "_ci95"]) if oof is not None else "—"
+            second = _ci(other[1][metric], other[1][metric + "_ci95"]) \
+                if other[1] is not None else "—"
             lines.append(f"{metric:10} {_ci(configured[metric], configured[metric + '_ci95']):28} "
-                         f"{fitted:28}")
+                         f"{second:28}")
     if mqs["constants"] is not None:
         lines.append(wrapped("constants (configured → fitted): " + ", ".join(
             f"{k} {v['configured']:g} → {v['fitted']:g}" for k, v in mqs["constants"].items())))
     grade = mqs["trust_grade"]
     if grade is not None:
-        lines.append(wrapped(f"MQS against the numeric trust grade on {grade['n']} records: "
+        lines.append(wrapped(f"{name} against the numeric trust grade on {grade['n']} records: "
                              f"spearman {_ci(grade['spearman'], grade['spearman_ci95'])}, kendall "
                              f"{_ci(grade['kendall'], grade['kendall_ci95'])}"))
     return lines + [wrapped(f"note on {what}: {why}") for what, why in mqs["notes"].items()]
@@ -427,9 +455,14 @@ def _trust_lines(trust: dict[str, Any]) -> list[str]:
     return lines
 
 
-def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None) -> str:
+def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None,
+              system: str | None = None) -> str:
+    """`system`: another system's run, which leaves out memeval's own models unless asked."""
     lines = _mqs_lines(mqs)
-    if mai is None:
+    if system is not None:
+        lines.append(wrapped(f"MAI and the learned trust score: memeval's own models, not "
+                             f"{system}'s, so left out (experiment.learned=true runs them)"))
+    elif mai is None:
         lines.append("MAI: skipped (experiment.scenarios=null)")
     else:
         accuracy = mai["accuracy"]

@@ -34,7 +34,7 @@ import numpy as np
 
 from memeval.data.base import CORPUS
 from memeval.data.quality_sets import check_source, load_queries
-from memeval.experiments.base import ExperimentResult, RunContext, register
+from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.experiments.retrieval_workload import (
     START,
     Ask,
@@ -119,6 +119,7 @@ class Retrieval(Findings):
 
 class RetrievalReplay:
     resumable = False  # its passes share in-memory policies that checkpoints do not hold
+    runs = Runs.ANY
 
     def __init__(self, cfg: RetrievalReplayConfig) -> None:
         self.cfg = cfg

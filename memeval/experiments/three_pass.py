@@ -19,6 +19,7 @@ from memeval.experiments.base import (
     ExperimentResult,
     Replay,
     RunContext,
+    Runs,
     register,
     replay,
 )
@@ -49,6 +50,7 @@ class ThreePassConfig:
 
 class ThreePass:
     resumable = True
+    runs = Runs.ANY
 
     def __init__(self, cfg: ThreePassConfig) -> None:
         self.cfg = cfg

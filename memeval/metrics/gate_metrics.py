@@ -16,6 +16,7 @@ from memeval.metrics.bootstrap import bootstrap_ci
 
 PREJUDGE_STAGES = ("prefilter", "length", "content_score")
 OUTCOMES = (*PREJUDGE_STAGES, "judge", "noise_check", "dedup", "stored")
+ERROR_OUTCOME = "error"  # no decision: the system failed on the entry (`system_error` says why)
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
@@ -138,7 +139,21 @@ def _share_failed(failed: Sequence[str], total: int, limit: float, setting: str,
 
 
 class SystemFailure(RuntimeError):
-    """The memory system under test gave no decision for too many entries, or none at all."""
+    """The memory system under test gave no decision for too many entries, or none at all, or
+    answered outside the protocol (an outcome memeval does not know)."""
+
+
+def check_outcome(decision: Decision, system: str) -> None:
+    """Refuse a decision whose outcome is not one of OUTCOMES: left in, it would vanish from the
+    stage table and the pre-judge rate, and the run would look fine."""
+    if decision.outcome in OUTCOMES or (decision.outcome == ERROR_OUTCOME
+                                        and decision.system_error):
+        return
+    raise SystemFailure(
+        f"system '{system}' answered entry '{decision.entry_id}' (pass {decision.pass_no}) "
+        f"with outcome {decision.outcome!r}, which is not one of {', '.join(OUTCOMES)} (or "
+        f"{ERROR_OUTCOME!r} with a system_error): fix the system's mapping of its answers "
+        f"(docs/protocol.md lists the outcomes)")
 
 
 def run_failures(decisions: Sequence[Decision], gate: GateConfig,

@@ -84,9 +84,10 @@ def make_calibration_figures(run_dir: Path, mqs: Mqs | None, mai: Mai | None) ->
     if mqs is not None and mqs.configured is not None:
         paths.append(out / "mqs_reliability.png")
         reliability(mqs, paths[-1])
-    if mqs is not None:
+    records = read_table(run_dir, "mqs_records") if mqs is not None else None
+    if records is not None and "confidence" in records:  # MQS's terms: the reference engine's
         paths.append(out / "mqs_breakdown.png")
-        breakdown(read_table(run_dir, "mqs_records"), paths[-1])
+        breakdown(records, paths[-1])
     if mai is not None:
         paths.append(out / "mai_confusion.png")
         confusion(mai, paths[-1])

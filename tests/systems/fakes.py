@@ -18,6 +18,7 @@ class KeepAll:
 
     learning = True
     stores: tuple[()] = ()
+    dropped = "length"  # the outcome of a turn it does not keep
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
@@ -37,7 +38,8 @@ class KeepAll:
             if kept:
                 self.memories.append(entry.id)
             yield Decision(pass_no, phase, entry.id, entry.label, entry.label_source,
-                           len(entry.assistant_response), "stored" if kept else "length", kept)
+                           len(entry.assistant_response), "stored" if kept else self.dropped,
+                           kept)
 
     def learning_state(self) -> dict[str, Any]:
         return {}
@@ -109,3 +111,24 @@ class WordOverlapSystem:
 
 if "word-overlap" not in SYSTEMS.names():
     SYSTEMS.register("word-overlap", KeepAllConfig)(lambda cfg, **_: WordOverlapSystem())
+
+
+class DropsOutsideTheProtocol(KeepAll):
+    dropped = "dropped"  # not one of memeval's outcomes
+
+
+class OutsideTheProtocol(KeepAllSystem, WordOverlapSystem):
+    """Answers outside the protocol: an unknown outcome and an unknown conflict type."""
+
+    name = "outside-protocol"
+    capabilities = frozenset({Capability.INGEST, Capability.RESET, Capability.CONFLICTS})
+
+    def ingestor(self, state_dir: Path) -> Ingestor:
+        return DropsOutsideTheProtocol(state_dir)
+
+    def detect_conflict(self, first: str, second: str) -> str | None:
+        return "contradicts" if WordOverlapSystem.detect_conflict(self, first, second) else None
+
+
+if "outside-protocol" not in SYSTEMS.names():
+    SYSTEMS.register("outside-protocol", KeepAllConfig)(lambda cfg, **_: OutsideTheProtocol())

@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
+from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
 from memeval.systems.base import Capability, require
-from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (registered)
+from tests.systems.fakes import (  # noqa: F401 (registered)
+    KeepAllSystem,
+    OutsideTheProtocol,
+    WordOverlapSystem,
+)
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -39,7 +44,7 @@ def test_any_ingesting_system_runs_the_three_pass_protocol(
 
 @pytest.mark.parametrize(("experiment", "message"), [
     ("three_pass_holdout", "it needs freeze_learning"),
-    ("feedback_loop", "studies memeval's reference engine: run it with system=reference"),
+    ("feedback_loop", "does not run system=keep-all: it studies memeval's reference engine"),
     ("retrieval_replay", "studies memeval's reference engine: run it with system=reference"),
 ])
 def test_experiments_refuse_a_system_without_what_they_need(
@@ -53,21 +58,33 @@ def test_experiments_refuse_a_system_without_what_they_need(
 
 def test_mqs_calibration_scores_records_with_the_system_under_test(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
-    mqs = run_experiment(fast_config("+experiment=mqs_calibration", "system.name=word-overlap",
-                                     "bootstrap=30", "plots=true"), tmp_path / "run")["mqs"]
+    metrics = run_experiment(fast_config("+experiment=mqs_calibration",
+                                         "system.name=word-overlap", "bootstrap=30",
+                                         "plots=true"), tmp_path / "run")
+    mqs = metrics["mqs"]
     assert mqs["system"] == "word-overlap" and mqs["configured"]["n"] == 80
+    assert mqs["score"] == "word-overlap's trust score"
     assert mqs["fitted_out_of_fold"] is None and mqs["gate_actions"] == {}
     assert "fitted for system=reference" in mqs["notes"]["fitted_out_of_fold"]
+    # the reference engine's MQS beside it, on the same records; its constants are not the
+    # system's, and memeval's own models (MAI, the learned trust score) are not run for it
+    assert mqs["reference_mqs"]["n"] == 80
+    assert mqs["reference_mqs"]["spearman"] != mqs["configured"]["spearman"]
+    assert metrics["mqs_constants"] is None and metrics["mai"] is None
+    assert "trust_score" not in metrics
     assert (tmp_path / "run" / "figures" / "mqs_reliability.png").is_file()
 
 
 def test_conflict_detection_runs_the_system_s_own_detector(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
-    conflicts = run_experiment(fast_config("+experiment=conflict_detection",
-                                           "system.name=word-overlap", "bootstrap=30",
-                                           "plots=true"), tmp_path / "run")["conflicts"]
-    assert conflicts["detectors"] == ["word-overlap"]
+    metrics = run_experiment(fast_config("+experiment=conflict_detection",
+                                         "system.name=word-overlap", "bootstrap=30",
+                                         "plots=true"), tmp_path / "run")
+    conflicts = metrics["conflicts"]
+    assert conflicts["detectors"] == ["word-overlap", "reference"]  # on the same pairs
     assert conflicts["word-overlap"]["any_conflict"]["support"] == 46
+    assert conflicts["word-overlap"]["accuracy"] != conflicts["reference"]["accuracy"]
+    assert "conflicts_learned" not in metrics  # memeval's own model: not trained for it
     assert (tmp_path / "run" / "figures" / "conflict_confusion.png").is_file()
 
 
@@ -79,3 +96,34 @@ def test_quality_experiments_refuse_a_system_that_cannot_serve_them(
     with pytest.raises(ConfigError, match=f"cannot run experiment {experiment}: it needs {needs}"):
         run_experiment(fast_config(f"+experiment={experiment}", "system.name=keep-all"),
                        tmp_path / "run")
+
+
+@pytest.mark.parametrize(("experiment", "why"), [
+    ("mai_calibration", "it studies memeval's reference engine"),
+    ("compare_systems", "it runs the systems listed in experiment.systems"),
+])
+def test_an_experiment_that_would_not_run_the_system_refuses_it_by_name(
+        tmp_path: Path, fast_config: Callable[..., DictConfig], experiment: str,
+        why: str) -> None:
+    with pytest.raises(ConfigError, match=f"experiment {experiment} does not run "
+                                          f"system=word-overlap: {why}"):
+        run_experiment(fast_config(f"+experiment={experiment}", "system.name=word-overlap"),
+                       tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_outcome_outside_the_protocol_fails_the_run_naming_it(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    with pytest.raises(SystemFailure, match="system 'outside-protocol' answered entry '.+' "
+                                            "\\(pass 1\\) with outcome 'dropped', which is not "
+                                            "one of prefilter, length"):
+        run_experiment(fast_config("+experiment=three_pass", "system.name=outside-protocol",
+                                   "dataset.limit=30"), tmp_path / "run")
+
+
+def test_a_conflict_type_outside_the_protocol_fails_the_run_naming_it(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    with pytest.raises(SystemFailure, match="system 'outside-protocol' answered pair '.+' with "
+                                            "conflict type 'contradicts'"):
+        run_experiment(fast_config("+experiment=conflict_detection",
+                                   "system.name=outside-protocol"), tmp_path / "run")
