@@ -13,6 +13,13 @@ does usage-based reinforcement (SoulScript's SIP-0001, and variants of it) earn 
 3. Every arm (`experiment.arms`, policies from quality/rankers.py) replays the same sequence
    with the same feedback over its own copy of the memory records, so MQS evolves in each.
 
+4. Another system under test (`system=`, one with `search`) is searched beside the arms, on the
+   same evaluation queries and pools (experiments/system_search.py): its arm, named after it,
+   serves what the system's own search returns. The arms are the reference engine's ranking
+   policies: the reinforcement they study learns from usage over memeval's copy of the records,
+   so they stay reference-only; the system's arm serves the same answers every pass (its search
+   is asked once per query, and no feedback is sent back to it).
+
 Per pass and arm: nDCG@k and recall@k on the evaluation queries with bootstrap CIs, the paired
 difference to the `baseline` arm with its CI, both per query category too; exposure of memories
 in conflict in the top k, the mean MQS of the top result, the Gini of accesses, and the policy's
@@ -42,6 +49,7 @@ from memeval.experiments.retrieval_workload import (
     corpus_workload,
     store_workload,
 )
+from memeval.experiments.system_search import search_corpus
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.quality.graph import gini
@@ -52,6 +60,7 @@ from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded, input_file
 from memeval.reporting.outputs import Outputs
 from memeval.results.findings import Findings
+from memeval.systems.reference.system import ReferenceSystem
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
@@ -130,6 +139,23 @@ class RetrievalReplay:
         return store_workload(ctx, self.cfg.queries, self.cfg.on_error, self.cfg.store_passes,
                               self.cfg.trace_prompts, self.cfg.stored)
 
+    def _system_rows(self, ctx: RunContext, work: Workload,
+                     evaluation: Sequence[Ask]) -> tuple[str, dict[str, dict[str, Any]]] | None:
+        """Another system's arm on a memory corpus: each evaluation query's row, by query id;
+        None for the reference engine, whose arms are the policies."""
+        system = ctx.system
+        if isinstance(system, ReferenceSystem):
+            return None
+        found = search_corpus(ctx, system, evaluation, work.memories, self.cfg.k,
+                              "retrieval_replay")
+        rows = {}
+        for ask in evaluation:
+            answer = found[ask.id]
+            rows[ask.id] = self._row(ask, answer.served, work, None)
+            rows[ask.id]["search_ms"] = answer.search_ms
+            rows[ask.id]["system_scores"] = answer.scores
+        return system.name, rows
+
     def run(self, ctx: RunContext) -> ExperimentResult:
         work = self._workload(ctx)
         shuffled = sorted(work.queries, key=lambda a: a.id)
@@ -144,12 +170,18 @@ class RetrievalReplay:
                     [MemoryRecord(**{**vars(r), "conflicts": list(r.conflicts)})
                      for r in work.records])
                 for name, node in self.cfg.arms.items()]
+        beside = self._system_rows(ctx, work, evaluation)
+        if beside is not None and beside[0] in self.cfg.arms:
+            raise ValueError(f"system {beside[0]} shares its name with an arm: rename the arm")
         passes, rows = [], []
         for pass_no in range(1, self.cfg.passes + 1):
             sequence = self._sequence([*usage, *work.prompts, *evaluation], pass_no, ctx.seed)
             scored = {arm.name: self._arm_pass(arm, sequence, held_out, work, pass_no, ctx.seed)
                       for arm in ctx.progress(arms, len(arms), f"replay pass {pass_no}",
                                               unit="arm")}
+            if beside is not None:  # in this pass's order: paired query by query
+                scored[beside[0]] = [beside[1][row["query_id"]]
+                                     for row in scored[self.cfg.baseline]]
             passes.append(self._measure(pass_no, arms, scored, ctx))
             rows += [{"pass": pass_no, "arm": name, **row}
                      for name, mine in scored.items() for row in mine]
@@ -162,6 +194,11 @@ class RetrievalReplay:
                         "trace_prompts": len(work.prompts),
                         "by_category": _counts(evaluation)},
             "memories": len(work.memories),
+            "system": None if beside is None else {
+                "name": beside[0], "arm": beside[0],
+                "served": "the system's own search over each query's pool, asked once per query",
+                "policies": "the other arms are the reference engine's ranking policies: "
+                            "reinforcement is studied on the reference engine only"},
             "settings": {"k": self.cfg.k, "order": self.cfg.order,
                          "feedback_noise": self.cfg.feedback_noise,
                          "baseline": self.cfg.baseline, "arms": dict(self.cfg.arms)}})
@@ -206,11 +243,19 @@ class RetrievalReplay:
 
     def _evaluate(self, arm: Arm, ask: Ask, served: list[int],
                   work: Workload) -> dict[str, Any]:
+        return self._row(ask, served, work, arm.records)
+
+    def _row(self, ask: Ask, served: list[int], work: Workload,
+             records: Sequence[MemoryRecord] | None) -> dict[str, Any]:
+        """An evaluation query's row; `records`: the arm's own copy (None: the workload's, for
+        a system's arm, which has none)."""
         ids = work.store.ids
+        mine = work.records if records is None else records
         ranked = [ids[i] for i in served]
         grades = {ids[i]: g for i, g in ask.grades.items()}
-        flagged = [bool(arm.records[i].conflicts) for i in served]
-        top = compute_mqs(arm.records[served[0]], None, self.cfg.stored.mqs) if served else None
+        flagged = [bool(mine[i].conflicts) for i in served]
+        top = compute_mqs(mine[served[0]], None, self.cfg.stored.mqs) \
+            if served and records is not None else None
         breakdown = {f"top_mqs_{term}": getattr(top, term) if top else None
                      for term in MQS_TERMS}
         cosine = dict(zip(ask.pool.tolist(), ask.cosine.tolist(), strict=True))
@@ -228,20 +273,21 @@ class RetrievalReplay:
     def _measure(self, pass_no: int, arms: Sequence[Arm],
                  scored: Mapping[str, list[dict[str, Any]]], ctx: RunContext) -> dict[str, Any]:
         resamples, seed = ctx.resamples, ctx.seed + pass_no
-        out: dict[str, Any] = {"pass": pass_no, "arms": [a.name for a in arms],
+        by_name = {arm.name: arm for arm in arms}
+        out: dict[str, Any] = {"pass": pass_no, "arms": list(scored),
                                "baseline": self.cfg.baseline}
-        for arm in arms:
-            mine = scored[arm.name]
+        for name, mine in scored.items():
             summary = _scores(mine, resamples, seed)
             exposure = np.array([row["exposure"] for row in mine], dtype=float)
             summary["exposure"] = float(exposure.mean()) if exposure.size else None
             tops = [row["top_mqs"] for row in mine if row["top_mqs"] is not None]
             summary["top_mqs_mean"] = float(np.mean(tops)) if tops else None
-            summary["gini_access"] = gini([r.access_count for r in arm.records])
-            out[arm.name] = {**summary, **arm.ranker.stats()}
+            arm = by_name.get(name)  # None: a system's arm, which keeps no records
+            summary["gini_access"] = gini([r.access_count for r in arm.records]) if arm else None
+            out[name] = {**summary, **(arm.ranker.stats() if arm else {})}
         base = scored[self.cfg.baseline]
-        out["deltas"] = {arm.name: _deltas(scored[arm.name], base, resamples, seed)
-                         for arm in arms if arm.name != self.cfg.baseline}
+        out["deltas"] = {name: _deltas(mine, base, resamples, seed)
+                         for name, mine in scored.items() if name != self.cfg.baseline}
         categories = sorted({row["kind"] for row in base})
         out["by_category"] = {}
         for category in categories:

@@ -12,8 +12,9 @@ from omegaconf import DictConfig
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
-from memeval.systems.base import Capability, require
+from memeval.systems.base import Capability, Hit, require
 from tests.systems.fakes import (  # noqa: F401 (registered)
+    KeepAllConfig,
     KeepAllSystem,
     OutsideTheProtocol,
     WordOverlapSystem,
@@ -127,3 +128,40 @@ def test_a_conflict_type_outside_the_protocol_fails_the_run_naming_it(
                                             "conflict type 'contradicts'"):
         run_experiment(fast_config("+experiment=conflict_detection",
                                    "system.name=outside-protocol"), tmp_path / "run")
+
+
+LOCOMO = Path(__file__).parents[1] / "data" / "corpora" / "locomo_small.json"
+
+
+def test_retrieval_replay_searches_a_corpus_through_the_system_beside_the_reference(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    metrics = run_experiment(fast_config("+experiment=retrieval_replay", "dataset=locomo",
+                                         f"dataset.path={LOCOMO}", "system.name=word-overlap",
+                                         "bootstrap=30", "experiment.passes=2"),
+                             tmp_path / "run")
+    last = metrics["passes"][-1]
+    assert last["arms"][-1] == "word-overlap" and "cosine" in last["arms"]
+    assert metrics["retrieval"]["system"]["name"] == "word-overlap"
+    mine, base = last["word-overlap"], last["cosine"]
+    assert 0.0 <= mine["ndcg"] <= 1.0 and mine["gini_access"] is None
+    assert last["deltas"]["word-overlap"]["ndcg"] == pytest.approx(mine["ndcg"] - base["ndcg"])
+    # the system is asked once per query: the same answers every pass
+    assert metrics["passes"][0]["word-overlap"]["ndcg"] == mine["ndcg"]
+
+
+class ForeignIds(WordOverlapSystem):
+    def search(self, query: str, k: int) -> list[Hit]:
+        return [Hit("not-given", 1.0)]
+
+
+def test_a_search_answer_naming_a_memory_never_given_fails_the_run(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    from memeval.systems.base import SYSTEMS
+
+    if "foreign-ids" not in SYSTEMS.names():
+        SYSTEMS.register("foreign-ids", KeepAllConfig)(lambda cfg, **_: ForeignIds())
+    with pytest.raises(SystemFailure, match="answered query '.+' with memory ids "
+                                            "\\['not-given'\\] it was not given"):
+        run_experiment(fast_config("+experiment=retrieval_replay", "dataset=locomo",
+                                   f"dataset.path={LOCOMO}", "system.name=foreign-ids"),
+                       tmp_path / "run")

@@ -1,0 +1,79 @@
+"""A memory corpus searched through a system under test: its memories go in through the
+system's `index`, its queries through the system's `search`.
+
+Each query searches its own pool (a LoCoMo conversation, a LongMemEval haystack, the memories
+written by the time it was asked), so the system is given one pool at a time and asked every
+query of that pool before the next: a pool is indexed once, not once per query. An answer naming
+a memory the system was not given, or a score that is not a finite number, is outside the
+protocol and fails the run, naming it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memeval.data.base import CorpusMemory
+from memeval.experiments.base import RunContext
+from memeval.experiments.retrieval_workload import Ask
+from memeval.metrics.gate_metrics import SystemFailure
+from memeval.systems.base import Capability, Hit, IndexedMemory, System, require
+
+
+@dataclass(frozen=True)
+class Found:
+    """One query's answer: the memories served (workload indices, best first), their scores
+    as the system gave them, and how long the search took."""
+
+    served: list[int]
+    scores: list[float]
+    search_ms: float
+
+
+def _checked(system: System, ask: Ask, hits: Sequence[Hit], known: dict[str, int],
+             k: int) -> list[Hit]:
+    unknown = [hit.id for hit in hits if hit.id not in known]
+    if unknown:
+        raise SystemFailure(f"system '{system.name}' answered query '{ask.id}' with memory ids "
+                            f"{unknown[:3]} it was not given: search must return ids from the "
+                            f"memories indexed (docs/protocol.md)")
+    odd = [hit.score for hit in hits
+           if not isinstance(hit.score, int | float) or not math.isfinite(hit.score)]
+    if odd:
+        raise SystemFailure(f"system '{system.name}' answered query '{ask.id}' with scores "
+                            f"{odd[:3]}: a search score must be a finite number")
+    seen: set[str] = set()
+    kept = []
+    for hit in hits:  # a memory once, at its best rank; k at most, whatever the system returned
+        if hit.id not in seen:
+            seen.add(hit.id)
+            kept.append(hit)
+    return kept[:k]
+
+
+def search_corpus(ctx: RunContext, system: System, asks: Sequence[Ask],
+                  memories: Sequence[CorpusMemory], k: int, experiment: str
+                  ) -> dict[str, Found]:
+    """Each query's top `k` by the system, pool by pool, with a progress bar over queries."""
+    require(system, [Capability.SEARCH], experiment)
+    pools: dict[tuple[int, ...], list[Ask]] = {}
+    for ask in asks:
+        pools.setdefault(tuple(ask.pool.tolist()), []).append(ask)
+    ordered = [(pool, ask) for pool, group in pools.items() for ask in group]
+    found: dict[str, Found] = {}
+    indexed: tuple[int, ...] | None = None
+    known: dict[str, int] = {}
+    for pool, ask in ctx.progress(ordered, len(ordered), f"{system.name} search", unit="query"):
+        if pool != indexed:
+            known = {memories[i].id: i for i in pool}
+            system.index([IndexedMemory(memories[i].id, memories[i].text) for i in pool])
+            indexed = pool
+        started = time.perf_counter()
+        hits = system.search(ask.text, k)
+        elapsed = (time.perf_counter() - started) * 1000.0
+        kept = _checked(system, ask, hits, known, k)
+        found[ask.id] = Found([known[h.id] for h in kept], [float(h.score) for h in kept],
+                              elapsed)
+    return found
