@@ -115,17 +115,17 @@ def test_an_experiment_that_would_not_run_the_system_refuses_it_by_name(
 
 def test_an_outcome_outside_the_protocol_fails_the_run_naming_it(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
-    with pytest.raises(SystemFailure, match="system 'outside-protocol' answered entry '.+' "
-                                            "\\(pass 1\\) with outcome 'dropped', which is not "
-                                            "one of prefilter, length"):
+    with pytest.raises(SystemFailure, match=r"system 'outside-protocol' answered entry '.+' "
+                                            r"\(pass 1\) with outcome 'dropped', which is not "
+                                            r"one of prefilter, length"):
         run_experiment(fast_config("+experiment=three_pass", "system.name=outside-protocol",
                                    "dataset.limit=30"), tmp_path / "run")
 
 
 def test_a_conflict_type_outside_the_protocol_fails_the_run_naming_it(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
-    with pytest.raises(SystemFailure, match="system 'outside-protocol' answered pair '.+' with "
-                                            "conflict type 'contradicts'"):
+    with pytest.raises(SystemFailure, match=r"system 'outside-protocol' answered pair '.+' with "
+                                            r"conflict type 'contradicts'"):
         run_experiment(fast_config("+experiment=conflict_detection",
                                    "system.name=outside-protocol"), tmp_path / "run")
 
@@ -160,8 +160,8 @@ def test_a_search_answer_naming_a_memory_never_given_fails_the_run(
 
     if "foreign-ids" not in SYSTEMS.names():
         SYSTEMS.register("foreign-ids", KeepAllConfig)(lambda cfg, **_: ForeignIds())
-    with pytest.raises(SystemFailure, match="answered query '.+' with memory ids "
-                                            "\\['not-given'\\] it was not given"):
+    with pytest.raises(SystemFailure, match=r"answered query '.+' with memory ids "
+                                            r"\['not-given'\] it was not given"):
         run_experiment(fast_config("+experiment=retrieval_replay", "dataset=locomo",
                                    f"dataset.path={LOCOMO}", "system.name=foreign-ids"),
                        tmp_path / "run")
