@@ -75,6 +75,18 @@ class HttpJudgeConfig(HttpEndpointConfig):
             raise ValueError("breaker_after must be >= 0 (0 turns the circuit breaker off)")
 
 
+@dataclass(frozen=True)
+class Completion:
+    """One reply of the model: a cached one cost nothing and took no time."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    cached: bool
+    cost_usd: float
+
+
 class HttpJudge:
     """Base class: subclasses set `provider` and implement the wire-format hooks."""
 
@@ -172,16 +184,6 @@ class HttpJudge:
             raw=raw,
         )
 
-    def _from_cache(self, key: str) -> Verdict | None:
-        """A cached reply: no request, latency 0, cost 0; tokens are the original call's counts."""
-        if self._cache is None:
-            return None
-        stored = self._cache.get(key)
-        record = None if stored is None else cached_reply(stored)
-        if record is None:
-            return None  # not cached, or unreadable: ask the model again and overwrite it
-        return self._verdict(*record, latency_ms=0.0, cached=True)
-
     def _post(self, body: dict[str, Any]) -> PostResult:
         """One call with the retry policy; a failure is a JudgeError whose reason names the fix."""
         headers = self.headers(self.api_key())
@@ -230,32 +232,45 @@ class HttpJudge:
                         "breaker_after); entries not in the judge cache count as judge errors. "
                         "Last error: %s", self.name, self.cfg.breaker_after, reason)
 
-    def judge(self, entry: Entry, user_prompt: str, assistant_text: str) -> Verdict:
-        system, user = build_messages(user_prompt, assistant_text)
+    def complete(self, system: str, user: str, expected: str = "SKIP or a memory"
+                 ) -> Completion:
+        """One reply to (system, user) with the endpoint's retries, cache and circuit breaker:
+        the judge's verdicts, and any other use of the same model (an answerer, a grader).
+        `expected` names what a blank reply should have held."""
         key = self.cache_key(system, user)
-        hit = self._from_cache(key)
-        if hit is not None:
-            return hit
+        if self._cache is not None and (stored := self._cache.get(key)) is not None \
+                and (record := cached_reply(stored)) is not None:
+            return Completion(*record, latency_ms=0.0, cached=True, cost_usd=0.0)
         if self._breaker.open_because is not None:
             reason = NOT_SENT + self._breaker.open_because
-            raise JudgeError(f"{self.name} on entry '{entry.id}': {reason}", reason=reason)
+            raise JudgeError(f"{self.name}: {reason}", reason=reason)
         try:
             result = self._post(self.body(system, user, self.cfg.max_tokens))
             raw, tin, tout = self._reply(result.data)
             if not raw.strip():
-                reason = redact(f"blank reply from {self.url} (expected SKIP or a memory): check "
-                                f"judge.model and judge.max_tokens")
+                reason = redact(f"blank reply from {self.url} (expected {expected}): check "
+                                f"the model and max_tokens")
                 raise JudgeError(f"{self.name}: {reason}: "
                                  f"{redact(preview(json.dumps(result.data)))!r}", reason=reason)
         except JudgeError as err:
             self._failed(err.reason)
-            raise JudgeError(f"{self.name} on entry '{entry.id}': {err.reason}",
-                             reason=err.reason) from err
+            raise
         self._breaker.succeeded()
         if self._cache is not None:
-            record = {"text": raw, "input_tokens": tin, "output_tokens": tout}
-            self._cache.put(key, json.dumps(record).encode("utf-8"))
-        return self._verdict(raw, tin, tout, latency_ms=result.latency_ms, cached=False)
+            self._cache.put(key, json.dumps({"text": raw, "input_tokens": tin,
+                                             "output_tokens": tout}).encode("utf-8"))
+        return Completion(raw, tin, tout, latency_ms=result.latency_ms, cached=False,
+                          cost_usd=self.cost_usd(tin, tout))
+
+    def judge(self, entry: Entry, user_prompt: str, assistant_text: str) -> Verdict:
+        system, user = build_messages(user_prompt, assistant_text)
+        try:
+            done = self.complete(system, user)
+        except JudgeError as err:
+            raise JudgeError(f"{self.name} on entry '{entry.id}': {err.reason}",
+                             reason=err.reason) from err
+        return self._verdict(done.text, done.input_tokens, done.output_tokens,
+                             latency_ms=done.latency_ms, cached=done.cached)
 
     def close(self) -> None:
         self._client.close()
