@@ -16,6 +16,7 @@ COMPONENT_PACKAGES = (
     "memeval.data",
     "memeval.backends.embedders",
     "memeval.backends.judges",
+    "memeval.backends.answerers",
     "memeval.engine.scorers",
     "memeval.engine.gate",
     "memeval.experiments",

@@ -198,8 +198,10 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if bookkeeping:
         timing["bookkeeping_s"] = round(bookkeeping, 3)
     # judged after the results are written: a failed run keeps them, and says so in metrics.json
-    failures = run_failures(result.decisions, checked.gate,
-                            getattr(checked.system.params, "max_error_share", 1.0))
+    failures: list[Exception] = [
+        *run_failures(result.decisions, checked.gate,
+                      getattr(checked.system.params, "max_error_share", 1.0)),
+        *result.failures]
     metrics: dict[str, Any] = {
         "run_id": run_id,
         "experiment": chosen.name,

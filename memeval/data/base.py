@@ -73,6 +73,14 @@ class CorpusQuery:
     asked_at: datetime | None = None
     category: str = ""  # reported per category (a benchmark's question type)
     scope: tuple[str, ...] | None = None  # the memory ids it searches; None: all of them
+    answer: str | None = None  # the gold answer, where the benchmark gives one (memory QA)
+    # the right answer is that the memories do not say (LoCoMo's adversarial questions)
+    unanswerable: bool = False
+
+    @property
+    def answerable(self) -> bool:
+        """Memory QA can score it: a gold answer, or none to be given."""
+        return self.answer is not None or self.unanswerable
 
 
 @dataclass
@@ -90,8 +98,9 @@ class MemoryCorpus:
             digest.update(json.dumps(["m", m.id, m.text, _iso(m.timestamp)],
                                      ensure_ascii=False).encode())
         for q in self.queries:
+            gold = [q.answer, q.unanswerable] if q.answerable else []  # older corpora: as was
             digest.update(json.dumps(["q", q.id, q.text, sorted(q.relevant.items()),
-                                      _iso(q.asked_at), q.category, q.scope],
+                                      _iso(q.asked_at), q.category, q.scope, *gold],
                                      ensure_ascii=False).encode())
         return digest.hexdigest()[:16]
 

@@ -11,6 +11,10 @@ entry (`D8:6; D9:17`) are split, zero-padded ones (`D30:05`) read as `D30:5`, an
 no turn are dropped, counted and reported by question. A question left with no evidence (most
 adversarial ones have none usable) cannot be scored as retrieval: skipped and counted, not an
 error.
+
+Memory QA reads every question with a gold answer, evidence or not: `answer` as written (a
+number read as text); an adversarial question (category 5) has none to give, so it is
+`unanswerable`, scored as LoCoMo scores it (experiments/memory_qa.py).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from memeval.data.memory_corpus import checked_corpus
 
 UNITS = ("turn", "session_summary")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+ADVERSARIAL = 5
 SESSION = re.compile(r"session_(\d+)")
 SUMMARY = re.compile(r"session_(\d+)_summary")
 DIA_ID = re.compile(r"D(\d+):(\d+)")
@@ -191,13 +196,18 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
                     f"evidence '{evidence}' {reason}", sample.on_error)
             continue
         relevant[memory] = 2
+    answer = item.get("answer")
+    gold = None if answer is None or isinstance(answer, bool | dict | list) else str(answer)
+    unanswerable = category == ADVERSARIAL
     if not relevant:
         count(report, "no_evidence")
-        return None
+        if gold is None and not unanswerable:
+            return None
     name = category_name(category)
     count(report, f"queries:{name}")
     return CorpusQuery(id=ref, text=item["question"].strip(), relevant=relevant,
-                       category=name, scope=scope)
+                       category=name, scope=scope, answer=None if unanswerable else gold,
+                       unanswerable=unanswerable)
 
 
 def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | None = None,

@@ -82,6 +82,7 @@ class _Question:
     date: str | None
     haystack: dict[str, tuple[str, Any]]  # session id -> (text, date as written); first kept
     answers: list[str]
+    answer: str | None  # the gold answer, for memory QA
 
 
 def _question(raw: Any, which: str) -> _Question:
@@ -107,7 +108,9 @@ def _question(raw: Any, which: str) -> _Question:
     date = raw.get("question_date")
     return _Question(id=qid, text=text.strip(), category=str(raw.get("question_type") or ""),
                      date=date if isinstance(date, str) else None, haystack=haystack,
-                     answers=list(dict.fromkeys(answers)))
+                     answers=list(dict.fromkeys(answers)),
+                     answer=None if (gold := raw.get("answer")) is None
+                     or isinstance(gold, bool | dict | list) else str(gold))
 
 
 class _Sessions:
@@ -174,7 +177,8 @@ def load_longmemeval(path: str | Path, text: str = "user", on_error: str = "skip
         queries[question.id] = CorpusQuery(
             id=question.id, text=question.text, relevant={scope[a]: 2 for a in question.answers},
             asked_at=asked, category=question.category,
-            scope=tuple(scope.values()) if search == "haystack" else None)
+            scope=tuple(scope.values()) if search == "haystack" else None,
+            answer=question.answer)
     if not queries:
         raise nothing_usable(f"{file}: no usable LongMemEval questions ({report.skipped} "
                              f"problems, stats {report.stats})", report)

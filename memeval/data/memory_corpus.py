@@ -46,9 +46,10 @@ def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequenc
         if q.scope is not None and set(q.scope) - known:
             raise DatasetError(f"{report.source}: query '{q.id}' scopes unknown memories "
                                f"{sorted(set(q.scope) - known)[:5]}")
-        if any(g not in GRADES for g in q.relevant.values()) or not q.relevant:
+        if any(g not in GRADES for g in q.relevant.values()) or not (q.relevant
+                                                                      or q.answerable):
             raise DatasetError(f"{report.source}: query '{q.id}' needs relevant memories "
-                               f"graded {' or '.join(map(str, GRADES))}")
+                               f"graded {' or '.join(map(str, GRADES))}, or a gold answer")
     if not memories or not queries:
         raise DatasetError(f"{report.source}: a corpus needs memories and queries "
                            f"({len(memories)} memories, {len(queries)} queries usable)")
@@ -59,5 +60,7 @@ def redacted_corpus(corpus: MemoryCorpus) -> MemoryCorpus:
     """Texts and load problems redacted before anything is embedded, searched or written: the
     run's tables, spans and console show memories and queries as they are served."""
     return MemoryCorpus(corpus.name, [replace(m, text=redact(m.text)) for m in corpus.memories],
-                        [replace(q, text=redact(q.text)) for q in corpus.queries],
+                        [replace(q, text=redact(q.text),
+                                 answer=None if q.answer is None else redact(q.answer))
+                         for q in corpus.queries],
                         redacted_report(corpus.report))

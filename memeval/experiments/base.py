@@ -61,6 +61,9 @@ class ExperimentResult:
     findings: Findings
     summary: str = ""  # printed at the end of the run instead of the per-pass table
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # why the run must not count as a success, found by the experiment itself (the runner
+    # raises the first once the results are written)
+    failures: list[Exception] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -119,12 +122,12 @@ class RunContext:
     @cached_property
     def dataset(self) -> Dataset:
         """The configured entries; a memory corpus is refused by name, since only retrieval
-        replay searches one."""
+        replay and memory QA search one."""
         chosen = self.validated.dataset
         if chosen.kind != ENTRIES:
             raise ConfigError(f"dataset '{chosen.name}' is a memory corpus (memories and labelled "
-                              f"queries): only +experiment=retrieval_replay reads one; the other "
-                              f"experiments replay traces (e.g. dataset=bundled)")
+                              f"queries): only +experiment=retrieval_replay and memory_qa read "
+                              f"one; the other experiments replay traces (e.g. dataset=bundled)")
         with self.loading.running():  # ids, label sources and problems are redacted like texts
             loaded = redacted_names(DATASETS.make(chosen.chosen, labeller=self.validated.labeller,
                                                   cache_dir=self.cache_dir))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from memeval.data.base import CorpusMemory, CorpusQuery, MemoryCorpus
+from memeval.data.base import CorpusMemory, CorpusQuery, DatasetError, MemoryCorpus
 from memeval.data.quality_sets import load_queries
 from memeval.experiments.base import RunContext, replay
 from memeval.quality.bm25 import BM25
@@ -71,20 +71,27 @@ def embedded(ctx: RunContext, texts: Sequence[str], what: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
 
+def pool_of(query: CorpusQuery, memories: Sequence[CorpusMemory],
+            index: dict[str, int]) -> np.ndarray:
+    """The memories (indices) a query searches: its scope, and of those, when it carries the
+    time it was asked, only the ones written by then. `index`: memory id → index."""
+    pool = np.arange(len(memories)) if query.scope is None else \
+        np.array([index[i] for i in query.scope], dtype=int)
+    if query.asked_at is not None:
+        pool = np.array([i for i in pool if memories[i].timestamp is None
+                         or memories[i].timestamp <= query.asked_at], dtype=int)
+    return pool
+
+
 def _asks(queries: Sequence[CorpusQuery], vectors: np.ndarray, memory_vectors: np.ndarray,
           memories: Sequence[CorpusMemory], bm25: BM25,
           labelled: bool = True) -> tuple[list[Ask], list[str]]:
     """Each query's pool and scores; a labelled query none of whose relevant memories is in its
     pool is left out and named (it cannot score, whatever the policy)."""
     index = {m.id: i for i, m in enumerate(memories)}
-    times = [m.timestamp for m in memories]
-    every = np.arange(len(memories))
     asks, unreachable = [], []
     for query, vector in zip(queries, vectors, strict=True):
-        pool = every if query.scope is None else np.array([index[i] for i in query.scope])
-        if query.asked_at is not None:
-            pool = np.array([i for i in pool if times[i] is None or times[i] <= query.asked_at],
-                            dtype=int)
+        pool = pool_of(query, memories, index)
         available = set(pool.tolist())
         grades = {index[m]: g for m, g in query.relevant.items() if index[m] in available}
         if labelled and not grades:
@@ -117,15 +124,22 @@ def workload_of(ctx: RunContext, memories: list[CorpusMemory], vectors: np.ndarr
 
 
 def corpus_workload(ctx: RunContext, corpus: MemoryCorpus, stored: StoredMQSConfig) -> Workload:
-    """A memory corpus searched as it is: no confidence was declared for its memories."""
+    """A memory corpus searched as it is: no confidence was declared for its memories. A query
+    with a gold answer and no evidence (memory QA's) has nothing to retrieve: left out."""
     vectors = embedded(ctx, [m.text for m in corpus.memories], "memories")
+    queries = [q for q in corpus.queries if q.relevant]
+    if not queries:
+        raise DatasetError(f"{corpus.report.source}: no question names evidence to retrieve "
+                           f"({len(corpus.queries)} have only a gold answer: "
+                           f"+experiment=memory_qa reads them)")
     source = {"kind": "corpus", "name": corpus.name, "source": corpus.report.source,
               "fingerprint": corpus.fingerprint, "memories": len(corpus.memories),
-              "queries": len(corpus.queries), "rows_read": corpus.report.rows_read,
+              "queries": len(queries), "answer_only_queries": len(corpus.queries) - len(queries),
+              "rows_read": corpus.report.rows_read,
               "skipped": corpus.report.skipped, "stats": corpus.report.stats,
               "problems": corpus.report.problems[:100]}
     return workload_of(ctx, corpus.memories, vectors,
-                       [None] * len(corpus.memories), corpus.queries, [], stored, source)
+                       [None] * len(corpus.memories), queries, [], stored, source)
 
 
 def store_workload(ctx: RunContext, queries_path: str, on_error: str, store_passes: int,

@@ -14,12 +14,27 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
 
 from memeval.data.base import CorpusMemory
 from memeval.experiments.base import RunContext
-from memeval.experiments.retrieval_workload import Ask
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.systems.base import Capability, Hit, IndexedMemory, System, require
+
+
+class Pooled(Protocol):
+    """A query and the memories (workload indices) it searches."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def pool(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class Found:
     search_ms: float
 
 
-def _checked(system: System, ask: Ask, hits: Sequence[Hit], known: dict[str, int],
+def _checked(system: System, ask: Pooled, hits: Sequence[Hit], known: dict[str, int],
              k: int) -> list[Hit]:
     unknown = [hit.id for hit in hits if hit.id not in known]
     if unknown:
@@ -53,12 +68,12 @@ def _checked(system: System, ask: Ask, hits: Sequence[Hit], known: dict[str, int
     return kept[:k]
 
 
-def search_corpus(ctx: RunContext, system: System, asks: Sequence[Ask],
+def search_corpus(ctx: RunContext, system: System, asks: Sequence[Pooled],
                   memories: Sequence[CorpusMemory], k: int, experiment: str
                   ) -> dict[str, Found]:
     """Each query's top `k` by the system, pool by pool, with a progress bar over queries."""
     require(system, [Capability.SEARCH], experiment)
-    pools: dict[tuple[int, ...], list[Ask]] = {}
+    pools: dict[tuple[int, ...], list[Pooled]] = {}
     for ask in asks:
         pools.setdefault(tuple(ask.pool.tolist()), []).append(ask)
     ordered = [(pool, ask) for pool, group in pools.items() for ask in group]

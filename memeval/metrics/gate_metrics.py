@@ -122,7 +122,7 @@ def _group(decisions: Sequence[Decision],
     return groups
 
 
-def _share_failed(failed: Sequence[str], total: int, limit: float, setting: str,
+def share_failed(failed: Sequence[str], total: int, limit: float, setting: str,
                   what: str, noun: str) -> str | None:
     """One line when more than `limit` of `total` failed, naming the commonest reason (a breaker
     short-circuit counts under the failure that opened it)."""
@@ -163,19 +163,19 @@ def run_failures(decisions: Sequence[Decision], gate: GateConfig,
     under test (`system.max_error_share`) failed on more than the configured share of the work
     (every pass and phase together)."""
     failures: list[JudgeError | EmbeddingError | SystemFailure] = []
-    if message := _share_failed(
+    if message := share_failed(
             [d.system_error for d in decisions if d.system_error], len(decisions),
             max_system_error_share, "system.max_error_share", "system", "entries"):
         failures.append(SystemFailure(message))
     judge = gate.stage_config("judge")
     called = [d for d in decisions if d.judge_called]
-    if judge is not None and (message := _share_failed(
+    if judge is not None and (message := share_failed(
             [str(d.judge_error) for d in called if d.judge_error], len(called),
             judge.max_error_share, "gate.stages.judge.max_error_share", "judge", "calls")):
         failures.append(JudgeError(message))
     # an entry is embedded once and replayed in every pass: counted once
     embedded = {d.entry_id: d.embedding_error for d in decisions}
-    if message := _share_failed(
+    if message := share_failed(
             [error for error in embedded.values() if error], len(embedded),
             gate.max_embedding_failure_share, "gate.max_embedding_failure_share", "embedding",
             "entries"):

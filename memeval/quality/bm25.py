@@ -12,23 +12,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from functools import cache
 
 import numpy as np
+
+from memeval.utils.english import stop_words
 
 TOKEN = re.compile(r"[a-z0-9]+")
 
 
-@cache
-def _stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words, loaded on first use, not when the module registers."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
-
-
 def tokens(text: str) -> list[str]:
-    stop = _stop_words()
+    stop = stop_words()
     return [t for t in TOKEN.findall(text.lower()) if t not in stop]
 
 

@@ -171,8 +171,11 @@ def test_locomo_turns_become_memories_with_session_times() -> None:
 def test_locomo_questions_are_scoped_categorised_and_their_evidence_cleaned() -> None:
     corpus = build("locomo", path=str(LOCOMO))
     queries = by_id(corpus.queries)
-    assert sorted(queries) == sorted([*(f"conv-1:q{i}" for i in (0, 1, 2, 3, 5)),
+    assert sorted(queries) == sorted([*(f"conv-1:q{i}" for i in range(6)),
                                       *(f"conv-2:q{i}" for i in range(5))])
+    # an adversarial question with no evidence is kept for memory QA: nothing to answer
+    assert queries["conv-1:q4"].relevant == {} and queries["conv-1:q4"].unanswerable
+    assert queries["conv-1:q4"].answer is None and queries["conv-1:q1"].answer == "1 June 2023"
     assert queries["conv-1:q2"].relevant == {"conv-1:D2:1": 2, "conv-1:D3:4": 2}  # "D2:1; D3:4"
     assert queries["conv-1:q3"].relevant == {"conv-1:D1:4": 2, "conv-1:D2:4": 2}  # "D2:04"
     assert queries["conv-1:q5"].relevant == {"conv-1:D3:6": 2}  # D3:9 names no turn
@@ -186,7 +189,7 @@ def test_locomo_questions_are_scoped_categorised_and_their_evidence_cleaned() ->
     assert corpus.report.stats == {"evidence_unknown": 1, "no_evidence": 1,
                                    "queries:multi-hop": 2, "queries:temporal": 2,
                                    "queries:open-domain": 2, "queries:single-hop": 3,
-                                   "queries:adversarial": 1}
+                                   "queries:adversarial": 2}
     assert corpus.report.problems == [f"{LOCOMO}: sample 0 (conv-1) qa 5 (conv-1:q5): "
                                       f"evidence 'D3:9' names no turn"]
     assert corpus.report.rows_read == 2
@@ -208,7 +211,8 @@ def test_locomo_session_summaries_stand_for_their_turns() -> None:
 
 def test_locomo_keeps_only_the_chosen_categories() -> None:
     corpus = build("locomo", path=str(LOCOMO), categories=[2, 5])
-    assert sorted(q.id for q in corpus.queries) == ["conv-1:q1", "conv-2:q1", "conv-2:q3"]
+    assert sorted(q.id for q in corpus.queries) == ["conv-1:q1", "conv-1:q4", "conv-2:q1",
+                                                    "conv-2:q3"]
     assert corpus.report.stats["category_filtered"] == 7
     assert corpus.report.stats["no_evidence"] == 1  # conv-1:q4, category 5
     assert "evidence_unknown" not in corpus.report.stats  # conv-1:q5 was filtered out first
@@ -240,7 +244,7 @@ def test_locomo_bad_samples_are_named_by_position(tmp_path: Path) -> None:
     assert corpus.report.problems[1:] == [
         f"{path}: sample 2: not an object with a 'conversation'",
         f"{path}: sample 3: not an object with a 'conversation'"]
-    assert len(corpus.queries) == 10
+    assert len(corpus.queries) == 11
     with pytest.raises(DatasetError, match=r": evidence 'D3:9' names no turn$"):
         build("locomo", path=str(path), on_error="raise")
 
@@ -296,14 +300,26 @@ def test_locomo_file_that_is_no_usable_array_fails_loudly(tmp_path: Path, conten
 
 
 @pytest.mark.bad_input
-def test_locomo_without_any_evidence_has_no_usable_queries(tmp_path: Path) -> None:
+def test_locomo_without_any_evidence_keeps_only_questions_to_answer(tmp_path: Path) -> None:
     samples = locomo_samples()
     for sample in samples:
         for item in sample["qa"]:
             item["evidence"] = ["D99:1"]
-    with pytest.raises(DatasetError, match="no usable LoCoMo queries") as caught:
+    corpus = build("locomo", path=str(write_json(tmp_path, samples)))
+    assert len(corpus.queries) == 11 and not any(q.relevant for q in corpus.queries)
+    assert all(q.answerable for q in corpus.queries)  # memory QA reads them; retrieval cannot
+    assert "evidence 'D99:1' names no turn" in corpus.report.problems[0]
+
+
+def test_locomo_with_neither_evidence_nor_answers_has_no_usable_queries(tmp_path: Path) -> None:
+    samples = locomo_samples()
+    for sample in samples:
+        for item in sample["qa"]:
+            item["evidence"] = ["D99:1"]
+            item.pop("answer", None)
+            item["category"] = 1
+    with pytest.raises(DatasetError, match="no usable LoCoMo queries"):
         build("locomo", path=str(write_json(tmp_path, samples)))
-    assert "evidence 'D99:1' names no turn" in str(caught.value)
 
 
 # longmemeval
@@ -458,6 +474,6 @@ def test_an_experiment_that_gates_entries_refuses_a_corpus_by_name(
     cfg = fast_config("+experiment=three_pass", "dataset=locomo",
                       f"dataset.path={FILES / 'locomo_small.json'}")
     with pytest.raises(ConfigError, match="dataset 'locomo' is a memory corpus .* only "
-                                          r"\+experiment=retrieval_replay reads one"):
+                                          r"\+experiment=retrieval_replay and memory_qa read one"):
         run_experiment(cfg, tmp_path / "run")
     assert not (tmp_path / "run" / "metrics.json").exists()

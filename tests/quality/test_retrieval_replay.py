@@ -108,8 +108,10 @@ def test_a_locomo_file_is_searched_conversation_by_conversation(
                       f"dataset.path={FILES / 'locomo_small.json'}", "experiment.passes=1",
                       "experiment.usage_fraction=0.3", "bootstrap=20")
     metrics = run_experiment(cfg, tmp_path / "run")
-    assert metrics["dataset"]["memories"] == 30 and metrics["dataset"]["queries"] == 10
-    assert metrics["retrieval"]["workload"]["kind"] == "corpus"
+    assert metrics["dataset"]["memories"] == 30 and metrics["dataset"]["queries"] == 11
+    workload = metrics["retrieval"]["workload"]
+    assert workload["kind"] == "corpus" and workload["queries"] == 10  # one has no evidence
+    assert workload["answer_only_queries"] == 1
     rows = read_table(tmp_path / "run", "retrieval_queries")
     for query, served in _served(rows).items():
         conversation = query.split(":")[0]

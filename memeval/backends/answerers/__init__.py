@@ -1,0 +1,1 @@
+"""Answerers of memory QA: a question and the memories a system recalled → an answer."""

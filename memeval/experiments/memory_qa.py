@@ -1,0 +1,251 @@
+"""`+experiment=memory_qa`: end-to-end memory QA, as the field compares memory systems.
+
+Every question of a memory corpus with a gold answer (LoCoMo's, LongMemEval's) searches its own
+pool through the system under test (`system=`, any with `search`; experiments/system_search.py).
+The system's top `k` memories, dated, go to an answerer (`experiment.answerer`: `extractive`
+offline, or `llm` through memeval's LLM backends), and the answer is scored against the gold:
+
+- F1 as LoCoMo defines it, per category, and BLEU-1 as mem0 computes it (metrics/qa_scores.py);
+- J, an LLM judge's accuracy with mem0's rubric (`experiment.grader`, an LLM backend; null
+  leaves J out). LoCoMo's adversarial questions have no gold answer: their F1 is LoCoMo's
+  (1 when the answer says the memories do not hold it) and, as mem0 does, they get no J;
+- evidence recall@k: the share of a question's evidence among the memories served.
+
+Each mean has a bootstrap CI, per category, over every category but the adversarial (the figure
+mem0 reports) and over all. Costs, as mem0 reports them: search and answer latency (p50, p95),
+tokens in and out, and the context the answerer read (words).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memeval.backends.answerers.base import ANSWERERS, Answer, Recalled, context
+from memeval.backends.answerers.grader import GRADERS, Grade, Grader
+from memeval.backends.judges.base import JudgeError
+from memeval.data.base import CorpusQuery, MemoryCorpus
+from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
+from memeval.experiments.retrieval_workload import pool_of
+from memeval.experiments.system_search import search_corpus
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.gate_metrics import share_failed
+from memeval.metrics.qa_scores import bleu1, locomo_f1
+from memeval.registry import bounded
+from memeval.reporting.outputs import Outputs
+from memeval.results.findings import Findings
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
+
+EXCEPT_ADVERSARIAL, ALL = "all but adversarial", "all"
+SCORES = ("f1", "bleu1", "j", "evidence_recall")
+
+
+@dataclass
+class MemoryQAConfig:
+    k: int = bounded(10, 1)  # memories handed to the answerer
+    answerer: dict[str, Any] = field(default_factory=lambda: {"name": "extractive"})
+    # an LLM judge grading answers for J (memeval/conf/grader/); `none`: no J
+    grader: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
+    categories: list[str] | None = None  # only these question categories; null: every one
+    limit: int | None = bounded(None, 1)  # the first N questions, in the corpus's order
+    # more answers or grades failing than this share fails the run (its results are kept)
+    max_error_share: float = bounded(0.05, 0, 1)
+
+    def validate(self) -> None:
+        ANSWERERS.validate(self.answerer, "experiment.answerer")
+        GRADERS.validate(self.grader, "experiment.grader")
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as asked: the memories it searches, and what scores its answer."""
+
+    id: str
+    text: str
+    pool: np.ndarray
+    query: CorpusQuery
+
+
+@dataclass(frozen=True)
+class Answered(Findings):
+    qa: Mapping[str, Any]  # the system, the answerer, the grader and every score
+
+
+class MemoryQA:
+    resumable = False  # one pass; an answerer's and a grader's replies are cached
+    runs = Runs.ANY
+
+    def __init__(self, cfg: MemoryQAConfig) -> None:
+        self.cfg = cfg
+
+    def _questions(self, corpus: MemoryCorpus) -> list[Question]:
+        index = {m.id: i for i, m in enumerate(corpus.memories)}
+        wanted = self.cfg.categories
+        chosen = [q for q in corpus.queries
+                  if q.answerable and (wanted is None or q.category in wanted)]
+        if not chosen:
+            raise ValueError(f"no question of {corpus.name} has a gold answer"
+                             + ("" if wanted is None else f" in categories {wanted}"))
+        return [Question(q.id, q.text, pool_of(q, corpus.memories, index), q)
+                for q in chosen[: self.cfg.limit]]
+
+    def run(self, ctx: RunContext) -> ExperimentResult:
+        corpus, system = ctx.corpus, ctx.system
+        questions = self._questions(corpus)
+        answerer = ANSWERERS.build(self.cfg.answerer, cache_dir=ctx.cache_dir)
+        grader = GRADERS.build(self.cfg.grader, cache_dir=ctx.cache_dir)
+        try:
+            found = search_corpus(ctx, system, questions, corpus.memories, self.cfg.k,
+                                  "memory_qa")
+            rows = []
+            for question in ctx.progress(questions, len(questions), "answering", "question"):
+                served = found[question.id].served
+                recalled = [Recalled(corpus.memories[i].text, corpus.memories[i].timestamp)
+                            for i in served]
+                answer = answerer.answer(question.text, recalled)
+                grade = self._grade(grader, question, answer)
+                rows.append(_row(question, [corpus.memories[i].id for i in served], recalled,
+                                 answer, grade, found[question.id].search_ms))
+        finally:
+            answerer.close()
+            grader.close()
+        qa = {"system": system.name, "corpus": corpus.name, "k": self.cfg.k,
+              "answerer": answerer.name, "grader": grader.name,
+              "questions": len(rows), **_summary(rows, ctx.resamples, ctx.seed)}
+        return ExperimentResult([], [], Answered(qa), summary=summarise(qa),
+                                tables={"qa_questions": rows}, failures=self._failures(rows))
+
+    @staticmethod
+    def _grade(grader: Grader, question: Question, answer: Answer) -> Grade | None:
+        """J for a question with a gold answer, once there is an answer to grade."""
+        gold = question.query.answer
+        if gold is None or answer.error:
+            return None
+        return grader.grade(question.text, gold, answer.text)
+
+    def _failures(self, rows: Sequence[Mapping[str, Any]]) -> list[Exception]:
+        limit = self.cfg.max_error_share
+        found: list[Exception] = []
+        for column, setting, what, noun in (
+                ("answer_error", "experiment.max_error_share", "answerer", "answers"),
+                ("grade_error", "experiment.max_error_share", "grader", "grades")):
+            failed = [row[column] for row in rows if row[column]]
+            if message := share_failed(failed, len(rows), limit, setting, what, noun):
+                found.append(JudgeError(message))
+        return found
+
+
+def _row(question: Question, served: list[str], recalled: Sequence[Recalled], answer: Answer,
+         grade: Grade | None, search_ms: float) -> dict[str, Any]:
+    query = question.query
+    scored = not answer.error
+    evidence = set(query.relevant)
+    return {
+        "question_id": question.id, "question": question.text, "category": query.category,
+        "gold": query.answer, "unanswerable": query.unanswerable, "answer": answer.text,
+        "served": served,
+        "f1": locomo_f1(answer.text, query.answer, query.category, query.unanswerable)
+        if scored else None,
+        "bleu1": bleu1(answer.text, query.answer) if scored and query.answer else None,
+        "j": None if grade is None or grade.correct is None else float(grade.correct),
+        "evidence_recall": len(evidence & set(served)) / len(evidence) if evidence else None,
+        "search_ms": search_ms, "answer_ms": answer.latency_ms,
+        "tokens_in": answer.input_tokens + (grade.input_tokens if grade else 0),
+        "tokens_out": answer.output_tokens + (grade.output_tokens if grade else 0),
+        "answer_tokens_in": answer.input_tokens, "answer_tokens_out": answer.output_tokens,
+        "cost_usd": answer.cost_usd + (grade.cost_usd if grade else 0.0),
+        "answer_cached": answer.cached, "context_words": len(context(recalled).split()),
+        "answer_error": answer.error, "grade_error": grade.error if grade else ""}
+
+
+def _mean(values: Sequence[float], resamples: int, seed: int) -> dict[str, Any]:
+    array = np.array(values, dtype=float)
+    return {"mean": float(array.mean()) if array.size else None, "n": int(array.size),
+            "ci95": list(bootstrap_ci(array, resamples, seed))}
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
+    return {"p50": float(np.percentile(values, 50)) if values else None,
+            "p95": float(np.percentile(values, 95)) if values else None}
+
+
+def _summary(rows: Sequence[Mapping[str, Any]], resamples: int, seed: int) -> dict[str, Any]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["category"] or "(none)", []).append(row)
+    groups = dict(sorted(groups.items()))
+    groups[EXCEPT_ADVERSARIAL] = [r for r in rows if not r["unanswerable"]]
+    groups[ALL] = list(rows)
+    by_category = {
+        name: {"questions": len(group),
+               **{score: _mean([r[score] for r in group if r[score] is not None], resamples,
+                               seed) for score in SCORES}}
+        for name, group in groups.items() if group}
+    answered = [r for r in rows if not r["answer_error"]]
+    return {
+        "by_category": by_category,
+        "cost": {"search_ms": _percentiles([r["search_ms"] for r in rows]),
+                 "answer_ms": _percentiles([r["answer_ms"] for r in answered
+                                            if not r["answer_cached"]]),
+                 "answers_cached": sum(bool(r["answer_cached"]) for r in rows),
+                 "tokens_in": sum(r["tokens_in"] for r in rows),
+                 "tokens_out": sum(r["tokens_out"] for r in rows),
+                 "cost_usd": float(sum(r["cost_usd"] for r in rows)),
+                 "context_words_mean": float(np.mean([r["context_words"] for r in rows]))},
+        "answer_errors": sum(bool(r["answer_error"]) for r in rows),
+        "grade_errors": sum(bool(r["grade_error"]) for r in rows)}
+
+
+def _cell(score: Mapping[str, Any]) -> str:
+    if score["mean"] is None:
+        return "—"
+    low, high = score["ci95"]
+    return f"{score['mean']:.3f} [{low:.3f}–{high:.3f}]"
+
+
+def summarise(qa: Mapping[str, Any]) -> str:
+    """Per category: questions, F1, BLEU-1, J and evidence recall, each with its CI; then the
+    costs."""
+    from memeval.reporting.table import aligned, titled, wrapped
+
+    rows = [(name, str(c["questions"]), *(_cell(c[score]) for score in SCORES))
+            for name, c in qa["by_category"].items()]
+    grader = qa["grader"] or "none: J not measured (grader@experiment.grader=llm measures it)"
+    table = titled(f"memory QA: system {qa['system']} on {qa['corpus']}, top {qa['k']} memories,"
+                   f" answerer {qa['answerer']}",
+                   aligned(("category", "questions", "F1 [95% CI]", "BLEU-1", "J",
+                            f"evidence recall@{qa['k']}"), rows),
+                   "F1: LoCoMo's; BLEU-1: mem0's; J: LLM-judge accuracy (grader "
+                   f"{grader}); adversarial questions: LoCoMo's F1, no J")
+    cost = qa["cost"]
+    search, answer = cost["search_ms"], cost["answer_ms"]
+
+    def ms(value: float | None) -> str:
+        return "—" if value is None else f"{value:.1f} ms"
+
+    lines = [table, wrapped(
+        f"cost: search p50 {ms(search['p50'])}, p95 {ms(search['p95'])}; answer p50 "
+        f"{ms(answer['p50'])}, p95 {ms(answer['p95'])} ({cost['answers_cached']} cached); "
+        f"tokens in {cost['tokens_in']}, out {cost['tokens_out']}; context "
+        f"{cost['context_words_mean']:.0f} words per question")]
+    if qa["answer_errors"] or qa["grade_errors"]:
+        lines.append(f"errors: {qa['answer_errors']} answers, {qa['grade_errors']} grades "
+                     f"(per question in qa_questions.parquet)")
+    return "\n".join(lines)
+
+
+def figures(run: Run) -> list[Path]:
+    from memeval.reporting.qa_plots import make_qa_figures
+
+    return make_qa_figures(run.path, run.result.of(Answered).qa)
+
+
+@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures))
+def build_memory_qa(cfg: MemoryQAConfig) -> MemoryQA:
+    return MemoryQA(cfg)

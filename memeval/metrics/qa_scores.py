@@ -1,0 +1,84 @@
+"""Scores of a generated answer against a benchmark's gold answer, as the field computes them.
+
+- **F1** is LoCoMo's (`task_eval/evaluation.py`): the answer and the gold are lower-cased, their
+  commas, punctuation and the words a/an/the/and removed, each word Porter-stemmed, and the F1
+  of the two bags of words taken. Per category, as LoCoMo does: multi-hop splits both on commas
+  and averages, over the gold's parts, each part's best F1 against the answer's parts;
+  open-domain keeps the gold's text before its first `;`; adversarial questions (nothing to
+  answer) score 1 when the answer says "no information available" or "not mentioned", else 0.
+- **BLEU-1** is mem0's (its `evaluation/metrics/utils.py`, from A-Mem): NLTK's sentence BLEU
+  with unigram weights and smoothing method 1, over NLTK's word tokens of the lower-cased texts.
+  NLTK's sentence splitter needs data that cannot be downloaded here, so sentences are split at
+  `.`, `!` or `?` followed by a space before NLTK's word tokenizer runs: the same tokens for an
+  answer of one sentence, as nearly all are.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+from nltk.tokenize.destructive import NLTKWordTokenizer
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+from memeval.utils.english import stem
+
+MULTI_HOP, OPEN_DOMAIN = "multi-hop", "open-domain"
+# What LoCoMo accepts as the answer to an adversarial question: the memories do not say.
+NO_ANSWER_PHRASES = ("no information available", "not mentioned")
+ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+PUNCTUATION = set(string.punctuation)
+
+_tokenizer = NLTKWordTokenizer()
+_smooth = SmoothingFunction().method1
+
+
+def normalize_answer(text: str) -> str:
+    """LoCoMo's normalisation: commas dropped, lower-cased, punctuation and a/an/the/and
+    removed, whitespace collapsed."""
+    text = "".join(ch for ch in text.replace(",", "").lower() if ch not in PUNCTUATION)
+    return " ".join(ARTICLES.sub(" ", text).split())
+
+
+def token_f1(answer: str, gold: str) -> float:
+    """LoCoMo's `f1_score`: F1 over the two bags of stemmed, normalised words."""
+    mine = [stem(w) for w in normalize_answer(answer).split()]
+    theirs = [stem(w) for w in normalize_answer(gold).split()]
+    same = sum((Counter(mine) & Counter(theirs)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(mine), same / len(theirs)
+    return 2 * precision * recall / (precision + recall)
+
+
+def says_no_answer(answer: str) -> bool:
+    lowered = answer.lower()
+    return any(phrase in lowered for phrase in NO_ANSWER_PHRASES)
+
+
+def locomo_f1(answer: str, gold: str | None, category: str, unanswerable: bool) -> float:
+    """The F1 LoCoMo's evaluation gives `answer` for a question of `category`."""
+    if unanswerable or gold is None:
+        return 1.0 if says_no_answer(answer) else 0.0
+    if category == MULTI_HOP:
+        parts = [p.strip() for p in answer.split(",")]
+        golds = [g.strip() for g in gold.split(",")]
+        return sum(max(token_f1(p, g) for p in parts) for g in golds) / len(golds)
+    if category == OPEN_DOMAIN:
+        gold = gold.split(";")[0].strip()
+    return token_f1(answer, gold)
+
+
+def _words(text: str) -> list[str]:
+    return [token for sentence in SENTENCE_END.split(text.lower())
+            for token in _tokenizer.tokenize(sentence)]
+
+
+def bleu1(answer: str, gold: str | None) -> float:
+    """mem0's BLEU-1; 0 when either side is empty (as mem0's `calculate_metrics`)."""
+    if not answer.strip() or not gold or not gold.strip():
+        return 0.0
+    return float(sentence_bleu([_words(gold)], _words(answer), weights=(1, 0, 0, 0),
+                               smoothing_function=_smooth))
