@@ -1,0 +1,251 @@
+"""`system=mem0`: the mem0ai package (2.2.1, `pip install -e ".[mem0]"`) through its public
+`Memory` API, on a local FAISS index in the run directory, with telemetry off.
+
+- Embeddings: memeval's run embedder, in process, in mem0's embedder slot; or, with
+  `embeddings_base_url`, mem0's own OpenAI embedder against an OpenAI-compatible /v1/embeddings
+  (`python -m memeval serve embeddings`).
+- Ingest: `add()` per turn. With `infer: false` (the default, offline) mem0 stores every turn as
+  is, so each decision is `stored` with no judge call. With `infer: true` mem0's LLM (`llm`,
+  any OpenAI-compatible endpoint) extracts facts and decides ADD/UPDATE/DELETE/NONE: a turn from
+  which it keeps nothing is dropped at `judge`, with its judge call counted.
+- Search: the corpus's memories are added as they are (`infer=False`, so each result names the
+  memory memeval gave), one pool at a time under its own user id; `search` asks for the top k
+  with no score threshold, and the adapter keeps k at most (mem0 may return more).
+
+mem0 has no trust score, conflict detector or feedback: those capabilities are not declared.
+Every text is redacted before it reaches mem0. mem0 reads MEM0_TELEMETRY and MEM0_DIR when it is
+first imported: they are set before that, and telemetry is switched off in its module as well,
+so nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memeval.engine.gate.gate import Decision
+from memeval.entry import Entry
+from memeval.quality.record import MemoryRecord
+from memeval.registry import ConfigError, bounded
+from memeval.systems.base import (
+    SYSTEMS,
+    Capability,
+    Components,
+    Hit,
+    IndexedMemory,
+    KeepsItsOwnState,
+)
+from memeval.utils.redact import redact
+
+log = logging.getLogger(__name__)
+SEARCH_POOL = "memeval-search"  # the user id the searched memories live under
+TURNS = "memeval-turns"  # and the ingested turns
+
+
+@dataclass
+class Mem0SystemConfig:
+    infer: bool = False  # true: mem0's LLM decides what each turn adds (needs `llm_base_url`)
+    llm_base_url: str | None = None  # an OpenAI-compatible chat endpoint, for infer: true
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key_env: str | None = None  # the variable holding its key (null: none sent)
+    embeddings_base_url: str | None = None  # null: memeval's embedder in process
+    embeddings_model: str = "memeval"
+    index_dir: str = "mem0"  # relative to the run directory (replaced at the start of each run)
+    # more turns than this share failing in add() and the run fails once its results are written
+    max_error_share: float = bounded(0.05, 0, 1)
+
+    def validate(self) -> None:
+        if self.infer and not self.llm_base_url:
+            raise ValueError("infer: true needs llm_base_url (an OpenAI-compatible endpoint for "
+                             "mem0's LLM); infer: false stores every turn as is")
+
+
+@dataclass(frozen=True)
+class Turn:
+    entry: Entry
+    text: str  # the assistant response, redacted once for every pass
+
+
+class Mem0Ingestor(KeepsItsOwnState):
+    """Every turn goes to `add()`; a restart deletes what the passes stored."""
+
+    system_name = "mem0"
+
+    def __init__(self, system: Mem0System, state_dir: Path) -> None:
+        self.system = system
+        self.state_dir = state_dir
+
+    def prepare(self, entries: Sequence[Entry]) -> list[Turn]:
+        return [Turn(e, redact(e.assistant_response)) for e in entries]
+
+    def restart(self, wipe_memories: bool = True) -> None:
+        if wipe_memories:
+            self.system.memory.delete_all(user_id=TURNS)
+
+    def run_pass(self, items: Sequence[Turn], pass_no: int,
+                 phase: str = "eval") -> Iterator[Decision]:
+        infer = self.system.cfg.infer
+        for turn in items:
+            entry = turn.entry
+            decision = Decision(pass_no, phase, entry.id, entry.label, entry.label_source,
+                                len(turn.text), outcome="stored", retained=True,
+                                judge_called=infer, started_at=time.time())
+            start = time.perf_counter()
+            try:
+                added = self.system.memory.add(turn.text, user_id=TURNS, infer=infer,
+                                               metadata={"memeval_id": entry.id})
+                kept = [r for r in added.get("results", []) if r.get("event") in ("ADD",
+                                                                                  "UPDATE")]
+                if infer and not kept:  # mem0's LLM kept nothing from it
+                    decision.outcome, decision.retained, decision.judge_skip = "judge", False, True
+            except Exception as err:  # mem0's, its LLM's or its embedder's
+                decision.outcome, decision.retained = "error", False
+                decision.system_error = redact(f"{type(err).__name__}: {err}")[:300]
+            decision.latency_ms["system"] = (time.perf_counter() - start) * 1000
+            yield decision
+
+    def pass_state(self, labels: Mapping[str, str | None]) -> dict[str, Any]:
+        return {}
+
+
+class Mem0System:
+    name = "mem0"
+    capabilities = frozenset({Capability.INGEST, Capability.RESET, Capability.SEARCH})
+
+    def __init__(self, cfg: Mem0SystemConfig, memory: Any, notes: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.memory = memory
+        self.notes = notes
+
+    def ingestor(self, state_dir: Path) -> Mem0Ingestor:
+        return Mem0Ingestor(self, state_dir)
+
+    def index(self, memories: Sequence[IndexedMemory]) -> None:
+        self.memory.delete_all(user_id=SEARCH_POOL)
+        for memory in memories:
+            self.memory.add(redact(memory.text), user_id=SEARCH_POOL, infer=False,
+                            metadata={"memeval_id": memory.id})
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        found = self.memory.search(redact(query), top_k=k, filters={"user_id": SEARCH_POOL},
+                                   threshold=0.0)
+        hits = [Hit(str((r.get("metadata") or {}).get("memeval_id")), float(r["score"]))
+                for r in found.get("results", [])]
+        return hits[:k]  # mem0 may return more than it was asked for
+
+    def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
+        raise NotImplementedError("mem0 declares no score_records capability")
+
+    def detect_conflict(self, first: str, second: str) -> str | None:
+        raise NotImplementedError("mem0 declares no detect_conflicts capability")
+
+    def record_outcome(self, memory_id: str, success: bool) -> None:
+        raise NotImplementedError("mem0 declares no feedback capability")
+
+    def close(self) -> None:
+        """mem0's FAISS index and history database live in the run directory."""
+
+
+def _quiet_mem0(home: Path) -> None:
+    """Telemetry off and mem0's files in the run directory, before mem0 is first imported; and
+    off in its module too, should something have imported it already."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", str(home))
+    from mem0.memory import telemetry
+
+    telemetry.MEM0_TELEMETRY = False  # capture_event reads it on each call
+
+
+def _bridge(embed: Any, width: int) -> Any:
+    """memeval's embedder as mem0 calls an embedder."""
+    from mem0.configs.embeddings.base import BaseEmbedderConfig
+    from mem0.embeddings.base import EmbeddingBase
+
+    class MemevalEmbedding(EmbeddingBase):
+        def __init__(self) -> None:
+            super().__init__(BaseEmbedderConfig(embedding_dims=width))
+
+        def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+            return [float(x) for x in embed([text])[0]]
+
+    return MemevalEmbedding()
+
+
+def _open(cfg: Mem0SystemConfig, ctx: Components) -> tuple[Any, dict[str, Any]]:
+    import shutil
+
+    folder = ctx.run_dir / cfg.index_dir
+    shutil.rmtree(folder, ignore_errors=True)  # a fresh index every run
+    folder.mkdir(parents=True)
+    _quiet_mem0(folder / "home")
+    from mem0 import Memory
+
+    for name in ("mem0", "mem0.memory.main", "mem0.vector_stores.faiss"):
+        logging.getLogger(name).setLevel(logging.ERROR)  # a line per add, and spaCy's absence
+    key = os.environ.get(cfg.llm_api_key_env, "") if cfg.llm_api_key_env else ""
+    loopback = "http://127.0.0.1:9/v1"  # never called: infer false, embedder in process
+    llm = {"model": cfg.llm_model, "openai_base_url": cfg.llm_base_url or loopback,
+           "api_key": key or "unused"}
+    if cfg.embeddings_base_url:
+        width = _probe_width(cfg)
+        embedder = {"model": cfg.embeddings_model, "openai_base_url": cfg.embeddings_base_url,
+                    "api_key": "unused", "embedding_dims": width}
+        embeddings = (f"mem0's OpenAI embedder at {redact(cfg.embeddings_base_url)} "
+                      f"({width} dimensions)")
+    else:
+        width = ctx.embedder.dim
+        embedder = {"api_key": "unused", "openai_base_url": loopback, "embedding_dims": width}
+        embeddings = f"memeval's embedder in process ({redact(ctx.embedder.identity)})"
+    memory = Memory.from_config({
+        "vector_store": {"provider": "faiss", "config": {
+            "collection_name": "memeval", "path": str(folder / "faiss"),
+            "embedding_model_dims": width}},
+        "embedder": {"provider": "openai", "config": embedder},
+        "llm": {"provider": "openai", "config": llm},
+        "history_db_path": str(folder / "history.db")})
+    if not cfg.embeddings_base_url:
+        memory.embedding_model = _bridge(ctx.embedder.embed, width)
+    notes = {
+        "embeddings": embeddings,
+        "vector_store": "FAISS (local, semantic only: mem0 disables its BM25 hybrid on FAISS)",
+        "write_gate": (f"mem0's LLM {cfg.llm_model} at {redact(cfg.llm_base_url or '')} "
+                       f"decides what each turn adds (infer=True); a turn it keeps nothing of "
+                       f"is dropped at `judge`") if cfg.infer else
+                      "none: add(infer=False) stores every turn, so every decision is `stored` "
+                      "and no judge is called",
+        "search": "mem0's search over memories added as they are (infer=False), top k with no "
+                  "score threshold; mem0 may return more than k, the adapter keeps k",
+        "telemetry": "off (MEM0_TELEMETRY=False)"}
+    return memory, notes
+
+
+def _probe_width(cfg: Mem0SystemConfig) -> int:
+    """The server's vector width, from one request: a server that does not answer is named."""
+    import httpx
+
+    assert cfg.embeddings_base_url is not None
+    try:
+        reply = httpx.post(f"{cfg.embeddings_base_url.rstrip('/')}/embeddings",
+                           json={"model": cfg.embeddings_model, "input": ["width"]}, timeout=30)
+        reply.raise_for_status()
+        return len(reply.json()["data"][0]["embedding"])
+    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as err:
+        raise ConfigError(
+            f"no embeddings from {redact(cfg.embeddings_base_url)} ({type(err).__name__}): "
+            f"start one (python -m memeval serve embeddings) or leave "
+            f"system.embeddings_base_url null for memeval's embedder") from None
+
+
+@SYSTEMS.register("mem0", Mem0SystemConfig)
+def build_mem0(cfg: Mem0SystemConfig, *, ctx: Components) -> Mem0System:
+    """mem0 is imported here, only when this system is built."""
+    if importlib.util.find_spec("mem0") is None:
+        raise ConfigError("system=mem0 needs the mem0ai package: pip install -e \".[mem0]\"")
+    memory, notes = _open(cfg, ctx)
+    return Mem0System(cfg, memory, notes)
