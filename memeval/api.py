@@ -6,28 +6,48 @@
     run.decisions                              # one row per entry and pass (pandas)
 
 The overrides are the command line's, checked the same way (a misspelt key is named, not
-added); the run directory is the command's too, unless `run_dir` names one.
+added); the run directory is the command's too, unless `run_dir` names one. `system=` takes a
+memory system object (docs/protocol.md) to run in place of `system=` on the command line:
+
+    run = evaluate("three_pass", ["embedder=hashing"], system=MyMemory())
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
-from memeval.config import check_overrides, compose, quote_values
+from memeval.config import check_overrides, compose, expand_targets, quote_values
 from memeval.results.run import Run
 from memeval.runner import run_experiment
+from memeval.systems.factory import checked_system
+
+_system: ContextVar[Any] = ContextVar("memeval_system")
+
+
+def given_system() -> Any:
+    """The object `evaluate(system=...)` was given: the factory target its run builds."""
+    return _system.get()
 
 
 def evaluate(experiment: str, overrides: Sequence[str] = (),
-             run_dir: str | Path | None = None) -> Run:
+             run_dir: str | Path | None = None, system: Any | None = None) -> Run:
     """Run `experiment` (a name from `python -m memeval list experiments`) with `overrides`
-    and return the run it wrote. Raises what the command reports: ConfigError for bad settings;
+    and return the run it wrote. `system`: a memory system object to put through it (the run
+    closes it at the end). Raises what the command reports: ConfigError for bad settings;
     JudgeError, EmbeddingError or SystemFailure (after writing the results) when the judge, the
     embedder or the system under test failed on more than its allowed share."""
-    args = quote_values([f"+experiment={experiment}", *overrides])
+    extra = [] if system is None else [f"system={__name__}:{given_system.__name__}"]
+    args = quote_values(expand_targets([f"+experiment={experiment}", *overrides, *extra]))
     check_overrides(args)
     if run_dir is None:
         run_dir = compose(args, with_hydra=True).hydra.run.dir
-    run_experiment(compose(args), Path(run_dir))
+    token = None if system is None else _system.set(checked_system(system, "evaluate(system=)"))
+    try:
+        run_experiment(compose(args), Path(run_dir))
+    finally:
+        if token is not None:
+            _system.reset(token)
     return Run.load(run_dir)

@@ -55,6 +55,21 @@ def config_groups() -> dict[str, list[str]]:
                 if group != "hydra"}
 
 
+def expand_targets(args: list[str]) -> list[str]:
+    """`system=module:callable` (a system from the user's own code) as the factory option and
+    its target, which Hydra can compose; any other argument unchanged."""
+    from memeval.systems.factory import FACTORY, is_target
+
+    out = []
+    for arg in args:
+        key, equals, value = arg.partition("=")
+        if equals and key == "system" and is_target(value):
+            out += [f"system={FACTORY}", f"system.target={value}"]
+        else:
+            out.append(arg)
+    return out
+
+
 def quote_values(args: list[str]) -> list[str]:
     """Quote each `key=value` whose value Hydra's grammar refuses unquoted, such as a path
     starting with `~` (the shell leaves `dataset.path=~/x` alone), so documented commands work.

@@ -28,6 +28,8 @@ COMMANDS: dict[str, Command] = {
                      "the embedding and judge caches, clearing or sharing them"),
     "serve": Command("memeval.cli.serve", "the engine as a memoryd daemon, its embedder as an "
                                           "OpenAI-compatible server"),
+    "check": Command("memeval.cli.check_system",
+                     "put a memory system through each capability it declares: check system=X"),
     "conformance": Command("memeval.cli.conformance",
                            "does memeval score memories as memledger does (MQS, MAI)"),
     "length-baseline": Command("memeval.cli.length_baseline",

@@ -46,7 +46,12 @@ def main(args: list[str]) -> int:
     from omegaconf import DictConfig
 
     from memeval.components import load_components
-    from memeval.config import check_overrides, quote_values, register_resolvers
+    from memeval.config import (
+        check_overrides,
+        expand_targets,
+        quote_values,
+        register_resolvers,
+    )
     from memeval.log_redaction import redact_logs
     from memeval.reporting.table import wrapped
     from memeval.results.run_dir import redact_in_place
@@ -56,7 +61,7 @@ def main(args: list[str]) -> int:
 
     register_resolvers()
     user_errors = user_error_types()
-    args = quote_values(args)
+    args = quote_values(expand_targets(args))
     try:
         load_components()  # before Hydra: a plugin's YAML options join its search path
         if "--hydra-help" not in args:  # Hydra prints its flags and exits: nothing to check

@@ -47,7 +47,7 @@ class Found:
     search_ms: float
 
 
-def _checked(system: System, ask: Pooled, hits: Sequence[Hit], known: dict[str, int],
+def checked_hits(system: System, ask: Pooled, hits: Sequence[Hit], known: dict[str, int],
              k: int) -> list[Hit]:
     unknown = [hit.id for hit in hits if hit.id not in known]
     if unknown:
@@ -88,7 +88,7 @@ def search_corpus(ctx: RunContext, system: System, asks: Sequence[Pooled],
         started = time.perf_counter()
         hits = system.search(ask.text, k)
         elapsed = (time.perf_counter() - started) * 1000.0
-        kept = _checked(system, ask, hits, known, k)
+        kept = checked_hits(system, ask, hits, known, k)
         found[ask.id] = Found([known[h.id] for h in kept], [float(h.score) for h in kept],
                               elapsed)
     return found
