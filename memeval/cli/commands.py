@@ -20,6 +20,8 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("memeval.cli.bench", "three passes vs one embedding pass, per-stage time"),
     "gate": Command("memeval.cli.regression_gate", "CI regression gate on calibration and recall"),
     "phoenix": Command("memeval.cli.phoenix", "local Phoenix server and pushing runs to it"),
+    "leaderboard": Command("memeval.cli.leaderboard",
+                           "memory systems × benchmarks from runs (Markdown, HTML, JSON)"),
     "report": Command("memeval.cli.report", "one run, or two compared, as HTML and Markdown"),
     "sweep": Command("memeval.cli.sweep", "a multirun as a table, Pareto front and default marked"),
     "embed": Command("memeval.cli.embed",

@@ -32,9 +32,10 @@ from memeval.quality.conflict_model import (
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs
+from memeval.reporting.outputs import Outputs, Score
 from memeval.reporting.table import aligned, wrapped
 from memeval.results.findings import Findings, optional_section
+from memeval.results.result import as_ci
 from memeval.results.sections import Conflicts
 from memeval.systems.base import Capability, conflict_answer, require
 from memeval.systems.reference.stored_models import labelled_sides
@@ -392,6 +393,19 @@ def figures(run: Run) -> list[Path]:
     return make_conflict_figures(run.path, run.result.of(ConflictFindings).conflicts)
 
 
-@register("conflict_detection", ConflictDetectionConfig, Outputs(ConflictFindings, figures))
+def scores(run: Run) -> list[Score]:
+    """Any-conflict precision and recall of the system's detector (the reference engine's:
+    its rules as memeval reads them, what its detect_conflict answers)."""
+    conflicts = run.result.of(ConflictFindings).conflicts
+    written = conflicts.written
+    detector = conflicts.detectors[0]
+    found = written[detector]["any_conflict"]
+    bench = f"conflicts ({Path(str(written.get('source', '?'))).stem})"
+    return [Score(bench, "precision", found["precision"], as_ci(found["precision_ci95"])),
+            Score(bench, "recall", found["recall"], as_ci(found["recall_ci95"]))]
+
+
+@register("conflict_detection", ConflictDetectionConfig,
+          Outputs(ConflictFindings, figures, scores=scores))
 def build_conflict_detection(cfg: ConflictDetectionConfig) -> ConflictDetection:
     return ConflictDetection(cfg)

@@ -23,6 +23,7 @@ from memeval.experiments.base import (
     RunContext,
     Runs,
     gate_figures,
+    gate_scores,
     register,
     replay,
 )
@@ -120,7 +121,7 @@ class Holdout:
                           extra={"learn": learn_metrics})
 
 
-HOLDOUT = Outputs(HoldoutFindings, gate_figures)
+HOLDOUT = Outputs(HoldoutFindings, gate_figures, scores=gate_scores)
 
 
 @register("three_pass_holdout", HoldoutConfig, HOLDOUT)

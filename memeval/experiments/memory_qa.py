@@ -36,8 +36,9 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.gate_metrics import share_failed
 from memeval.metrics.qa_scores import bleu1, locomo_f1
 from memeval.registry import bounded
-from memeval.reporting.outputs import Outputs
+from memeval.reporting.outputs import Outputs, Score
 from memeval.results.findings import Findings
+from memeval.results.result import as_ci
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
@@ -246,6 +247,19 @@ def figures(run: Run) -> list[Path]:
     return make_qa_figures(run.path, run.result.of(Answered).qa)
 
 
-@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures))
+def scores(run: Run) -> list[Score]:
+    """Every question but the adversarial (mem0's table): F1, J when graded, and the search's
+    median latency."""
+    qa = run.result.of(Answered).qa
+    shown = qa["by_category"].get(EXCEPT_ADVERSARIAL) or qa["by_category"][ALL]
+    bench = f"QA ({qa['corpus']}, {qa['answerer']})"
+    found = [Score(bench, "F1", shown["f1"]["mean"], as_ci(shown["f1"]["ci95"]))]
+    if qa["grader"]:
+        found.append(Score(bench, "J", shown["j"]["mean"], as_ci(shown["j"]["ci95"])))
+    return [*found, Score(bench, "search p50 ms", qa["cost"]["search_ms"]["p50"],
+                          higher_is_better=False)]
+
+
+@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures, scores=scores))
 def build_memory_qa(cfg: MemoryQAConfig) -> MemoryQA:
     return MemoryQA(cfg)

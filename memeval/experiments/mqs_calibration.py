@@ -52,7 +52,7 @@ from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
 from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.outputs import Outputs, Score, Section
 from memeval.reporting.table import aligned, wrapped
 from memeval.results.findings import Findings, optional_section
 from memeval.results.sections import Mai, Mqs
@@ -484,6 +484,18 @@ def report(run: Run) -> list[Section]:
     return mqs_sections(run.result.of(Calibrated).mqs)
 
 
-@register("mqs_calibration", MQSCalibrationConfig, Outputs(Calibrated, figures, report))
+def scores(run: Run) -> list[Score]:
+    """The system's trust score against the hand labels: rank agreement and Brier."""
+    mqs = run.result.of(Calibrated).mqs
+    if mqs is None or mqs.configured is None:
+        return []
+    bench = f"trust ({Path(str(mqs.written.get('source', '?'))).stem})"
+    fit = mqs.configured
+    return [Score(bench, "Spearman", fit.spearman, fit.ci95.get("spearman")),
+            Score(bench, "Brier", fit.brier, fit.ci95.get("brier"), higher_is_better=False)]
+
+
+@register("mqs_calibration", MQSCalibrationConfig,
+          Outputs(Calibrated, figures, report, scores))
 def build_mqs_calibration(cfg: MQSCalibrationConfig) -> MQSCalibration:
     return MQSCalibration(cfg)

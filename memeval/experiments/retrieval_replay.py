@@ -58,8 +58,9 @@ from memeval.quality.rankers import RANKERS, Ranker, Search
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs
+from memeval.reporting.outputs import Outputs, Score
 from memeval.results.findings import Findings
+from memeval.results.result import as_ci
 from memeval.systems.reference.system import ReferenceSystem
 
 if TYPE_CHECKING:
@@ -375,6 +376,16 @@ def figures(run: Run) -> list[Path]:
     return make_retrieval_figures(run.path, run.result.passes)
 
 
-@register("retrieval_replay", RetrievalReplayConfig, Outputs(Retrieval, figures))
+def scores(run: Run) -> list[Score]:
+    """The system's arm on the last pass (the reference's: the baseline, its own search)."""
+    found = run.result.of(Retrieval).retrieval
+    arm = found["system"]["arm"] if found.get("system") else found["settings"]["baseline"]
+    last = run.result.passes[-1].sections[arm]
+    k, bench = found["settings"]["k"], f"retrieval ({found['workload']['name']})"
+    return [Score(bench, f"nDCG@{k}", last["ndcg"], as_ci(last["ndcg_ci95"])),
+            Score(bench, f"recall@{k}", last["recall"], as_ci(last["recall_ci95"]))]
+
+
+@register("retrieval_replay", RetrievalReplayConfig, Outputs(Retrieval, figures, scores=scores))
 def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
     return RetrievalReplay(cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memeval.results.findings import Findings
-from memeval.results.result import UnreadableResult
+from memeval.results.result import CI, UnreadableResult
 
 if TYPE_CHECKING:  # an experiment declares its outputs at import: pandas waits for a report
     import pandas as pd
@@ -35,13 +35,32 @@ def no_sections(run: Run) -> list[Section]:
 
 
 @dataclass(frozen=True)
+class Score:
+    """A figure a run gives its system on the leaderboard: which benchmark (the experiment and
+    its data), which measure, the value and its 95% CI."""
+
+    benchmark: str
+    measure: str
+    value: float | None
+    ci95: CI | None = None
+    higher_is_better: bool = True
+
+
+def no_scores(run: Run) -> list[Score]:
+    """An experiment that puts nothing on the leaderboard."""
+    return []
+
+
+@dataclass(frozen=True)
 class Outputs:
-    """An experiment's declaration: read and written as `findings`, drawn by `figures`, and
-    reported with the common sections plus `report`'s."""
+    """An experiment's declaration: read and written as `findings`, drawn by `figures`,
+    reported with the common sections plus `report`'s, and scored on the leaderboard by
+    `scores`."""
 
     findings: type[Findings]  # its own sections of metrics.json
     figures: Callable[[Run], list[Path]]  # draws into RUN_DIR/figures/, returns the files
     report: Callable[[Run], list[Section]] = no_sections
+    scores: Callable[[Run], list[Score]] = no_scores
 
 
 OUTPUTS: dict[str, Outputs] = {}

@@ -1,0 +1,72 @@
+"""`python -m memeval leaderboard RUN_DIR... [--out DIR]`: memory systems × benchmarks from
+runs, as Markdown, HTML and versioned JSON (memeval/reporting/leaderboard.py), and pushed to
+Phoenix as a dataset when a server answers."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DESCRIPTION = "memory systems × benchmarks from run directories (Markdown, HTML, JSON)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memeval leaderboard",
+                                     description=DESCRIPTION)
+    parser.add_argument("runs", nargs="+", type=Path,
+                        help="run directories, or folders holding them (one level down)")
+    parser.add_argument("--out", type=Path, default=Path("leaderboard"),
+                        help="where leaderboard.md, .html and .json go (default: leaderboard/)")
+    parser.add_argument("--phoenix", default=os.environ.get("PHOENIX_COLLECTOR_ENDPOINT"),
+                        help="a Phoenix server to push the table to as a dataset (default: "
+                             "$PHOENIX_COLLECTOR_ENDPOINT; none: no push)")
+    options = parser.parse_args(argv)
+    from memeval.components import load_components
+    from memeval.reporting.leaderboard import build, write
+    from memeval.reporting.report import _markdown_table
+    from memeval.results.result import UnreadableResult
+
+    missing = [str(p) for p in options.runs if not p.is_dir()]
+    if missing:
+        print(f"memeval: not a directory: {', '.join(missing)}")
+        return 2
+    load_components()  # each run's experiment declares its scores
+    try:
+        board = build(options.runs)
+    except UnreadableResult as err:
+        print(f"memeval: {err}")
+        return 2
+    if not board.systems:
+        print(f"memeval: no run directories in {', '.join(map(str, options.runs))}")
+        return 2
+    from memeval.reporting.leaderboard import sections
+
+    for section in sections(board):
+        print(f"{section.title}\n")
+        if section.table is not None:
+            print(_markdown_table(section.table) + "\n")
+    for path in write(board, options.out):
+        print(f"wrote {path}")
+    if options.phoenix:
+        _push(board, options.phoenix)
+    return 0
+
+
+def _push(board: Any, base_url: str) -> None:
+    """After the files are written: an unreachable Phoenix costs the push, not the table."""
+    import time
+
+    from memeval.reporting.leaderboard import push
+    from memeval.reporting.phoenix.otlp import ExportError
+    from memeval.utils.redact import redact
+
+    name = f"memeval leaderboard {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    try:
+        push(board, base_url, 10.0, name)
+    except (ExportError, OSError) as err:
+        print(f"Phoenix: not pushed ({redact(str(err))}); the files above hold the table")
+        return
+    print(f"Phoenix: dataset '{name}' at {redact(base_url)}")

@@ -1,0 +1,188 @@
+"""A leaderboard: memory systems × benchmarks, from run directories.
+
+Each run gives its system the scores its experiment declares (reporting/outputs.py `Score`: the
+write gate's recall, noise and pre-judge rate; trust's Spearman and Brier; conflicts' precision
+and recall; retrieval's nDCG@k and recall@k per corpus; QA's F1, J and search latency), each
+with its 95% CI. A run that failed (its metrics.json lists failures) or never finished (no
+metrics.json) is listed as failed, with why, and every other run keeps its figures. Where two
+runs give the same system the same score, the one given later counts.
+
+The JSON is versioned (`schema`, `version`): a reader checks both before trusting the fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memeval.reporting.outputs import Score, Section, outputs_of
+from memeval.results.result import METRICS
+from memeval.results.run import Run
+
+SCHEMA, VERSION = "memeval.leaderboard", 1
+
+
+@dataclass(frozen=True)
+class Failed:
+    system: str
+    experiment: str
+    run: str
+    reason: str
+
+
+@dataclass
+class Board:
+    systems: list[str] = field(default_factory=list)  # in the order first met
+    columns: list[Score] = field(default_factory=list)  # value-free: benchmark, measure
+    cells: dict[str, dict[str, tuple[Score, str]]] = field(default_factory=dict)
+    failed: list[Failed] = field(default_factory=list)
+
+    def add(self, system: str, score: Score, run: str) -> None:
+        key = column_key(score)
+        if key not in {column_key(c) for c in self.columns}:
+            self.columns.append(Score(score.benchmark, score.measure, None,
+                                      higher_is_better=score.higher_is_better))
+        self._system(system)
+        self.cells[system][key] = (score, run)
+
+    def _system(self, system: str) -> None:
+        if system not in self.cells:
+            self.systems.append(system)
+            self.cells[system] = {}
+
+
+def column_key(score: Score) -> str:
+    return f"{score.benchmark} / {score.measure}"
+
+
+def run_dirs(paths: Iterable[Path]) -> list[Path]:
+    """Each path that is a run directory (metrics.json or Hydra's record of one), or else the
+    run directories one level inside it, sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / METRICS).is_file() or (path / ".hydra").is_dir():
+            found.append(path)
+        else:
+            found += sorted(p for p in path.iterdir() if p.is_dir()
+                            and ((p / METRICS).is_file() or (p / ".hydra").is_dir()))
+    return found
+
+
+def _unfinished(path: Path) -> Failed:
+    """A run without results: what Hydra recorded of its system and experiment."""
+    config: dict[str, Any] = {}
+    try:
+        loaded = yaml.safe_load((path / ".hydra" / "config.yaml").read_text())
+        config = loaded if isinstance(loaded, dict) else {}
+    except (OSError, yaml.YAMLError):
+        pass
+    system = config.get("system") or {}
+    name = system.get("target") or system.get("name") or "?"
+    experiment = (config.get("experiment") or {}).get("name", "?")
+    return Failed(str(name), str(experiment), str(path),
+                  f"no {METRICS}: the run did not finish (its log is in the directory)")
+
+
+def build(paths: Sequence[Path]) -> Board:
+    board = Board()
+    for path in run_dirs(paths):
+        if not (path / METRICS).is_file():
+            failed = _unfinished(path)
+            board.failed.append(failed)
+            board._system(failed.system)
+            continue
+        run = Run.load(path)
+        system = run.result.system.name if run.result.system else "reference"
+        failures = json.loads((path / METRICS).read_text()).get("failures") or []
+        if failures:
+            board.failed.append(Failed(system, run.experiment, str(path), str(failures[0])))
+            board._system(system)
+            continue
+        for score in outputs_of(run.experiment).scores(run):
+            board.add(system, score, str(path))
+    return board
+
+
+def to_json(board: Board) -> dict[str, Any]:
+    def cell(score: Score, run: str) -> dict[str, Any]:
+        return {"value": score.value, "ci95": list(score.ci95) if score.ci95 else None,
+                "run": run}
+
+    return {"schema": SCHEMA, "version": VERSION, "systems": board.systems,
+            "columns": [{"key": column_key(c), "benchmark": c.benchmark, "measure": c.measure,
+                         "higher_is_better": c.higher_is_better} for c in board.columns],
+            "cells": {system: {key: cell(*found) for key, found in cells.items()}
+                      for system, cells in board.cells.items()},
+            "failed": [vars(f) for f in board.failed]}
+
+
+def _shown(score: Score) -> str:
+    if score.value is None:
+        return "—"
+    digits = 1 if abs(score.value) >= 10 else 3
+    text = f"{score.value:.{digits}f}"
+    low, high = score.ci95 or (None, None)
+    return text if low is None or high is None else f"{text} [{low:.{digits}f}–{high:.{digits}f}]"
+
+
+def sections(board: Board) -> list[Section]:
+    import pandas as pd
+
+    failed = {(f.system, f.experiment) for f in board.failed}
+    rows = []
+    for system in board.systems:
+        row = {"system": system}
+        for column in board.columns:
+            found = board.cells[system].get(column_key(column))
+            row[column_key(column)] = _shown(found[0]) if found else ""
+        rows.append(row)
+    arrows = {column_key(c): f"{column_key(c)} {'↑' if c.higher_is_better else '↓'}"
+              for c in board.columns}
+    table = pd.DataFrame(rows, columns=["system", *arrows]).rename(columns=arrows)
+    out = [Section("Systems × benchmarks", "Each cell: the figure and its 95% CI from one run "
+                   "(↑ higher is better, ↓ lower); empty: no run of that benchmark, or the "
+                   "system lacks the capability.", table=table)]
+    if failed:
+        out.append(Section("Failed runs", "These runs gave no figures; the table keeps "
+                           "everyone else's.", table=pd.DataFrame(
+                               [vars(f) for f in board.failed])))
+    return out
+
+
+def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:
+    """The table as a Phoenix dataset named `name`: one example per system, its figures as the
+    output and their CIs as metadata. Returns the dataset's id."""
+    from memeval.reporting.phoenix.rest import PhoenixREST
+
+    table = to_json(board)
+    examples = [{"id": f"system-{n}", "input": {"system": system},
+                 "output": {key: cell["value"] for key, cell in cells.items()},
+                 "metadata": {"ci95": {key: cell["ci95"] for key, cell in cells.items()},
+                              "failed": [f["reason"] for f in table["failed"]
+                                         if f["system"] == system]}}
+                for n, (system, cells) in enumerate(table["cells"].items())]
+    client = PhoenixREST(base_url, timeout_s)
+    try:
+        return client.create_dataset(name, f"{SCHEMA} v{VERSION}: systems × benchmarks", examples)
+    finally:
+        client.close()
+
+
+def write(board: Board, out: Path) -> list[Path]:
+    from memeval.reporting.report import render_html, render_markdown
+    from memeval.utils.atomic import write_text_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    title = "memeval leaderboard"
+    parts = sections(board)
+    files = {out / "leaderboard.json": json.dumps(to_json(board), indent=1),
+             out / "leaderboard.md": render_markdown(title, parts, out),
+             out / "leaderboard.html": render_html(title, parts)}
+    for path, text in files.items():
+        write_text_atomic(path, text)
+    return list(files)
