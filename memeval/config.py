@@ -97,12 +97,31 @@ def quote_values(args: list[str]) -> list[str]:
     return [quoted(arg) for arg in args]
 
 
+def _searched_options(overrides: list[Override]) -> dict[str, list[str]]:
+    """The options the command line's own `hydra.searchpath` folders add, by group: a mapping
+    YAML kept beside the user's files is an option like a built-in one."""
+    from memeval.plugins import conf_dir
+
+    found: dict[str, list[str]] = {}
+    for override in overrides:
+        if override.key_or_group != "hydra.searchpath":
+            continue
+        value = override.value()
+        for path in value if isinstance(value, list) else [value]:
+            folder = conf_dir(str(path))
+            for option in sorted(folder.glob("*/*.yaml")) if folder else []:
+                found.setdefault(option.parent.name, []).append(option.stem)
+    return found
+
+
 def _check_group_options(overrides: list[Override]) -> None:
     """A misspelt option (`embedder=minilmm`) is named with the option meant, as a misspelt
     component name is, instead of Hydra's search-path dump."""
     from hydra.core.override_parser.types import ChoiceSweep
 
     groups = config_groups()
+    for group, extra in _searched_options(overrides).items():
+        groups[group] = [*groups.get(group, []), *extra]
     for override in overrides:
         options = groups.get(override.key_or_group, [])
         value = override.value()
@@ -146,7 +165,7 @@ def check_overrides(args: list[str]) -> None:
     _check_renamed(parsed)
     _check_group_options([o for o in parsed if not o.is_delete()])
     plain = [o for o in parsed if not o.is_sweep_override()
-             and not o.key_or_group.startswith("hydra")]
+             and (o.key_or_group == "hydra.searchpath" or not o.key_or_group.startswith("hydra"))]
     try:
         cfg = compose([str(o.input_line) for o in plain])
     except ConfigCompositionException as err:
@@ -162,6 +181,9 @@ def check_overrides(args: list[str]) -> None:
         hint = did_you_mean(wrong.rpartition(".")[2], leaves)
         if hint and parent:
             hint = hint.replace(" '", f" '{parent}.", 1)
+        elif parent and isinstance(siblings, DictConfig):  # a new key in a map of its own
+            hint = (f" (to add a key to {parent}, such as a stage name to a mapping, write "
+                    f"+{wrong}=…)")
         raise ConfigError(f"unknown setting '{wrong}'{hint}") from None
     # The whole config too, before Hydra makes a run directory; a multirun's swept values, and
     # a command only asking Hydra for its help or the config, are checked by each job instead.

@@ -290,7 +290,11 @@ class Registry(Generic[T]):
         raw = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
         if not isinstance(raw, Mapping) or "name" not in raw:
             raise ConfigError(f"{self.kind} config needs a 'name' key (known: {self.names()})")
-        reg = self.get(str(raw["name"]))
+        try:
+            reg = self.get(str(raw["name"]))
+        except ConfigError as err:  # an option file of the user's own names what it configures
+            raise ConfigError(f"{err}: the 'name' in a {self.kind} option's YAML is the "
+                              f"{self.kind} it configures, whatever the file is called") from None
         params = {k: v for k, v in raw.items() if k != "name"}
         return to_dataclass(reg.schema, params, f"{self.kind} '{reg.name}'",
                             key if key is not None else _where(raw))

@@ -10,11 +10,15 @@ the difference; McNemar's exact test on the write gate's keep/drop decisions):
 - conflicts (detect_conflicts): the hand-labelled memory pairs, per type and any conflict;
 - search (search): the labelled retrieval queries over the labelled set's substantive rows.
 
-A capability a system lacks leaves its row out of that table, with the reason in `skipped`.
+A capability a system lacks leaves its row out of that table, with the reason in `skipped`. A
+system that fails on a capability (its daemon went away, an answer outside the protocol) is left
+out of that table the same way, named as failed with why; every other system keeps its figures,
+and the run fails once its results are written.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,6 +38,7 @@ from memeval.experiments.base import ExperimentResult, RunContext, Runs, registe
 from memeval.experiments.checkpoint import PassRecord
 from memeval.metrics.calibration import calibration_report
 from memeval.metrics.classification import per_class_report
+from memeval.metrics.gate_metrics import SystemFailure
 from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import bounded, input_file
@@ -53,6 +58,7 @@ from memeval.systems.base import (
 if TYPE_CHECKING:
     from memeval.results.run import Run
 
+log = logging.getLogger(__name__)
 WRITE_GATE = (Capability.INGEST, Capability.RESET)
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
 
@@ -95,6 +101,11 @@ class CompareSystems:
 
     def __init__(self, cfg: CompareSystemsConfig) -> None:
         self.cfg = cfg
+        self.failed: dict[str, dict[str, str]] = {}  # by capability: system → why it failed
+
+    def _fails(self, what: str, name: str, err: SystemFailure) -> None:
+        log.warning("system %s failed in %s, left out of that table: %s", name, what, err)
+        self.failed.setdefault(what, {})[name] = f"failed: {err}"
 
     def run(self, ctx: RunContext) -> ExperimentResult:
         systems = {name: ctx.build_system(node) for name, node in self.cfg.systems.items()}
@@ -121,11 +132,17 @@ class CompareSystems:
             if measure is not None and able[what] and self._has_data(what):
                 tables[what] = measure(ctx, able[what])
         notes = {n: s.notes for n, s in systems.items() if s.notes}
+        for what, failed in self.failed.items():
+            skipped.setdefault(what, {}).update(failed)
         compared = Compared("compare_systems", list(systems), arms, Comparison.from_dict(tables),
                             skipped, notes)
         first = next(iter(arms.values()), [])
+        failures: list[Exception] = [
+            SystemFailure(f"system {name} failed in {what}: {why.removeprefix('failed: ')}")
+            for what, failed in self.failed.items() for name, why in failed.items()]
         return ExperimentResult(first, decisions, compared,
-                                summary=systems_summary(tables, skipped, notes))
+                                summary=systems_summary(tables, skipped, notes),
+                                failures=failures)
 
     def _has_data(self, capability: str) -> bool:
         return {"trust": self.cfg.records, "conflicts": self.cfg.pairs,
@@ -137,15 +154,22 @@ class CompareSystems:
         arms: dict[str, list[dict[str, Any]]] = {}
         decisions: list[Any] = []
         for name, system in systems.items():
-            ingestor = system.ingestor(ctx.run_dir / f"state_{name}")
-            items = ctx.prepare(ingestor, ctx.dataset.entries)
-            arms[name] = []
-            for pass_no in range(1, self.cfg.passes + 1):
-                record = ctx.checkpoints.run_pass(
-                    ingestor, f"{name}-pass-{pass_no}",
-                    partial(_pass, ctx, ingestor, items, pass_no, name))
-                arms[name].append(record.metrics)
-                decisions.extend(record.decisions)
+            mine: list[dict[str, Any]] = []
+            rows: list[Any] = []
+            try:
+                ingestor = system.ingestor(ctx.run_dir / f"state_{name}")
+                items = ctx.prepare(ingestor, ctx.dataset.entries)
+                for pass_no in range(1, self.cfg.passes + 1):
+                    record = ctx.checkpoints.run_pass(
+                        ingestor, f"{name}-pass-{pass_no}",
+                        partial(_pass, ctx, ingestor, items, pass_no, name))
+                    mine.append(record.metrics)
+                    rows.extend(record.decisions)
+            except SystemFailure as err:
+                self._fails("write_gate", name, err)
+                continue
+            arms[name] = mine
+            decisions.extend(rows)
         return arms, decisions
 
     # trust --------------------------------------------------------------------------------
@@ -158,8 +182,12 @@ class CompareSystems:
         ranks = np.array([item.trust_rank for item in labelled], dtype=float)
         trusted = np.array([item.label == "trusted" for item in labelled], dtype=float)
         common = {"bins": self.cfg.bins, "resamples": ctx.resamples, "seed": ctx.seed}
-        scores = {n: np.asarray(s.score_records(records), dtype=float)[keep]
-                  for n, s in systems.items()}
+        scores = {}
+        for n, s in systems.items():
+            try:
+                scores[n] = np.asarray(s.score_records(records), dtype=float)[keep]
+            except SystemFailure as err:
+                self._fails("trust", n, err)
         table = {n: calibration_report(v, ranks, trusted, **common) for n, v in scores.items()}
         errors = {n: (v / 100.0 - trusted) ** 2 for n, v in scores.items()}
         return {"records": len(labelled), "systems": table,
@@ -174,8 +202,13 @@ class CompareSystems:
         table: dict[str, Any] = {}
         hits: dict[str, np.ndarray] = {}
         for name, system in systems.items():
-            found = [conflict_answer(system, system.detect_conflict(p.a.content, p.b.content),
-                                     f"pair '{p.id}'") for p in pairs]
+            try:
+                found = [conflict_answer(system, system.detect_conflict(p.a.content,
+                                                                        p.b.content),
+                                         f"pair '{p.id}'") for p in pairs]
+            except SystemFailure as err:
+                self._fails("conflicts", name, err)
+                continue
             flagged = ["yes" if f != "none" else "no" for f in found]
             actual = ["yes" if t != "none" else "no" for t in truth]
             table[name] = {
@@ -198,8 +231,12 @@ class CompareSystems:
         ndcg: dict[str, np.ndarray] = {}
         recall: dict[str, np.ndarray] = {}
         for name, system in systems.items():
-            system.index(memories)
-            ranked = [[hit.id for hit in system.search(q.query, k)] for q in queries]
+            try:
+                system.index(memories)
+                ranked = [[hit.id for hit in system.search(q.query, k)] for q in queries]
+            except SystemFailure as err:
+                self._fails("search", name, err)
+                continue
             ndcg[name] = np.array([ndcg_at_k(r, q.relevant, k)
                                    for r, q in zip(ranked, queries, strict=True)])
             recall[name] = np.array([recall_at_k(r, set(q.relevant), k)

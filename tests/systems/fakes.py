@@ -132,3 +132,18 @@ class OutsideTheProtocol(KeepAllSystem, WordOverlapSystem):
 
 if "outside-protocol" not in SYSTEMS.names():
     SYSTEMS.register("outside-protocol", KeepAllConfig)(lambda cfg, **_: OutsideTheProtocol())
+
+
+class SearchGoesAway(WordOverlapSystem):
+    """Trust and conflicts as word-overlap's; its search fails, as a daemon that went away."""
+
+    name = "search-goes-away"
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        from memeval.metrics.gate_metrics import SystemFailure
+
+        raise SystemFailure("search in the daemon failed: ConnectError (the daemon went away)")
+
+
+if "search-goes-away" not in SYSTEMS.names():
+    SYSTEMS.register("search-goes-away", KeepAllConfig)(lambda cfg, **_: SearchGoesAway())

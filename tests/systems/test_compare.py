@@ -3,6 +3,7 @@ paired difference with the first system, and the capabilities a system lacks nam
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,3 +106,23 @@ def test_the_default_pair_fills_every_table_for_both(
     assert tables["conflicts"]["systems"]["memledger"]["typed"] is False
     assert tables["search"]["ndcg_vs_first"]["memledger"]["vs"] == "reference"
     assert "sqlite-vec via sqlean" in metrics["notes"]["memledger"]["search_path"]
+
+
+def test_a_system_failing_one_capability_keeps_everyone_else_s_figures(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    from memeval.metrics.gate_metrics import SystemFailure
+
+    with pytest.raises(SystemFailure, match="system gone failed in search: search in the daemon "
+                                            "failed"):
+        run_experiment(fast_config(
+            "+experiment=compare_systems", ONLY_REFERENCE,
+            "+system@experiment.systems.gone=reference",
+            "experiment.systems.gone.name=search-goes-away", "dataset.limit=40",
+            "experiment.passes=1", "bootstrap=30"), tmp_path / "run")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())  # written first
+    compare = metrics["compare"]
+    assert list(compare["search"]["ndcg_vs_first"]) == ["reference"]
+    assert set(compare["trust"]["systems"]) == {"reference", "gone"}  # its other tables stand
+    assert metrics["skipped"]["search"]["gone"].startswith("failed: search in the daemon failed")
+    assert metrics["failures"] == ["system gone failed in search: search in the daemon failed: "
+                                   "ConnectError (the daemon went away)"]

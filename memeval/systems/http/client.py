@@ -16,8 +16,15 @@ import httpx
 
 from memeval.backends.judges.base import NOT_SENT
 from memeval.registry import ConfigError
-from memeval.systems.base import Capability
-from memeval.systems.http.mapping import ID_PLACEHOLDER, HttpSystemConfig, Route, pluck
+from memeval.systems.base import Capability, Hit
+from memeval.systems.http.mapping import (
+    ID_PLACEHOLDER,
+    HttpSystemConfig,
+    Route,
+    SearchRoute,
+    as_key,
+    pluck,
+)
 from memeval.utils.http_retry import (
     Breaker,
     Cooldown,
@@ -38,6 +45,18 @@ class DaemonError(RuntimeError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def search_hits(route: SearchRoute, data: Any) -> list[Hit]:
+    """The hits of a search answer: ids and scores at their paths, parallel; a shape they do
+    not fit is a DaemonError naming the settings."""
+    try:
+        ids, scores = pluck(data, route.ids_field), pluck(data, route.scores_field)
+        return [Hit(as_key(i), float(s)) for i, s in zip(ids, scores, strict=True)]
+    except (KeyError, TypeError, ValueError) as err:
+        raise DaemonError(f"the daemon's search answer has no parallel ids and scores at "
+                          f"system.search.ids_field {route.ids_field!r} and scores_field "
+                          f"{route.scores_field!r} ({type(err).__name__}: {err})") from None
 
 
 class Daemon:
@@ -163,7 +182,8 @@ class Daemon:
 
     def preflight(self) -> None:
         """Before any work: the daemon answers, and every mapped route exists. List routes are
-        read; routes with effects are asked with GET, which any server that has them answers
+        read, and a search is sent and read as the replay will read it; routes with effects are
+        asked with GET, which any server that has them answers
         with something other than 404 (memoryd: 405) and which changes nothing. DELETE needs a
         memory id, so it is tried only when the first wipe runs."""
         if not self.cfg.preflight:
@@ -176,10 +196,14 @@ class Daemon:
                 self.listed(self.cfg.rejections, "system.rejections",
                             self.cfg.rejections.list_field)
             searched = Capability.SEARCH in self.cfg.capabilities
-            for key in ("ingest", "restart", *(("search", "index") if searched else ())):
+            for key in ("ingest", "restart", *(("index",) if searched else ())):
                 route = getattr(self.cfg, key)
                 if route.mapped:
                     self._exists(route, f"system.{key}")
+            if searched:  # a real search, read as every search will be: its shape fits
+                search = self.cfg.search
+                search_hits(search, self.call(search, "system.search",
+                                              {search.query_field: "memeval preflight"}).data)
         except DaemonError as err:
             raise ConfigError(f"system=http failed its preflight: {err.reason} (system.preflight"
                               f"=false skips the check)") from None

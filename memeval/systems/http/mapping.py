@@ -4,15 +4,24 @@ memeval's (memeval/conf/system/http.yaml holds memoryd's API as the preset).
 Every route is a path relative to `base_url`; a route with an empty path is not mapped, and the
 system claims only the capabilities its mapped routes can serve. Paths are checked here, before
 any request: an absolute URL or a path that would leave `base_url` is refused.
+
+A field of an answer is a dotted path (`result.stage`); `[]` steps into each object of a list
+(`results[].id`). A value read as a stage name keeps its JSON spelling: a daemon answering
+`"stored": true` as its stage maps it under `"true"`. `mapping` names a YAML file of these
+settings, merged over the preset, so a daemon's mapping can live beside its code.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import yaml
 
 from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.registry import bounded
@@ -70,8 +79,9 @@ class IngestRoute(Route):
     `stages` maps each stage name the daemon answers onto memeval's outcomes; `judge_stages`
     are the daemon stages reached only after its judge ran (they count as judge calls);
     `stored_field` ("" when the daemon sends none) is the stored flag: a stage mapped to
-    `stored` that comes back not stored is `not_stored` (memoryd: a duplicate). `fields` are
-    sent unchanged with every turn."""
+    `stored` that comes back not stored is `not_stored` (memoryd: a duplicate). A daemon that
+    answers no stage (`stage_field` "") is read by its stored flag alone: stored, or `dropped`.
+    `prompt_field` "" sends no prompt. `fields` are sent unchanged with every turn."""
 
     path: str = "/api/ingest"
     prompt_field: str = "user_prompt"
@@ -83,22 +93,26 @@ class IngestRoute(Route):
     judge_stages: list[str] = field(
         default_factory=lambda: ["synthesizer_skip", "noise_filtered", "stored"])
     not_stored: str = "dedup"
+    dropped: str = "judge"  # no stage field: a turn not stored was dropped here
 
     def check_mapping(self, key: str) -> None:
-        for name in ("prompt_field", "response_field", "stage_field"):
-            if not getattr(self, name).strip():
-                raise ValueError(f"{key}.{name} must name a field")
+        if not self.response_field.strip():
+            raise ValueError(f"{key}.response_field must name a field")
+        if not (self.stage_field.strip() or self.stored_field.strip()):
+            raise ValueError(f"{key}.stage_field or {key}.stored_field must name a field of the "
+                             f"answer: memeval reads the verdict from them")
         clash = {self.prompt_field, self.response_field} & set(self.fields)
         if clash or self.prompt_field == self.response_field:
             raise ValueError(f"{key}.fields and the text fields must not share a name "
                              f"({', '.join(sorted(clash)) or self.prompt_field})")
         unknown = {f"{stage}: {outcome}" for stage, outcome in self.stages.items()
                    if outcome not in OUTCOMES}
-        if unknown or self.not_stored not in OUTCOMES:
-            raise ValueError(f"{key}.stages and {key}.not_stored map onto memeval's outcomes "
-                             f"({', '.join(OUTCOMES)}); got "
-                             f"{', '.join(sorted(unknown)) or self.not_stored}")
-        if not self.stages:
+        odd = [o for o in (self.not_stored, self.dropped) if o not in OUTCOMES]
+        if unknown or odd:
+            raise ValueError(f"{key}.stages, {key}.not_stored and {key}.dropped map onto "
+                             f"memeval's outcomes ({', '.join(OUTCOMES)}); got "
+                             f"{', '.join(sorted(unknown) or odd)}")
+        if self.stage_field and not self.stages:
             raise ValueError(f"{key}.stages must map the daemon's stage names")
         missing = [stage for stage in self.judge_stages if stage not in self.stages]
         if missing:
@@ -134,7 +148,8 @@ class RejectionsRoute(ListRoute):
 @dataclass
 class SearchRoute(Route):
     """memoryd answers `{context, scores}` with no memory ids: search is claimed only when
-    `ids_field` names a list of ids parallel to `scores_field` (and `index` is mapped)."""
+    `ids_field` names the ids, parallel to `scores_field` (and `index` is mapped): two lists
+    (`ids`, `scores`), or fields of each result (`results[].id`, `results[].score`)."""
 
     path: str = "/api/search"
     query_field: str = "query"
@@ -179,8 +194,11 @@ class HttpSystemConfig:
     restart: Route = field(default_factory=Route)
     search: SearchRoute = field(default_factory=SearchRoute)
     index: IndexRoute = field(default_factory=IndexRoute)
+    mapping: str | None = None  # a YAML file of these settings, merged over the ones above
 
     def validate(self) -> None:
+        if self.mapping:
+            self._merge(self.mapping)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base_url must be an http:// or https:// URL with a host "
@@ -196,6 +214,27 @@ class HttpSystemConfig:
         if self.ingest.mapped:
             self.ingest.check_mapping("system.ingest")
 
+    def _merge(self, path: str) -> None:
+        """The file's settings over these, then checked like the rest: a route's settings merge
+        into the preset's route, a map or list (stages, fields) replaces the preset's."""
+        from memeval.registry import to_dataclass
+
+        try:
+            loaded = yaml.safe_load(Path(path).expanduser().read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"mapping {path}: {err}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError(f"mapping {path}: not a YAML mapping of system=http settings")
+        loaded.pop("name", None)
+        loaded.pop("mapping", None)
+        params = {**_overlay(self, loaded, f"mapping {path}"), "mapping": None}  # merged once
+        merged = to_dataclass(HttpSystemConfig, params, f"mapping {path}")
+        _replace_maps(merged, loaded)  # checking merged the file's maps into the preset's
+        merged.validate()
+        for item in fields(self):
+            if item.name != "mapping":
+                setattr(self, item.name, getattr(merged, item.name))
+
     @property
     def capabilities(self) -> frozenset[Capability]:
         """What the mapped routes can serve; freezing learning never (a daemon cannot)."""
@@ -209,10 +248,45 @@ class HttpSystemConfig:
         return frozenset(found)
 
 
+def _overlay(current: Any, data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`current`'s settings as plain data with `data` laid over them: into a nested route
+    setting by setting, any other value replaced whole."""
+    plain = {f.name: getattr(current, f.name) for f in fields(current)}
+    for key, value in data.items():
+        if key not in plain:
+            raise ValueError(f"{where}: unknown setting {key!r} (settings: "
+                             f"{', '.join(sorted(plain))})")
+        now = plain[key]
+        plain[key] = _overlay(now, value, f"{where}: {key}") \
+            if is_dataclass(now) and isinstance(value, dict) else value
+    return {k: asdict(v) if is_dataclass(v) and not isinstance(v, type) else v
+            for k, v in plain.items()}
+
+
+def _replace_maps(obj: Any, data: Mapping[str, Any]) -> None:
+    for key, value in data.items():
+        now = getattr(obj, key)
+        if is_dataclass(now) and isinstance(value, dict):
+            _replace_maps(now, value)
+        elif isinstance(value, dict | list):
+            setattr(obj, key, value)
+
+
 def pluck(data: Any, path: str) -> Any:
-    """The value at a dotted `path` ("" = `data` itself); KeyError when it is not there."""
-    for part in filter(None, path.split(".")):
+    """The value at a dotted `path` ("" = `data` itself), a list of values when the path steps
+    into a list with `[]` (`results[].id`); KeyError when it is not there."""
+    head, into, rest = path.partition("[]")
+    for part in filter(None, head.split(".")):
         if not isinstance(data, Mapping) or part not in data:
             raise KeyError(path)
         data = data[part]
-    return data
+    if not into:
+        return data
+    if not isinstance(data, list):
+        raise KeyError(path)
+    return [pluck(item, rest.lstrip(".")) for item in data]
+
+
+def as_key(value: Any) -> str:
+    """A value as a mapping key: text as it is, anything else in its JSON spelling (true, 3)."""
+    return value if isinstance(value, str) else json.dumps(value)

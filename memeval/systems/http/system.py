@@ -35,8 +35,8 @@ from memeval.systems.base import (
     IndexedMemory,
     KeepsItsOwnState,
 )
-from memeval.systems.http.client import Daemon, DaemonError
-from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute, pluck
+from memeval.systems.http.client import Daemon, DaemonError, search_hits
+from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute, as_key, pluck
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
@@ -53,9 +53,12 @@ class Turn:
 
 
 def read_verdict(route: IngestRoute, data: Any) -> tuple[str, bool, bool, str]:
-    """(outcome, retained, judge called, the daemon's own stage) from an ingest answer."""
+    """(outcome, retained, judge called, the daemon's own stage) from an ingest answer; with no
+    stage field, the stored flag alone says stored or dropped."""
+    if not route.stage_field:
+        return _by_flag(route, data)
     try:
-        stage = str(pluck(data, route.stage_field))
+        stage = as_key(pluck(data, route.stage_field))
     except KeyError:
         raise DaemonError(f"the daemon's answer has no {route.stage_field!r}: check "
                           f"system.ingest.stage_field") from None
@@ -65,21 +68,30 @@ def read_verdict(route: IngestRoute, data: Any) -> tuple[str, bool, bool, str]:
                                  f"system.ingest.stages does not map (it maps "
                                  f"{', '.join(route.stages)}): add it"))
     if route.stored_field:
-        try:
-            flag = pluck(data, route.stored_field)
-        except KeyError:
-            raise DaemonError(f"the daemon's answer has no {route.stored_field!r}: check "
-                              f"system.ingest.stored_field (\"\" if it sends none)") from None
-        if not isinstance(flag, bool | int | float):
-            raise DaemonError(f"the daemon's {route.stored_field!r} is {type(flag).__name__}, "
-                              f"not a flag or count: check system.ingest.stored_field")
-        stored = flag > 0
+        stored = _stored(route, data)
         if stored and outcome != "stored":
             raise DaemonError(f"the daemon answered stage {stage!r} (memeval: {outcome}) yet "
                               f"stored the turn: check system.ingest.stages")
         if outcome == "stored" and not stored:
             outcome = route.not_stored
     return outcome, outcome in KEPT, stage in route.judge_stages, stage
+
+
+def _stored(route: IngestRoute, data: Any) -> bool:
+    try:
+        flag = pluck(data, route.stored_field)
+    except KeyError:
+        raise DaemonError(f"the daemon's answer has no {route.stored_field!r}: check "
+                          f"system.ingest.stored_field (\"\" if it sends none)") from None
+    if not isinstance(flag, bool | int | float):
+        raise DaemonError(f"the daemon's {route.stored_field!r} is {type(flag).__name__}, "
+                          f"not a flag or count: check system.ingest.stored_field")
+    return flag > 0
+
+
+def _by_flag(route: IngestRoute, data: Any) -> tuple[str, bool, bool, str]:
+    outcome = "stored" if _stored(route, data) else route.dropped
+    return outcome, outcome in KEPT, False, ""
 
 
 class HttpIngestor(KeepsItsOwnState):
@@ -117,8 +129,8 @@ class HttpIngestor(KeepsItsOwnState):
         decision = Decision(pass_no, phase, entry.id, entry.label, entry.label_source,
                             len(turn.text), outcome="error", retained=False,
                             started_at=time.time())
-        payload = {**route.fields, route.prompt_field: turn.prompt,
-                   route.response_field: turn.text}
+        payload = {**route.fields, route.response_field: turn.text,
+                   **({route.prompt_field: turn.prompt} if route.prompt_field else {})}
         start = time.perf_counter()
         stage = ""
         try:
@@ -210,13 +222,9 @@ class HttpSystem:
         try:
             data = self.daemon.call(route, "system.search",
                                     {route.query_field: redact(query)}).data
-            ids, scores = pluck(data, route.ids_field), pluck(data, route.scores_field)
-            hits = [Hit(str(i), float(s)) for i, s in zip(ids, scores, strict=True)]
+            hits = search_hits(route, data)
         except DaemonError as err:
             raise SystemFailure(f"search in the daemon failed: {err.reason}") from None
-        except (KeyError, TypeError, ValueError) as err:
-            raise SystemFailure(f"the daemon's search answer has no parallel lists at "
-                                f"system.search.ids_field and scores_field ({err})") from None
         return sorted(hits, key=lambda hit: -hit.score)[:k]
 
     def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
