@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from memeval.__main__ import COMMANDS, main
-from memeval.config import check_overrides, compose, quote_values, validate
+from memeval.config import check_overrides, compose, expand_targets, quote_values, validate
 from tests.test_contributing import GUIDE_OPTION, GUIDE_RUN, TOGETHER_OPTIONS
 from tests.test_plugins import EXAMPLE_OPTIONS
 
@@ -93,7 +93,7 @@ def sweep_points(overrides: list[str]) -> list[list[str]]:
 
 
 def check_run(args: list[str]) -> None:
-    args = quote_values([a for a in args if a != PLACEHOLDER])
+    args = quote_values(expand_targets([a for a in args if a != PLACEHOLDER]))
     check_overrides(args)  # raises ConfigError naming the fix
     overrides = [a for a in args if not a.startswith("-")]
     for point in sweep_points(overrides):
