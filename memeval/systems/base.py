@@ -30,6 +30,7 @@ from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.quality.record import MemoryRecord
 from memeval.registry import Chosen, ConfigError, Registry
+from memeval.utils.redact import redact
 
 # What `detect_conflict` may answer besides None: a type, or `conflict` when the system does not
 # type its conflicts.
@@ -115,6 +116,18 @@ class KeepsItsOwnState:
 
     def restore_learning_state(self, state: dict[str, Any]) -> None:
         """Nothing to restore: the system kept it."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A turn as a library system is given it: the answer redacted once, for every pass."""
+
+    entry: Entry
+    text: str
+
+    @classmethod
+    def redacted(cls, entries: Sequence[Entry]) -> list[Turn]:
+        return [cls(e, redact(e.assistant_response)) for e in entries]
 
 
 @dataclass(frozen=True)

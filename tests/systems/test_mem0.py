@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from omegaconf import DictConfig
@@ -36,6 +37,20 @@ def test_retrieval_through_mem0_matches_cosine_on_the_same_embedder(
     assert metrics["system"]["capabilities"] == ["ingest", "reset_memories", "search"]
     assert metrics["system"]["notes"]["telemetry"] == "off (MEM0_TELEMETRY=False)"
     assert (tmp_path / "run" / "mem0" / "history.db").is_file()  # mem0's files stay in the run
+
+
+def test_mem0_s_own_embedder_can_read_memeval_s_served_one(
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        embeddings_server: tuple[str, list[dict[str, Any]]]) -> None:
+    url, seen = embeddings_server
+    metrics = run_experiment(fast_config("+experiment=retrieval_replay", "dataset=locomo",
+                                         f"dataset.path={LOCOMO}", "system=mem0",
+                                         f"system.embeddings_base_url={url}",
+                                         "experiment.passes=1", "bootstrap=20"),
+                             tmp_path / "run")
+    assert 0.0 <= metrics["passes"][-1]["mem0"]["ndcg"] <= 1.0
+    assert metrics["system"]["notes"]["embeddings"].endswith("(256 dimensions)")
+    assert len(seen) > 30  # the probe, every memory mem0 added and every query it searched
 
 
 def test_three_passes_through_mem0_store_every_turn_without_an_llm(

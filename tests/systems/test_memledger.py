@@ -7,7 +7,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,6 @@ from memeval.metrics.gate_metrics import SystemFailure
 from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
-from memeval.serve.embeddings import EmbeddingsServer
-from memeval.serve.http import Request, make_server, url_of
 from memeval.systems.base import SYSTEMS, Capability, IndexedMemory
 from memeval.systems.memledger.runtime import SEARCH_PATHS
 from memeval.systems.memledger.system import MemledgerSystem
@@ -151,26 +148,6 @@ def test_settings_are_checked(tmp_path: Path) -> None:
         build(tmp_path, conflict_threshold=1.5)
     with pytest.raises(ConfigError, match="gate_min_confidence must not exceed"):
         build(tmp_path, gate_min_confidence=0.7)
-
-
-@pytest.fixture
-def embeddings_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """memeval's hashing embedder as /v1/embeddings on loopback, recording each request."""
-    server = EmbeddingsServer(HashingEmbedder(256), "hashing")
-    seen: list[dict[str, Any]] = []
-
-    def embeddings(request: Request) -> tuple[int, Any]:
-        seen.append(request.body)
-        return server.embeddings(request)
-
-    http = make_server({"/v1/embeddings": {"POST": embeddings}}, "127.0.0.1", 0)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield url_of(http) + "/v1", seen
-    finally:
-        http.shutdown()
-        http.server_close()
 
 
 @pytest.mark.integration

@@ -40,6 +40,7 @@ from memeval.systems.base import (
     Hit,
     IndexedMemory,
     KeepsItsOwnState,
+    Turn,
 )
 from memeval.utils.redact import redact
 
@@ -66,12 +67,6 @@ class Mem0SystemConfig:
                              "mem0's LLM); infer: false stores every turn as is")
 
 
-@dataclass(frozen=True)
-class Turn:
-    entry: Entry
-    text: str  # the assistant response, redacted once for every pass
-
-
 class Mem0Ingestor(KeepsItsOwnState):
     """Every turn goes to `add()`; a restart deletes what the passes stored."""
 
@@ -82,7 +77,7 @@ class Mem0Ingestor(KeepsItsOwnState):
         self.state_dir = state_dir
 
     def prepare(self, entries: Sequence[Entry]) -> list[Turn]:
-        return [Turn(e, redact(e.assistant_response)) for e in entries]
+        return Turn.redacted(entries)
 
     def restart(self, wipe_memories: bool = True) -> None:
         if wipe_memories:
@@ -226,20 +221,22 @@ def _open(cfg: Mem0SystemConfig, ctx: Components) -> tuple[Any, dict[str, Any]]:
 
 
 def _probe_width(cfg: Mem0SystemConfig) -> int:
-    """The server's vector width, from one request: a server that does not answer is named."""
-    import httpx
+    """The server's vector width, from memeval's own client's preflight: a server that does not
+    answer is named."""
+    from memeval.backends.embedders.openai_http import OpenAIHttpConfig, OpenAIHttpEmbedder
 
     assert cfg.embeddings_base_url is not None
+    probe = OpenAIHttpEmbedder(OpenAIHttpConfig(base_url=cfg.embeddings_base_url,
+                                                model=cfg.embeddings_model))
     try:
-        reply = httpx.post(f"{cfg.embeddings_base_url.rstrip('/')}/embeddings",
-                           json={"model": cfg.embeddings_model, "input": ["width"]}, timeout=30)
-        reply.raise_for_status()
-        return len(reply.json()["data"][0]["embedding"])
-    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as err:
-        raise ConfigError(
-            f"no embeddings from {redact(cfg.embeddings_base_url)} ({type(err).__name__}): "
-            f"start one (python -m memeval serve embeddings) or leave "
-            f"system.embeddings_base_url null for memeval's embedder") from None
+        probe.preflight()
+    except ConfigError as err:
+        raise ConfigError(f"system=mem0, system.embeddings_base_url: {err} (start one: python "
+                          f"-m memeval serve embeddings; or leave it null for memeval's "
+                          f"embedder)") from None
+    finally:
+        probe.close()
+    return probe.dim
 
 
 @SYSTEMS.register("mem0", Mem0SystemConfig)

@@ -32,6 +32,7 @@ from memeval.systems.base import (
     Hit,
     IndexedMemory,
     KeepsItsOwnState,
+    Turn,
 )
 from memeval.systems.memledger.records import UNDECLARED, ledger_scores
 from memeval.systems.memledger.runtime import (
@@ -80,12 +81,6 @@ class MemledgerSystemConfig:
                              f"got {self.namespace!r}")
 
 
-@dataclass(frozen=True)
-class Turn:
-    entry: Entry
-    text: str  # the assistant response, redacted once for every pass
-
-
 class MemledgerIngestor(KeepsItsOwnState):
     """Every turn goes to `add()`; a restart deletes what the passes stored. memledger learns
     nothing from what it stores, so there is no state to checkpoint."""
@@ -99,7 +94,7 @@ class MemledgerIngestor(KeepsItsOwnState):
         self.conflicts = 0  # flagged by memledger this pass
 
     def prepare(self, entries: Sequence[Entry]) -> list[Turn]:
-        return [Turn(e, redact(e.assistant_response)) for e in entries]
+        return Turn.redacted(entries)
 
     def restart(self, wipe_memories: bool = True) -> None:
         if wipe_memories:
