@@ -31,18 +31,27 @@ class Checked:
     def line(self) -> str:
         if self.problems is None:
             return f"{self.capability:<16} not declared"
+        if not self.problems and not self.items:
+            return f"{self.capability:<16} not checked: a step before it failed"
         state = "ok" if not self.problems else f"{len(self.problems)} problem(s)"
         return f"{self.capability:<16} {state} ({self.items} checked)"
 
 
 def _collect(check: Callable[[], object], problems: list[str]) -> None:
-    from memeval.metrics.gate_metrics import SystemFailure
-
+    """Whatever the system's code raises is a problem to name, not the check's end."""
     try:
         check()
-    except (SystemFailure, ValueError, TypeError, KeyError, AttributeError,
-            NotImplementedError) as err:
+    except Exception as err:  # the system's own code: any error it raises is reported
         problems.append(f"{type(err).__name__}: {err}")
+
+
+def _problems(found: Checked) -> list[str]:
+    """A declared capability's list of problems (created with its Checked)."""
+    assert found.problems is not None
+    return found.problems
+
+
+CHECKPOINTED = ("state_dir", "learning", "stores", "learning_state", "restore_learning_state")
 
 
 def _ingest(ctx: Any, system: Any, capabilities: set[str], out: dict[str, Checked]) -> None:
@@ -51,10 +60,20 @@ def _ingest(ctx: Any, system: Any, capabilities: set[str], out: dict[str, Checke
     entries = ctx.dataset.entries[:SAMPLE]
     ids = {e.id for e in entries}
     found = out["ingest"]
-    problems: list[str] = []
+    problems = _problems(found)
     ingestor = system.ingestor(ctx.run_dir / "state")
+    missing = [a for a in CHECKPOINTED if not hasattr(ingestor, a)]
+    if missing:
+        problems.append(f"the ingestor has no {', '.join(missing)}: memeval saves each pass "
+                        f"with them (subclass KeepsItsOwnState when there is nothing to save; "
+                        f"docs/protocol.md)")
     items = ingestor.prepare(entries)
-    for decision in ingestor.run_pass(items, 1):
+    if not isinstance(items, list) or len(items) != len(entries):
+        problems.append(f"prepare() returned {type(items).__name__}"
+                        + (f" of {len(items)}" if isinstance(items, list) else "")
+                        + f" for {len(entries)} entries: it returns a list, one item per entry")
+        return
+    for decision in ingestor.run_pass(items, 1, "eval"):
         found.items += 1
         _collect(partial(check_outcome, decision, system.name), problems)
         if decision.entry_id not in ids:
@@ -64,20 +83,19 @@ def _ingest(ctx: Any, system: Any, capabilities: set[str], out: dict[str, Checke
                             f"{type(decision.retained).__name__}, not a bool")
     if found.items != len(entries):
         problems.append(f"{found.items} decisions for {len(entries)} turns")
-    found.problems = problems
+    if "freeze_learning" not in capabilities:
+        _collect(ingestor.learning_state, problems)
     if "reset_memories" in capabilities:
-        out["reset_memories"].problems = []
-        _collect(lambda: ingestor.restart(wipe_memories=True), out["reset_memories"].problems)
         out["reset_memories"].items = 1
+        _collect(lambda: ingestor.restart(wipe_memories=True), _problems(out["reset_memories"]))
     if "freeze_learning" in capabilities:
         frozen = out["freeze_learning"]
-        frozen.problems = []
 
         def replay_frozen() -> None:
             ingestor.learning = False
             frozen.items = sum(1 for _ in ingestor.run_pass(items, 2, "eval"))
 
-        _collect(replay_frozen, frozen.problems)
+        _collect(replay_frozen, _problems(frozen))
 
 
 def _score(system: Any, out: Checked) -> None:
@@ -86,15 +104,16 @@ def _score(system: Any, out: Checked) -> None:
 
     records = [item.record for item in load_memory_records(
         data_path("mqs/memory_records_v1.jsonl"))[0]]
-    out.problems, out.items = [], len(records)
+    problems = _problems(out)
+    out.items = len(records)
     scores: list[Any] = []
-    _collect(lambda: scores.extend(system.score_records(records)), out.problems)
+    _collect(lambda: scores.extend(system.score_records(records)), problems)
     if scores and len(scores) != len(records):
-        out.problems.append(f"{len(scores)} scores for {len(records)} records")
+        problems.append(f"{len(scores)} scores for {len(records)} records")
     for record, score in zip(records, scores, strict=False):
         if not isinstance(score, int | float) or not math.isfinite(score) \
                 or not 0.0 <= score <= 100.0:
-            out.problems.append(f"record {record.id!r}: score {score!r} is not a number in "
+            problems.append(f"record {record.id!r}: score {score!r} is not a number in "
                                 f"[0, 100] (MQS's scale)")
 
 
@@ -104,13 +123,14 @@ def _conflicts(system: Any, out: Checked) -> None:
     from memeval.systems.base import conflict_answer
 
     pairs = load_conflict_pairs(data_path("conflicts/memory_pairs_v1.jsonl"))[0][:SAMPLE]
-    out.problems, out.items = [], len(pairs)
+    problems = _problems(out)
+    out.items = len(pairs)
     def answer(a: str, b: str, where: str) -> str:
         return conflict_answer(system, system.detect_conflict(a, b), where)
 
     for pair in pairs:
         _collect(partial(answer, pair.a.content, pair.b.content, f"pair '{pair.id}'"),
-                 out.problems)
+                 problems)
 
 
 @dataclass(frozen=True)
@@ -132,8 +152,9 @@ def _search(system: Any, capabilities: set[str], out: dict[str, Checked]) -> Non
     memories = [IndexedMemory(e.id, e.assistant_response) for e in rows]
     known = {m.id: i for i, m in enumerate(memories)}
     queries = load_queries(data_path("retrieval/queries_v1.jsonl"))[0][:SAMPLE]
-    found, problems = out["search"], list[str]()
-    found.problems, found.items = problems, len(queries)
+    found = out["search"]
+    problems = _problems(found)
+    found.items = len(queries)
     _collect(partial(system.index, memories), problems)
     served: list[str] = []
     for query in queries:
@@ -148,8 +169,8 @@ def _search(system: Any, capabilities: set[str], out: dict[str, Checked]) -> Non
 
         _collect(ask, problems)
     if "feedback" in capabilities and served:
-        out["feedback"].problems, out["feedback"].items = [], 1
-        _collect(lambda: system.record_outcome(served[0], True), out["feedback"].problems)
+        out["feedback"].items = 1
+        _collect(lambda: system.record_outcome(served[0], True), _problems(out["feedback"]))
 
 
 def check(overrides: Sequence[str]) -> tuple[str, list[Checked]]:
@@ -165,15 +186,15 @@ def check(overrides: Sequence[str]) -> tuple[str, list[Checked]]:
         system = ctx.system
         try:
             capabilities = {str(c) for c in system.capabilities}
-            out = {str(c): Checked(str(c)) for c in Capability}
-            if "ingest" in capabilities:
-                _ingest(ctx, system, capabilities, out)
-            if "score_records" in capabilities:
-                _score(system, out["score_records"])
-            if "detect_conflicts" in capabilities:
-                _conflicts(system, out["detect_conflicts"])
-            if "search" in capabilities:
-                _search(system, capabilities, out)
+            out = {str(c): Checked(str(c), problems=[] if str(c) in capabilities else None)
+                   for c in Capability}
+            steps = {"ingest": partial(_ingest, ctx, system, capabilities, out),
+                     "score_records": partial(_score, system, out["score_records"]),
+                     "detect_conflicts": partial(_conflicts, system, out["detect_conflicts"]),
+                     "search": partial(_search, system, capabilities, out)}
+            for capability, step in steps.items():
+                if capability in capabilities:
+                    _collect(step, _problems(out[capability]))
         finally:
             system.close()
     return system.name, list(out.values())

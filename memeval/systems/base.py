@@ -91,10 +91,11 @@ class Ingestor(Protocol):
 
 class KeepsItsOwnState:
     """For an ingestor whose system keeps what it learns itself and cannot freeze it (a daemon,
-    a library): memeval has nothing to checkpoint or restore, and `learning = False` is refused
-    naming the missing capability."""
+    a library): memeval has nothing to checkpoint or restore, and `learning = False` is refused.
+    A subclass names its system in `system_name`; a system that can freeze its learning keeps a
+    `learning` attribute of its own instead (docs/protocol.md)."""
 
-    system_name: str
+    system_name: str = "this system"
 
     @property
     def learning(self) -> bool:
@@ -103,9 +104,11 @@ class KeepsItsOwnState:
     @learning.setter
     def learning(self, value: bool) -> None:
         if not value:
-            raise ConfigError(f"system={self.system_name} cannot replay without learning (no "
-                              f"freeze_learning capability): choose an experiment that does "
-                              f"not need it")
+            raise ConfigError(f"system {self.system_name} cannot replay without learning: its "
+                              f"ingestor subclasses KeepsItsOwnState, whose learning stays on; a "
+                              f"system declaring freeze_learning keeps a learning attribute of "
+                              f"its own (docs/protocol.md), any other needs an experiment that "
+                              f"does not freeze")
 
     @property
     def stores(self) -> Sequence[Persisted]:

@@ -212,7 +212,7 @@ def test_a_daemon_cannot_be_told_to_stop_learning(
         daemon: tuple[FakeMemoryd, LoopbackServer], tmp_path: Path) -> None:
     gate = ingestor(daemon[1], tmp_path)
     gate.learning = True
-    with pytest.raises(ConfigError, match="no freeze_learning capability"):
+    with pytest.raises(ConfigError, match="cannot replay without learning: its ingestor"):
         gate.learning = False
     assert gate.stores == () and gate.learning_state() == {}
 

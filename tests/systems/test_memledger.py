@@ -86,7 +86,7 @@ def test_every_turn_is_stored_and_a_restart_empties_the_ledger(
     assert count_rows(memledger) == 4
     ingestor.restart(wipe_memories=True)
     assert count_rows(memledger) == 0
-    with pytest.raises(ConfigError, match="no freeze_learning capability"):
+    with pytest.raises(ConfigError, match="cannot replay without learning: its ingestor"):
         ingestor.learning = False
 
 
