@@ -54,6 +54,14 @@ def memeval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
+def test_a_system_written_from_the_docs_alone_passes_the_check(tmp_path: Path) -> None:
+    """examples/team_memory.py: written by a developer who read only the docs."""
+    checked = memeval(tmp_path, "check", "system=team_memory:build")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "freeze_learning  ok (40 checked)" in checked.stdout
+    assert "feedback         ok (1 checked)" in checked.stdout
+
+
 def test_the_template_passes_the_check_and_runs_from_the_command_line(tmp_path: Path) -> None:
     checked = memeval(tmp_path, "check", "system=my_memory:build")
     assert checked.returncode == 0, checked.stdout + checked.stderr
