@@ -37,6 +37,7 @@ from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
 from memeval.reporting.outputs import Outputs, Score, declare
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
+from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
@@ -232,6 +233,12 @@ class RunContext:
     def components(self) -> Components:
         """This context as what a system may use (the type checker holds it to the protocol)."""
         return self
+
+    def own_models(self, learned: bool | None) -> bool:
+        """Whether to fit memeval's own learned models (their cross-validation takes minutes):
+        `learned` when set, else only when the system under test is memeval's reference engine,
+        since another system's run measures that system, not memeval."""
+        return learned if learned is not None else isinstance(self.system, ReferenceSystem)
 
     def ingestor(self, needed: Sequence[Capability], experiment: str,
                  state_name: str = "state") -> Ingestor:

@@ -112,7 +112,7 @@ class ConflictDetection:
         summary = summarise(results)
         learned = None
         tables = {"conflict_pairs": rows}
-        if self.cfg.dev_pairs and self._trains(ctx):
+        if self.cfg.dev_pairs and ctx.own_models(self.cfg.learned):
             learned, tables["conflict_learned"] = self._learned(ctx)
             summary += "\n" + summarise_learned(learned)
         conflicts = Conflicts.from_dict({
@@ -121,13 +121,6 @@ class ConflictDetection:
             "labels": dict(Counter(truth)), "detectors": list(results), **results})
         return ExperimentResult([], [], ConflictFindings(conflicts, learned), summary=summary,
                                 tables=tables)
-
-    def _trains(self, ctx: RunContext) -> bool:
-        """memeval's learned detector is its own model: another system's run trains it only when
-        asked (`experiment.learned=true`)."""
-        if self.cfg.learned is not None:
-            return self.cfg.learned
-        return isinstance(ctx.system, ReferenceSystem)
 
     def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
         pairs, sources = [], []

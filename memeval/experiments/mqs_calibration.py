@@ -378,19 +378,12 @@ class MQSCalibration:
         }
         return summary, rows
 
-    def _own_models(self, ctx: RunContext) -> bool:
-        """memeval's MAI rubric and learned trust score measure memeval, not the system under
-        test: another system's run includes them only when asked (`experiment.learned=true`)."""
-        if self.cfg.learned is not None:
-            return self.cfg.learned
-        return isinstance(ctx.system, ReferenceSystem)
-
     def run(self, ctx: RunContext) -> ExperimentResult:
         mqs = mai = trust = None
         tables: dict[str, list[dict[str, Any]]] = {}
         if self.cfg.records is not None:
             mqs, tables["mqs_records"] = self._mqs(ctx, self.cfg.records)
-        own = self._own_models(ctx)
+        own = ctx.own_models(self.cfg.learned)  # MAI and the trust score are memeval's own
         if self.cfg.scenarios is not None and own:
             mai, tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
         summary = summarise(mqs, mai, None if own else ctx.system.name)

@@ -147,6 +147,8 @@ class RetrievalReplay:
         system = ctx.system
         if isinstance(system, ReferenceSystem):
             return None
+        if system.name in self.cfg.arms:
+            raise ValueError(f"system {system.name} shares its name with an arm: rename the arm")
         found = search_corpus(ctx, system, evaluation, work.memories, self.cfg.k,
                               "retrieval_replay")
         rows = {}
@@ -172,8 +174,6 @@ class RetrievalReplay:
                      for r in work.records])
                 for name, node in self.cfg.arms.items()]
         beside = self._system_rows(ctx, work, evaluation)
-        if beside is not None and beside[0] in self.cfg.arms:
-            raise ValueError(f"system {beside[0]} shares its name with an arm: rename the arm")
         passes, rows = [], []
         for pass_no in range(1, self.cfg.passes + 1):
             sequence = self._sequence([*usage, *work.prompts, *evaluation], pass_no, ctx.seed)
