@@ -37,7 +37,8 @@ REQUIRED = {("dataset", "labeled_jsonl"): [
     ("dataset", "locomo"): [f"dataset.path={CORPORA / 'locomo_small.json'}"],
     ("dataset", "longmemeval"): [f"dataset.path={CORPORA / 'longmemeval_small.json'}"],
     ("dataset", "memory_jsonl"): [f"dataset.memories={CORPORA / 'memories.jsonl'}",
-                                  f"dataset.queries={CORPORA / 'queries.jsonl'}"]}
+                                  f"dataset.queries={CORPORA / 'queries.jsonl'}"],
+    ("system", "factory"): ["system.target=my_memory:build"]}
 
 
 def builtin(registry: Registry[Any] | Inputs) -> set[str]:

@@ -21,12 +21,15 @@ pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the qui
 CONF = CONF_DIR
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 # score hand-labelled quality sets; replay no traces
-QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_calibration"}
+QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_calibration",
+           "memory_qa"}
 REPLAYS = [name for name in EXPERIMENTS if name not in QUALITY]
 TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"],
         "mqs_calibration": ["bootstrap=30"], "conflict_detection": ["bootstrap=30"],
         "mai_calibration": ["bootstrap=30", "experiment.test_scenarios=null"],
-        "retrieval_replay": ["experiment.store_passes=1", "experiment.passes=1", "bootstrap=30"]}
+        "retrieval_replay": ["experiment.store_passes=1", "experiment.passes=1", "bootstrap=30"],
+        "memory_qa": ["dataset=locomo", "bootstrap=30", "dataset.path="
+                      f"{Path(__file__).parent / 'data' / 'corpora' / 'locomo_small.json'}"]}
 REQUIRED_PASS_KEYS = {"pass", "substantive_recall", "noise_stored", "prejudge_filter_rate",
                       "judge_calls", "stage_counts"}
 

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads only once a check runs, not for --help
+    import numpy as np
 
 DESCRIPTION = "put a memory system through each capability it declares, naming any answer " \
               "outside the protocol (docs/protocol.md)"
@@ -55,6 +56,8 @@ CHECKPOINTED = ("state_dir", "learning", "stores", "learning_state", "restore_le
 
 
 def _ingest(ctx: Any, system: Any, capabilities: set[str], out: dict[str, Checked]) -> None:
+    import numpy as np
+
     from memeval.metrics.gate_metrics import check_outcome
 
     entries = ctx.dataset.entries[:SAMPLE]
@@ -141,6 +144,8 @@ class _Query:
 
 
 def _search(system: Any, capabilities: set[str], out: dict[str, Checked]) -> None:
+    import numpy as np
+
     from memeval.data.labeled_jsonl import load_labeled_jsonl
     from memeval.data.quality_sets import load_queries
     from memeval.experiments.system_search import checked_hits

@@ -4,17 +4,17 @@ protocol. The template in examples/ is the system a newcomer copies."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from memeval.__main__ import main
 from memeval.api import evaluate
 from memeval.registry import ConfigError
 
-pytestmark = pytest.mark.slow  # starts processes and runs experiments: not the quick tier
+pytestmark = pytest.mark.slow  # runs commands and experiments: not the quick tier
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -46,37 +46,53 @@ def build():
 '''
 
 
-def memeval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMEVAL_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(EXAMPLES), os.environ.get("PYTHONPATH", "")])}
-    env.pop("PHOENIX_COLLECTOR_ENDPOINT", None)
-    return subprocess.run([sys.executable, "-m", "memeval", *args, "embedder=hashing"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_a_system_written_from_the_docs_alone_passes_the_check(tmp_path: Path) -> None:
+def memeval(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> Done:
+    """A command as a user types it, from `tmp_path`, in this process (examples/ on the path)."""
+    code = main([*args, "embedder=hashing", f"cache_dir={tmp_path / 'cache'}"])
+    out = capsys.readouterr()
+    return Done(code, out.out, out.err)
+
+
+@pytest.fixture(autouse=True)
+def _here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # where a user's own module sits
+    monkeypatch.delenv("PHOENIX_COLLECTOR_ENDPOINT", raising=False)
+
+
+def test_a_system_written_from_the_docs_alone_passes_the_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """examples/team_memory.py: written by a developer who read only the docs."""
-    checked = memeval(tmp_path, "check", "system=team_memory:build")
+    checked = memeval(tmp_path, capsys, "check", "system=team_memory:build")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "freeze_learning  ok (40 checked)" in checked.stdout
     assert "feedback         ok (1 checked)" in checked.stdout
 
 
-def test_the_template_passes_the_check_and_runs_from_the_command_line(tmp_path: Path) -> None:
-    checked = memeval(tmp_path, "check", "system=my_memory:build")
+def test_the_template_passes_the_check_and_runs_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    checked = memeval(tmp_path, capsys, "check", "system=my_memory:build")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "ingest           ok (40 checked)" in checked.stdout
     assert "feedback         not declared" in checked.stdout
-    ran = memeval(tmp_path, "run", "+experiment=three_pass", "system=my_memory:build",
+    ran = memeval(tmp_path, capsys, "run", "+experiment=three_pass", "system=my_memory:build",
                   "+system.settings.min_words=12", "progress=false", "plots=false",
                   "reporting.phoenix.endpoint=null", f"hydra.run.dir={tmp_path / 'run'}")
     assert ran.returncode == 0, ran.stderr
     assert "my-memory, gate: fewer than 12 words: dropped" in ran.stdout
 
 
-def test_the_check_names_every_answer_outside_the_protocol(tmp_path: Path) -> None:
+def test_the_check_names_every_answer_outside_the_protocol(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "broken_memory.py").write_text(BROKEN)
-    done = memeval(tmp_path, "check", "system=broken_memory:build")
+    done = memeval(tmp_path, capsys, "check", "system=broken_memory:build")
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
     assert "with outcome 'dropped', which is not one of prefilter" in out
