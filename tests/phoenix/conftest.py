@@ -22,8 +22,11 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def phoenix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer]:
+    """One server for the worker that runs tests/phoenix/ (tests/conftest.py groups them): a
+    package-scoped one was torn down and started again whenever the worker ran another
+    package's test between two of these, about 20 s each time."""
     port, grpc_port = free_ports(2)
     settings = PhoenixSettings(
         port=port, grpc_port=grpc_port, working_dir=tmp_path_factory.mktemp("phoenix")
@@ -37,7 +40,7 @@ def phoenix_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix
         server.stop()
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def phoenix_url(phoenix_server: PhoenixServer) -> str:
     """Base URL of the session's Phoenix, e.g. http://127.0.0.1:PORT (OTLP at /v1/traces)."""
     return phoenix_server.url
