@@ -187,7 +187,7 @@ def test_a_user_error_is_printed_redacted(capsys: pytest.CaptureFixture[str]) ->
 
 
 # What makes a `--help` take seconds: none of it is needed to print one.
-HEAVY = ("numpy", "pandas", "scipy", "sklearn", "torch", "pyarrow", "matplotlib", "httpx",
+HEAVY = ("numpy", "pandas", "scipy", "sklearn", "torch", "pyarrow", "matplotlib", "httpx", "nltk",
          "sentence_transformers", "datasets", "phoenix", "ray")
 HELP_PROBE = """
 import contextlib, io, json, sys

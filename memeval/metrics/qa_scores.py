@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-
-from nltk.tokenize.destructive import NLTKWordTokenizer
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+from functools import cache
+from typing import Any
 
 from memeval.utils.english import stem
 
@@ -31,8 +30,15 @@ ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 PUNCTUATION = set(string.punctuation)
 
-_tokenizer = NLTKWordTokenizer()
-_smooth = SmoothingFunction().method1
+
+
+@cache
+def _nltk() -> tuple[Any, Any, Any]:
+    """NLTK's word tokenizer, sentence BLEU and smoothing, imported on first use."""
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    return NLTKWordTokenizer(), sentence_bleu, SmoothingFunction().method1
 
 
 def normalize_answer(text: str) -> str:
@@ -72,13 +78,15 @@ def locomo_f1(answer: str, gold: str | None, category: str, unanswerable: bool) 
 
 
 def _words(text: str) -> list[str]:
+    tokenizer = _nltk()[0]
     return [token for sentence in SENTENCE_END.split(text.lower())
-            for token in _tokenizer.tokenize(sentence)]
+            for token in tokenizer.tokenize(sentence)]
 
 
 def bleu1(answer: str, gold: str | None) -> float:
     """mem0's BLEU-1; 0 when either side is empty (as mem0's `calculate_metrics`)."""
     if not answer.strip() or not gold or not gold.strip():
         return 0.0
+    _, sentence_bleu, smooth = _nltk()
     return float(sentence_bleu([_words(gold)], _words(answer), weights=(1, 0, 0, 0),
-                               smoothing_function=_smooth))
+                               smoothing_function=smooth))

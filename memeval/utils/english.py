@@ -4,15 +4,20 @@ them) and scikit-learn's English stop words (BM25 and the extractive answerer dr
 from __future__ import annotations
 
 from functools import cache, lru_cache
+from typing import Any
 
-from nltk.stem import PorterStemmer
 
-_stemmer = PorterStemmer()
+@cache
+def _stemmer() -> Any:
+    """NLTK (a second and more to import) loads on the first word stemmed, not with memeval."""
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
 
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    return str(_stemmer.stem(word))
+    return str(_stemmer().stem(word))
 
 
 @cache
