@@ -24,6 +24,10 @@ os.environ.setdefault(DIR_ENV, f"{tempfile.gettempdir()}/memeval-test-fits-{os.g
 
 # Real servers, clusters and faults injected into real runs: all of it `slow` (not the quick tier).
 SLOW_PACKAGES = ("phoenix", "ray", "faults")
+# Test groups by the worker time they took (`pytest --durations`), longest first.
+LONGEST_FIRST = ("phoenix", "ray", "tests/faults/test_resume.py", "tests/test_regression_gate.py",
+                 "tests/test_bench.py", "tests/test_acceptance.py", "tests/test_cli.py",
+                 "tests/test_doc_commands.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
@@ -32,13 +36,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     session's fixture would be built once per worker that runs one of its tests: a test file's
     tests run in one worker, and every test that uses the real Phoenix server or Ray cluster
     (tests/phoenix/, tests/ray/) in one worker, so each is started once."""
+    groups = {}
     for item in items:
         path = item.nodeid.split("::")[0]
         package = path.split("/")[1] if path.count("/") > 1 else ""
-        item.add_marker(pytest.mark.xdist_group(
-            package if package in ("phoenix", "ray") else path))
+        groups[item.nodeid] = package if package in ("phoenix", "ray") else path
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
         if package in SLOW_PACKAGES:
             item.add_marker(pytest.mark.slow)
+    # the longest groups are handed out first, so no worker starts one while the other is
+    # about to finish and would sit idle (each group's own order is kept)
+    items.sort(key=lambda item: LONGEST_FIRST.index(groups[item.nodeid])
+               if groups[item.nodeid] in LONGEST_FIRST else len(LONGEST_FIRST))
 
 
 @pytest.fixture(autouse=True)
