@@ -121,6 +121,22 @@ class KeepsItsOwnState:
         """Nothing to restore: the system kept it."""
 
 
+class Undeclared:
+    """The methods of capabilities a system does not declare: memeval never calls them, and a
+    call by mistake names the capability missing."""
+
+    name: str
+
+    def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
+        raise NotImplementedError(f"system {self.name} declares no score_records capability")
+
+    def detect_conflict(self, first: str, second: str) -> str | None:
+        raise NotImplementedError(f"system {self.name} declares no detect_conflicts capability")
+
+    def record_outcome(self, memory_id: str, success: bool) -> None:
+        raise NotImplementedError(f"system {self.name} declares no feedback capability")
+
+
 @dataclass(frozen=True)
 class Turn:
     """A turn as a library system is given it: the answer redacted once, for every pass."""

@@ -25,7 +25,6 @@ from typing import Any
 from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
-from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError
 from memeval.systems.base import (
     SYSTEMS,
@@ -34,6 +33,7 @@ from memeval.systems.base import (
     Hit,
     IndexedMemory,
     KeepsItsOwnState,
+    Undeclared,
 )
 from memeval.systems.http.client import Daemon, DaemonError, search_hits
 from memeval.systems.http.mapping import HttpSystemConfig, IngestRoute, as_key, pluck
@@ -186,7 +186,7 @@ class HttpIngestor(KeepsItsOwnState):
         return state
 
 
-class HttpSystem:
+class HttpSystem(Undeclared):
     name = "http"
 
     def __init__(self, cfg: HttpSystemConfig, daemon: Daemon) -> None:
@@ -226,15 +226,6 @@ class HttpSystem:
         except DaemonError as err:
             raise SystemFailure(f"search in the daemon failed: {err.reason}") from None
         return sorted(hits, key=lambda hit: -hit.score)[:k]
-
-    def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
-        raise NotImplementedError("system=http declares no score_records capability")
-
-    def detect_conflict(self, first: str, second: str) -> str | None:
-        raise NotImplementedError("system=http declares no detect_conflicts capability")
-
-    def record_outcome(self, memory_id: str, success: bool) -> None:
-        raise NotImplementedError("system=http declares no feedback capability")
 
     def close(self) -> None:
         self.daemon.close()

@@ -31,7 +31,6 @@ from typing import Any
 
 from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
-from memeval.quality.record import MemoryRecord
 from memeval.registry import ConfigError, bounded
 from memeval.systems.base import (
     SYSTEMS,
@@ -41,6 +40,7 @@ from memeval.systems.base import (
     IndexedMemory,
     KeepsItsOwnState,
     Turn,
+    Undeclared,
 )
 from memeval.utils.redact import redact
 
@@ -109,7 +109,7 @@ class Mem0Ingestor(KeepsItsOwnState):
         return {}
 
 
-class Mem0System:
+class Mem0System(Undeclared):
     name = "mem0"
     capabilities = frozenset({Capability.INGEST, Capability.RESET, Capability.SEARCH})
 
@@ -133,15 +133,6 @@ class Mem0System:
         hits = [Hit(str((r.get("metadata") or {}).get("memeval_id")), float(r["score"]))
                 for r in found.get("results", [])]
         return hits[:k]  # mem0 may return more than it was asked for
-
-    def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
-        raise NotImplementedError("mem0 declares no score_records capability")
-
-    def detect_conflict(self, first: str, second: str) -> str | None:
-        raise NotImplementedError("mem0 declares no detect_conflicts capability")
-
-    def record_outcome(self, memory_id: str, success: bool) -> None:
-        raise NotImplementedError("mem0 declares no feedback capability")
 
     def close(self) -> None:
         """mem0's FAISS index and history database live in the run directory."""

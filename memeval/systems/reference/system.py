@@ -25,7 +25,15 @@ from memeval.quality.mqs import compute_mqs
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import ConfigError
-from memeval.systems.base import SYSTEMS, Capability, Components, Hit, IndexedMemory, System
+from memeval.systems.base import (
+    SYSTEMS,
+    Capability,
+    Components,
+    Hit,
+    IndexedMemory,
+    System,
+    Undeclared,
+)
 from memeval.systems.reference.stored_models import StoredModels, stored_model_quality
 from memeval.systems.reference.stored_quality import stored_memory_quality
 from memeval.utils.redact import redact
@@ -64,7 +72,7 @@ class ReferenceConfig:
     conflict rules as shipped (the quality experiments tune both)."""
 
 
-class ReferenceSystem:
+class ReferenceSystem(Undeclared):
     name = "reference"
     capabilities = frozenset(Capability) - {Capability.FEEDBACK}
 
@@ -99,9 +107,6 @@ class ReferenceSystem:
         cosines = self._vectors @ self._ctx.embedder.embed([query])[0]
         top = np.argsort(-cosines, kind="stable")[:k]
         return [Hit(self._ids[i], float(cosines[i])) for i in top]
-
-    def record_outcome(self, memory_id: str, success: bool) -> None:
-        raise NotImplementedError("the reference system declares no feedback capability")
 
     def close(self) -> None:
         """Nothing held open: the run context owns the embedder and judge."""
