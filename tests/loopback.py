@@ -150,3 +150,19 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# The start of a script run in a process of its own: every connection it then tries to anything
+# but loopback (and every name it looks up) lands in `attempts`, which the script prints.
+LOOPBACK_AUDIT = """
+import sys
+attempts = []
+def audit(event, args):
+    if event == "socket.connect":
+        address = args[1]
+        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+            attempts.append(address)
+    if event == "socket.getaddrinfo" and args[0] not in ("127.0.0.1", "::1", "localhost"):
+        attempts.append(args[0])
+sys.addaudithook(audit)
+"""

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from memeval.runner import run_experiment
 from tests.backends.test_http_judges import openai_reply
-from tests.loopback import LoopbackServer, Received, Reply
+from tests.loopback import LOOPBACK_AUDIT, LoopbackServer, Received, Reply
 
 pytestmark = pytest.mark.slow  # runs whole experiments: not the quick tier
 
@@ -83,17 +83,7 @@ def test_with_infer_mem0s_llm_decides_what_each_turn_adds(
     assert passes[0]["judge_calls"] == 30
 
 
-NO_NETWORK = """
-import sys
-attempts = []
-def audit(event, args):
-    if event == "socket.connect":
-        address = args[1]
-        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
-            attempts.append(address)
-    if event == "socket.getaddrinfo" and args[0] not in ("127.0.0.1", "::1", "localhost"):
-        attempts.append(args[0])
-sys.addaudithook(audit)
+NO_NETWORK = LOOPBACK_AUDIT + """
 from memeval.__main__ import main
 sys.argv = ["memeval", *sys.argv[1:]]
 try:

@@ -23,6 +23,7 @@ from memeval.runner import run_experiment
 from memeval.systems.base import SYSTEMS, Capability, IndexedMemory
 from memeval.systems.memledger.runtime import SEARCH_PATHS
 from memeval.systems.memledger.system import MemledgerSystem
+from tests.loopback import LOOPBACK_AUDIT
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -176,18 +177,9 @@ def test_a_missing_embeddings_server_is_named(tmp_path: Path) -> None:
               timeout_s=60.0)
 
 
-NO_NETWORK = """
-import socket, sys, threading
+NO_NETWORK = LOOPBACK_AUDIT + """
+import threading
 from pathlib import Path
-attempts = []
-def audit(event, args):
-    if event == "socket.connect":
-        address = args[1]
-        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
-            attempts.append(address)
-    if event == "socket.getaddrinfo" and args[0] not in ("127.0.0.1", "::1", "localhost"):
-        attempts.append(args[0])
-sys.addaudithook(audit)
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import make_server, url_of
