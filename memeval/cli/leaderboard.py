@@ -26,7 +26,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     from memeval.components import load_components
     from memeval.reporting.leaderboard import build, write
-    from memeval.reporting.report import _markdown_table
     from memeval.results.result import UnreadableResult
 
     missing = [str(p) for p in options.runs if not p.is_dir()]
@@ -42,13 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not board.systems:
         print(f"memeval: no run directories in {', '.join(map(str, options.runs))}")
         return 2
-    from memeval.reporting.leaderboard import sections
-
-    for section in sections(board):
-        print(f"{section.title}\n")
-        if section.table is not None:
-            print(_markdown_table(section.table) + "\n")
-    for path in write(board, options.out):
+    written = write(board, options.out)
+    markdown = next(path for path in written if path.suffix == ".md")
+    print(markdown.read_text(encoding="utf-8"))  # the table as it was written
+    for path in written:
         print(f"wrote {path}")
     if options.phoenix:
         _push(board, options.phoenix)

@@ -47,10 +47,10 @@ class Board:
         if key not in {column_key(c) for c in self.columns}:
             self.columns.append(Score(score.benchmark, score.measure, None,
                                       higher_is_better=score.higher_is_better))
-        self._system(system)
+        self.add_system(system)
         self.cells[system][key] = (score, run)
 
-    def _system(self, system: str) -> None:
+    def add_system(self, system: str) -> None:
         if system not in self.cells:
             self.systems.append(system)
             self.cells[system] = {}
@@ -94,14 +94,14 @@ def build(paths: Sequence[Path]) -> Board:
         if not (path / METRICS).is_file():
             failed = _unfinished(path)
             board.failed.append(failed)
-            board._system(failed.system)
+            board.add_system(failed.system)
             continue
         run = Run.load(path)
         system = run.result.system.name if run.result.system else "reference"
         failures = json.loads((path / METRICS).read_text()).get("failures") or []
         if failures:
             board.failed.append(Failed(system, run.experiment, str(path), str(failures[0])))
-            board._system(system)
+            board.add_system(system)
             continue
         for score in outputs_of(run.experiment).scores(run):
             board.add(system, score, str(path))
