@@ -11,7 +11,7 @@ import pytest
 
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.backends.judges.labels import LabelJudge, LabelJudgeConfig
-from memeval.engine.gate.gate import Decision, Gate, GateConfig
+from memeval.engine.gate.gate import DISPUTED, Decision, Gate, GateConfig
 from memeval.engine.gate.threshold import ThresholdConfig
 from memeval.entry import Entry
 from memeval.registry import ConfigError, to_dataclass
@@ -33,11 +33,13 @@ SUBST2 = Entry("s2", "why do settlement consumers lag?",
                "tops out at 16 active consumers; maxReplicas: 16 in hpa.yaml matches that.",
                "substantive", "human")
 NOISE = Entry("n1", "can you look at the report",
-              "Happy to help with that! Let me know if there is anything else you would like me "
-              "to look into today, I am always glad to assist with your project.",
+              "Happy to help with that! I am always glad to assist with your project. Let me "
+              "know if there is anything else you would like me to look into today.",
               "noise", "human")
 ACK = Entry("a1", "ok.", "I'll run the full test suite now and report back with whatever "
             "fails, then fix the failures one at a time.", "noise", "human")
+NOISE2 = Entry("n2", "thanks", "You're very welcome, it was a pleasure working through this "
+               "with you today.", "noise", "human")
 SHORT = Entry("t1", "what's the port?", "It's 8080 on the staging box.", "low_value", "human")
 
 
@@ -264,7 +266,8 @@ def test_prepare_embeds_once_only_when_a_content_gate_exists(tmp_path: Path) -> 
     gate = make(tmp_path, embedder=counting)
     items = gate.prepare([SUBST, NOISE])
     # the content stage's view (claims, the shipped default): NOISE's "Let me know…" is a plan
-    assert counting.batches == [[SUBST.assistant_response, "Happy to help with that!"]]
+    claims = "Happy to help with that! I am always glad to assist with your project."
+    assert counting.batches == [[SUBST.assistant_response, claims]]
     assert all(i.vector is not None and i.vector.shape == (64,) for i in items)
     no_scorer = config(order=["prefilter", "length", "judge"])
     counting2 = CountingEmbedder(HashingEmbedder(64))
@@ -332,3 +335,24 @@ def test_unknown_stage_name_in_stages_and_order() -> None:
     node["stages"]["sentiment"] = {}
     with pytest.raises(ConfigError, match="unknown gate stage 'sentiment'"):
         to_dataclass(GateConfig, node, "gate")
+
+
+@pytest.mark.parametrize("dispute", [True, False])
+def test_a_skip_the_scorer_ranks_with_the_acceptances_is_not_learned(tmp_path: Path,
+                                                                     dispute: bool) -> None:
+    """dispute_skips: a judge SKIP of a text scored at or above the acceptances' median is kept
+    out of the rejection store, and the decision says so; below the median it is learned."""
+    gate = make(tmp_path, config(stages__content_score__dispute_skips=dispute))
+    gate.rejections.add("judge", "q", "seed rejection so the scorer can fit")
+    gate.restart()
+    content = gate.content_gate
+    assert content is not None
+    content.accepted_median = -1.0  # every hashed score is at least -1: the scorer disagrees
+    (disputed,) = run(gate, NOISE)
+    assert disputed.outcome == "judge" and disputed.judge_skip
+    assert (disputed.scorer_note == DISPUTED) is dispute
+    assert len(gate.rejections) == (1 if dispute else 2)
+    content.accepted_median = 1.01  # above every score: the scorer agrees with the SKIP
+    (learned,) = run(gate, NOISE2)
+    assert learned.outcome == "judge" and learned.scorer_note == ""
+    assert len(gate.rejections) == (2 if dispute else 3)

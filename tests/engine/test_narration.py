@@ -38,6 +38,19 @@ def narration() -> Narration:
     ("Two causes:\n1. The cache key never changes.\n2. The lock file is ignored.",
      "Two causes: 1. The cache key never changes. 2. The lock file is ignored."),
     ("Let me check the CMakeLists.txt to see the current GPU configuration:", ""),
+    # imperative narration: after a lead word, or closed by a colon
+    ("Now update the lane building logic to only show active sessions.", ""),
+    ("Fix the `else { if` in both places:", ""),
+    # without either, an action verb may open a finding
+    ("Add-ons are loaded from `~/.config/tool/addons` before the settings file.",
+     "Add-ons are loaded from `~/.config/tool/addons` before the settings file."),
+    ("Run `make gen` first: the generated mocks are not committed.",
+     "Run `make gen` first: the generated mocks are not committed."),
+    # a tool's outcome is a status, not a finding; what follows it may be one
+    ("All tests pass. Let me also run the linter.", ""),
+    ("Build passes. The flag is read in `cmd/root.go`, not in `config.go`.",
+     "The flag is read in `cmd/root.go`, not in `config.go`."),
+    ("Good idea! I need to add the import first.", ""),
 ])
 def test_claims(narration: Narration, text: str, claims: str) -> None:
     assert narration.claims(text) == claims
@@ -47,6 +60,17 @@ def test_without_interjections_or_rationale_only_plans_are_set_aside() -> None:
     bare = Narration(NarrationConfig(plans=["let me"]))
     assert bare.claims("Great! Let me look. It is in src/.") == "Great! It is in src/."
     assert bare.claims("Let me look because it broke.") == ""
+
+
+def test_actions_and_status_are_switches() -> None:
+    """Empty lists turn the imperative and status readings off (their ablation rows)."""
+    plain = Narration(NarrationConfig(plans=["let me"], lead_words=["now"]))
+    assert plain.claims("Now update the docs.") == "Now update the docs."
+    assert plain.claims("All tests pass.") == "All tests pass."
+    full = Narration(NarrationConfig(plans=["let me"], lead_words=["now"], actions=["update"],
+                                     status=["all tests pass"]))
+    assert full.claims("Now update the docs.") == ""
+    assert full.claims("All tests pass.") == ""
 
 
 def test_no_plans_is_refused() -> None:

@@ -1,4 +1,4 @@
-"""Threshold policies: fixed, and judge_quantile with empirical and normal estimators."""
+"""Threshold policies: fixed, and judge_quantile with empirical, normal and robust estimators."""
 
 from __future__ import annotations
 
@@ -67,6 +67,31 @@ def test_normal_estimator_at_full_recall_uses_four_sd() -> None:
                           margin=0.5, min_accepted=5)
     expected = 2.0 - 4.0 * math.sqrt(2.5) - 0.5
     assert judge_quantile(cfg, known(scores), 5) == pytest.approx(expected)
+
+
+def test_robust_estimator_reads_median_and_mad() -> None:
+    scores = [0.0, 1.0, 2.0, 3.0, 10.0]  # median 2, MAD 1
+    cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.975, estimator="robust",
+                          min_accepted=5)
+    expected = 2.0 - 1.959963985 * 1.4826
+    assert judge_quantile(cfg, known(scores), 5) == pytest.approx(expected, abs=1e-5)
+
+
+def test_robust_estimator_holds_its_cut_when_a_judge_accepts_some_noise() -> None:
+    """The case it exists for: 5% of the acceptances are noise the judge let through, scored far
+    below the rest. The normal fit's cut falls by over two sd; the robust one's barely moves."""
+    rng = np.random.default_rng(0)
+    clean = rng.normal(2.0, 1.0, size=380)
+    mistaken = np.concatenate([clean, rng.normal(-6.0, 1.0, size=20)])
+    cuts = {}
+    for estimator in ("normal", "robust"):
+        cfg = ThresholdConfig(policy="judge_quantile", target_recall=0.99, estimator=estimator)
+        cuts[estimator] = [judge_quantile(cfg, known(s), len(s)) for s in (clean, mistaken)]
+    normal_before, normal_after = cuts["normal"]
+    robust_before, robust_after = cuts["robust"]
+    assert normal_before - normal_after > 2.0
+    assert abs(robust_before - robust_after) < 0.4
+    assert robust_before == pytest.approx(normal_before, abs=0.25)  # same cut on clean verdicts
 
 
 def test_none_below_min_accepted() -> None:

@@ -50,6 +50,10 @@ class ContentScoreConfig:
     seed: int = bounded(0, *SEEDS)
     calibrate_every: int = bounded(1, 1)
     view: str = "whole"
+    # Agreement before a SKIP teaches: a judge SKIP of a text the scorer ranks at or above the
+    # median of the judge's acceptances is not learned. A fallible judge's wrong SKIPs of real
+    # findings otherwise teach the scorer that findings are noise.
+    dispute_skips: bool = False
 
     def validate(self) -> None:
         if self.learn_last < 1 or self.rebuild_every < 1 or self.calibrate_every < 1:
@@ -90,6 +94,7 @@ class ContentScoreGate:
         # acceptance text -> its score before it was learned (None: no model existed then)
         self._prequential: dict[str, float | None] = {}
         self.calibrations: Counter[str] = Counter()  # which score source set each cut
+        self.accepted_median: float | None = None  # of the last calibration's acceptance scores
 
     def restart(self) -> None:
         """Forget what only lived in memory (a restarted daemon keeps its stores, not its model's
@@ -189,9 +194,17 @@ class ContentScoreGate:
         known = [s for s in self._prequential.values() if s is not None]
         if settings.scores == "prequential" and len(known) >= settings.min_accepted:
             self.calibrations["prequential"] += 1
-            return np.array(known, dtype=np.float32)
-        self.calibrations["held_out"] += 1
-        return self.scorer.calibration_scores()
+            scores = np.array(known, dtype=np.float32)
+        else:
+            self.calibrations["held_out"] += 1
+            scores = self.scorer.calibration_scores()
+        self.accepted_median = float(np.median(scores))
+        return scores
+
+    def disputes(self, score: float | None) -> bool:
+        """Whether a judge SKIP of a text with this score goes unlearned (`dispute_skips`)."""
+        return (self.cfg.dispute_skips and score is not None
+                and self.accepted_median is not None and score >= self.accepted_median)
 
     def note_addition(self) -> None:
         self._since_rebuild += 1

@@ -31,6 +31,10 @@ from memeval.registry import ConfigError, bounded
 
 log = logging.getLogger(__name__)
 
+# A decision's scorer note when the judge said SKIP but the scorer disputed it, so the SKIP was
+# not learned (content_score.dispute_skips).
+DISPUTED = "skip disputed"
+
 
 @dataclass
 class StoreConfig:
@@ -249,8 +253,13 @@ class Gate:
         return [Candidate(e, p, t, v, w)
                 for e, p, t, v, w in zip(entries, prompts, texts, vectors, views, strict=True)]
 
+    def _disputed(self, rejected_by: StageResult, decision: Decision) -> bool:
+        content = self.content_gate
+        return rejected_by.stage == "judge" and content is not None \
+            and content.disputes(decision.score)
+
     def _learn(self, rejected_by: StageResult | None, item: Candidate,
-               kept: StageResult | None) -> None:
+               kept: StageResult | None, decision: Decision) -> None:
         if not self._learning:
             return
         # A judge that failed (on_error: skip) gave no verdict: that is not a SKIP to learn from.
@@ -258,8 +267,11 @@ class Gate:
             and rejected_by.verdict is None
         if (rejected_by is not None and not judge_failed
                 and rejected_by.stage in self.cfg.rejection_store.feed_stages):
-            self._notify(self.rejections.add(rejected_by.stage, item.user_prompt, item.text,
-                                             item.entry.id))
+            if self._disputed(rejected_by, decision):
+                decision.scorer_note = DISPUTED
+            else:
+                self._notify(self.rejections.add(rejected_by.stage, item.user_prompt, item.text,
+                                                 item.entry.id))
         if kept is not None and kept.verdict is not None and not kept.verdict.skip:
             self._notify(self.accepts.add("judge", item.user_prompt, item.text, item.entry.id))
 
@@ -284,7 +296,7 @@ class Gate:
                 judged = result
             if not result.passed:
                 decision.outcome = result.stage
-                self._learn(result, item, None)
+                self._learn(result, item, None, decision)
                 return decision
         start = time.perf_counter()
         memory_text = judged.verdict.memory if judged and judged.verdict else None
@@ -293,7 +305,7 @@ class Gate:
         decision.outcome = written.stage
         decision.retained = written.stage in ("stored", "dedup")
         decision.embedded = NOT_EMBEDDED not in written.detail
-        self._learn(None, item, judged)
+        self._learn(None, item, judged, decision)
         return decision
 
     @staticmethod

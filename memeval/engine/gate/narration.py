@@ -8,8 +8,12 @@ leading interjections cut off; a turn with no such sentence says nothing but nar
 
 A sentence is narration when it starts (after optional lead words such as "now", "first") with a
 plan phrase, unless it gives a reason (a `rationale` word): "I'll pin numpy because 2.0 breaks the
-ABI" records a decision. The list a plan announces ("I'll check a few things:" then "- the pod's
-events") is the plan's steps, so narration too.
+ABI" records a decision. Real sessions also narrate in the imperative ("Now update the lane
+logic.", "Fix the `else if` in both places:"): an `actions` verb opening a sentence is a plan when
+a lead word comes before it or a colon ends the sentence (without either, "Add" could open a
+finding). A `status` phrase opening a sentence reports a tool's outcome ("All tests pass.",
+"Build passes, lint clean."), which is narration too. The list a plan announces ("I'll check a
+few things:" then "- the pod's events") is the plan's steps, so narration too.
 """
 
 from __future__ import annotations
@@ -41,7 +45,11 @@ class NarrationConfig:
     lead_words: list[str] = field(default_factory=list)
     # A sentence starting with one of these states a plan, not a finding.
     plans: list[str] = field(default_factory=list)
-    # A plan sentence with one of these gives a reason, so it is kept.
+    # Imperative verbs: a plan after a lead word ("Now update…") or before a colon ("Fix it:").
+    actions: list[str] = field(default_factory=list)
+    # A sentence starting with one of these reports a tool's outcome ("All tests pass").
+    status: list[str] = field(default_factory=list)
+    # A plan or status sentence with one of these gives a reason, so it is kept.
     rationale: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
@@ -58,6 +66,14 @@ class Narration:
         lead = _words(cfg.lead_words)
         leads = rf"(({lead})[,!]?\s+)*" if lead else ""
         self._plan = re.compile(rf"^[\W_]*{leads}({_words(cfg.plans)})\b", re.IGNORECASE)
+        actions = _words(cfg.actions)
+        self._led_action = re.compile(rf"^[\W_]*(({lead})[,!]?\s+)+({actions})\b",
+                                      re.IGNORECASE) if actions and lead else None
+        self._action = re.compile(rf"^[\W_]*({actions})\b.*:$", re.IGNORECASE | re.DOTALL) \
+            if actions else None
+        status = _words(cfg.status)
+        self._status = re.compile(rf"^[\W_]*{leads}({status})\b", re.IGNORECASE) \
+            if status else None
         reason = _words(cfg.rationale)
         self._reason = re.compile(rf"\b({reason})\b", re.IGNORECASE) if reason else None
         self._claimed = lru_cache(maxsize=CLAIMS_KEPT)(self._claims)
@@ -67,9 +83,15 @@ class Narration:
             return sentence.strip()
         return self._interjection.sub("", sentence).strip()
 
-    def is_plan(self, sentence: str) -> bool:
-        return bool(self._plan.match(sentence)) and not (
-            self._reason is not None and self._reason.search(sentence))
+    def is_plan(self, sentence: str, ends_line: bool = True) -> bool:
+        """A plan (stated or imperative) or a status report, without a reason. An imperative
+        closed by a colon is a plan only at the end of its line ("Fix it in both places:" then a
+        tool call), not when the line goes on ("Run `make gen` first: the mocks are not
+        committed.")."""
+        action = self._action if ends_line else None
+        narrated = any(pattern is not None and pattern.match(sentence) for pattern in (
+            self._plan, self._led_action, action, self._status))
+        return narrated and not (self._reason is not None and self._reason.search(sentence))
 
     def claims(self, text: str) -> str:
         """The text's non-narration sentences, interjections cut, joined by spaces."""
@@ -82,11 +104,12 @@ class Narration:
             if not line.strip() or (in_plan_list and LIST_ITEM.match(line)):
                 continue
             in_plan_list = False
-            for sentence in (self._strip(part) for part in SENTENCE_BREAK.split(line)):
+            parts = SENTENCE_BREAK.split(line)
+            for index, sentence in enumerate(self._strip(part) for part in parts):
                 if not any(c.isalnum() for c in sentence) or (
                         in_plan_list and LIST_ITEM.match(sentence)):
                     continue
-                if self.is_plan(sentence):
+                if self.is_plan(sentence, ends_line=index == len(parts) - 1):
                     in_plan_list = sentence.endswith(":")
                 else:
                     kept.append(sentence)

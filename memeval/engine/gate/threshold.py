@@ -6,6 +6,10 @@ acceptances: it takes the (1 − target_recall) quantile of their out-of-sample 
 `target_recall` of what the judge keeps would still pass the gate — with any embedder, on any data.
 `estimator: normal` reads that quantile off a normal fit (mean − z·sd), steadier than the empirical
 quantile when only a few dozen acceptances exist and the target sits in the extreme tail.
+`estimator: robust` reads it off a normal fit to the median and the MAD (median − z·1.4826·MAD):
+a real judge wrongly accepts some noise, whose low scores drag a mean down and widen an sd, so
+a few such mistakes pulled the cut far enough down that the gate passed nearly everything; the
+median and MAD barely move until a large share of the acceptances are wrong.
 
 Out-of-sample scores come from one of two sources (`scores:`). `held_out` asks the scorer
 (K-fold or leave-one-out refits over the current window). `prequential` uses the score each
@@ -40,7 +44,7 @@ class ThresholdConfig:
 
     policy: str = "judge_quantile"
     value: float = bounded(0.0, -2, 2)
-    target_recall: float = bounded(0.99, high=1, above=0)
+    target_recall: float = bounded(0.985, high=1, above=0)
     estimator: str = "normal"
     margin: float = bounded(0.0, -2, 2)
     min_accepted: int = bounded(20, 1)
@@ -53,14 +57,37 @@ class ThresholdConfig:
         if self.scores not in SCORE_SOURCES:
             raise ValueError(f"threshold.scores must be one of {', '.join(SCORE_SOURCES)}, "
                              f"got '{self.scores}'")
-        if self.estimator not in ("empirical", "normal"):
-            raise ValueError(f"threshold.estimator must be 'empirical' or 'normal', "
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"threshold.estimator must be one of {', '.join(ESTIMATORS)}, "
                              f"got '{self.estimator}'")
 
 
 Policy = Callable[[ThresholdConfig, Callable[[], np.ndarray], int], float | None]
 """(settings, out-of-sample scores of the acceptances — computed only if needed, how many
 acceptances the scorer learned from) -> the cut, or None while it cannot be set."""
+
+
+def _z(target_recall: float) -> float:
+    return NormalDist().inv_cdf(target_recall) if target_recall < 1 else 4.0
+
+
+def _normal(scores: np.ndarray, target_recall: float) -> float:
+    return float(scores.mean() - _z(target_recall) * scores.std(ddof=1))
+
+
+def _robust(scores: np.ndarray, target_recall: float) -> float:
+    median = float(np.median(scores))
+    spread = 1.4826 * float(np.median(np.abs(scores - median)))  # the MAD as a normal sd
+    return median - _z(target_recall) * spread
+
+
+def _empirical(scores: np.ndarray, target_recall: float) -> float:
+    return float(np.quantile(scores, 1.0 - target_recall))
+
+
+ESTIMATORS: dict[str, Callable[[np.ndarray, float], float]] = {
+    "normal": _normal, "robust": _robust, "empirical": _empirical}
+"""(out-of-sample scores of the acceptances, target recall) -> the cut before the margin."""
 
 
 def fixed(cfg: ThresholdConfig, scores: Callable[[], np.ndarray], accepted: int) -> float | None:
@@ -71,14 +98,12 @@ def judge_quantile(cfg: ThresholdConfig, scores_of: Callable[[], np.ndarray],
                    accepted: int) -> float | None:
     if accepted < cfg.min_accepted:
         return None
-    scores = scores_of()
-    if cfg.estimator == "normal":
-        z = NormalDist().inv_cdf(cfg.target_recall) if cfg.target_recall < 1 else 4.0
-        cut = float(scores.mean() - z * scores.std(ddof=1))
-    else:
-        cut = float(np.quantile(scores, 1.0 - cfg.target_recall))
-    return cut - cfg.margin
+    return ESTIMATORS[cfg.estimator](scores_of(), cfg.target_recall) - cfg.margin
 
+
+ESTIMATOR_WORDS = {"normal": "a normal fit (mean − z·sd)",
+                   "robust": "a robust normal fit (median − z·1.4826·MAD)",
+                   "empirical": "the empirical quantile"}
 
 POLICIES: dict[str, Policy] = {"fixed": fixed, "judge_quantile": judge_quantile}
 
@@ -87,7 +112,7 @@ def explain(cfg: ThresholdConfig) -> str:
     """One sentence for reports: which cut is in force and why."""
     if cfg.policy == "fixed":
         return f"fixed cut {cfg.value:g}, set by hand (memoryd: 0.35, tuned for voyage-4-nano)"
-    how = "a normal fit (mean − z·sd)" if cfg.estimator == "normal" else "the empirical quantile"
+    how = ESTIMATOR_WORDS[cfg.estimator]
     refresh = "re-derived at every scorer rebuild" if cfg.refresh else "derived once, then frozen"
     source = ("prequential scores (each scored before it was learned; held-out refits until "
               f"{cfg.min_accepted} exist)" if cfg.scores == "prequential" else "held-out scores")

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # scikit-learn and scipy load on the first fit, not when the 
 
 @dataclass
 class LogisticConfig:
-    c: float = bounded(10.0, above=0)
+    c: float = bounded(1.0, above=0)
     min_learned: int = bounded(10, 2)
     calibration: str = "alo"
     calibration_folds: int = bounded(5, 2)
