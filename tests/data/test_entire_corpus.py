@@ -23,24 +23,30 @@ def rows() -> list[dict[str, Any]]:
 
 
 def test_sessions_go_whole_to_one_split_with_the_cards_counts(rows: list[dict[str, Any]]) -> None:
-    assert len({r["id"] for r in rows}) == len(rows) == 2600
+    assert len({r["id"] for r in rows}) == len(rows) == 3482
     split_of: dict[str, set[str]] = {}
     for row in rows:
         split_of.setdefault(row["session"], set()).add(row["split"])
     assert all(len(splits) == 1 for splits in split_of.values())
     sessions = Counter(next(iter(s)) for s in split_of.values())
-    assert sessions == {"learn": 34, "validate": 12, "test": 38}
+    assert sessions == {"learn": 34, "validate": 12, "test1": 38, "test2": 21}
     labels = Counter((r["split"], r["label"]) for r in rows)
-    assert [labels[("test", label)] for label in ("noise", "low_value", "substantive")] == \
-        [598, 48, 210]
-    assert len(load_labeled_jsonl(PATH).entries) == 2600  # the loader reads every row
+    assert [labels[("test2", label)] for label in ("noise", "low_value", "substantive")] == \
+        [620, 16, 246]
+    assert len(load_labeled_jsonl(PATH).entries) == 3482  # the loader reads every row
 
 
-def test_agreement_subset_is_the_cards(rows: list[dict[str, Any]]) -> None:
-    pairs = [(r["label"], r["second_label"]) for r in rows if r["second_label"] is not None]
-    assert len(pairs) == 320
-    assert sum(a == b for a, b in pairs) == 298  # 93.1%
-    assert sum((a == "substantive") == (b == "substantive") for a, b in pairs) == 305  # 95.3%
+@pytest.mark.parametrize(("splits", "n", "same", "same_binary"), [
+    ({"learn", "validate", "test1"}, 320, 298, 305),  # 93.1% and 95.3%
+    ({"test2"}, 150, 143, 143),  # 95.3% and 95.3%
+])
+def test_agreement_subsets_are_the_cards(rows: list[dict[str, Any]], splits: set[str], n: int,
+                                         same: int, same_binary: int) -> None:
+    pairs = [(r["label"], r["second_label"]) for r in rows
+             if r["second_label"] is not None and r["split"] in splits]
+    assert len(pairs) == n
+    assert sum(a == b for a, b in pairs) == same
+    assert sum((a == "substantive") == (b == "substantive") for a, b in pairs) == same_binary
 
 
 def test_texts_are_redacted_and_prompts_cut(rows: list[dict[str, Any]]) -> None:

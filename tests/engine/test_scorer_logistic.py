@@ -54,6 +54,26 @@ def test_separates_two_clusters() -> None:
     assert positives.mean() > negatives.mean() + 1.0
 
 
+def test_blocked_calibration_holds_out_stretches_of_the_stream() -> None:
+    """Two 'sessions' of acceptances, each in its own direction, learned one after the other:
+    blocked folds score each session with a model that never saw it, so its held-out scores sit
+    lower than shuffled folds', whose models saw most of each session. Seeds do not matter."""
+    first, second = cluster(1, 30, 0), cluster(1, 30, 1)
+    first[:, 1], second[:, 2] = 0.8, 0.8  # what each session's findings share
+    quality = np.concatenate([first, second])
+    quality /= np.linalg.norm(quality, axis=1, keepdims=True)
+    noise = cluster(-1, 60, 2)
+    scores = {}
+    for calibration in ("kfold", "blocked"):
+        s = plain(calibration=calibration, calibration_folds=2, seed=5)
+        s.fit(protos(quality, noise))
+        scores[calibration] = s.calibration_scores()
+    assert scores["blocked"].mean() < scores["kfold"].mean()
+    other_seed = plain(calibration="blocked", calibration_folds=2, seed=9)
+    other_seed.fit(protos(quality, noise))
+    np.testing.assert_allclose(other_seed.calibration_scores(), scores["blocked"], rtol=1e-5)
+
+
 def test_calibration_scores_are_out_of_fold() -> None:
     s = plain(calibration="kfold", calibration_folds=5, seed=3)
     quality = cluster(1, 30, 0, spread=1.0)
@@ -69,7 +89,7 @@ def test_calibration_scores_are_out_of_fold() -> None:
 
 def test_approximate_leave_one_out_matches_exact_refits() -> None:
     quality, noise = cluster(1, 30, 4, spread=1.0), cluster(-1, 40, 5, spread=1.0)
-    s = plain(c=10.0)
+    s = plain(c=10.0, calibration="alo")
     s.fit(protos(quality, noise))
     approximate = s.calibration_scores()
     exact = []
@@ -104,7 +124,7 @@ def test_bad_lexical_regex_fails_validation() -> None:
 
 
 def test_too_few_calibration_folds_fails_validation() -> None:
-    with pytest.raises(ConfigError, match="calibration must be 'alo' or 'kfold'"):
+    with pytest.raises(ConfigError, match="calibration must be one of alo, kfold, blocked"):
         SCORERS.validate({"name": "logistic", "calibration": "loo"})
     with pytest.raises(ConfigError, match="calibration_folds"):
         SCORERS.validate({"name": "logistic", "calibration_folds": 1})

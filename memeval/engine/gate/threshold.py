@@ -44,7 +44,7 @@ class ThresholdConfig:
 
     policy: str = "judge_quantile"
     value: float = bounded(0.0, -2, 2)
-    target_recall: float = bounded(0.985, high=1, above=0)
+    target_recall: float = bounded(0.995, high=1, above=0)
     estimator: str = "normal"
     margin: float = bounded(0.0, -2, 2)
     min_accepted: int = bounded(20, 1)

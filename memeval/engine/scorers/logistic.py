@@ -5,11 +5,14 @@ the text's embedding plus lexical anchor densities (see lexical.py), scaled by `
 Unlike prototype similarity, a linear model learns WHICH directions separate substantive from
 procedural text, so it needs no static descriptions and no embedder-specific cut.
 
-Calibration needs each acceptance's score from a model that never saw it. `calibration: alo`
-(default) computes approximate leave-one-out scores in closed form: one Newton step away from the
-fitted optimum per left-out acceptance, exact to second order for this smooth, L2-penalised loss,
-for the cost of one Hessian factorisation instead of K refits. `calibration: kfold` refits K
-models instead.
+Calibration needs each acceptance's score from a model that never saw it. `calibration: blocked`
+(default) refits K models, each without one contiguous stretch of the acceptances in the order
+they were learned, so a held-out score says how a turn from a session the model never saw scores.
+`calibration: alo` computes approximate leave-one-out scores in closed form: one Newton step away
+from the fitted optimum per left-out acceptance, exact to second order for this smooth,
+L2-penalised loss, for the cost of one Hessian factorisation instead of K refits; but the other
+turns of a left-out turn's session stay in, so its cut promised more recall on new sessions than
+they got. `calibration: kfold` refits K models on shuffled folds.
 """
 
 from __future__ import annotations
@@ -29,11 +32,18 @@ if TYPE_CHECKING:  # scikit-learn and scipy load on the first fit, not when the 
     from sklearn.linear_model import LogisticRegression
 
 
+# alo: approximate leave-one-out; kfold: K shuffled folds; blocked: K contiguous folds in the
+# order the acceptances were learned, so a held-out fold is a stretch of the stream (whole
+# sessions, mostly) that its model never saw: turns of one session resemble each other, and a
+# cut from leave-one-turn-out scores passes fewer of a new session's findings than it promises.
+CALIBRATIONS = ("alo", "kfold", "blocked")
+
+
 @dataclass
 class LogisticConfig:
     c: float = bounded(1.0, above=0)
     min_learned: int = bounded(10, 2)
-    calibration: str = "alo"
+    calibration: str = "blocked"
     calibration_folds: int = bounded(5, 2)
     seed: int = bounded(0, *SEEDS)
     lexical_weight: float = bounded(0.3, 0)
@@ -42,8 +52,9 @@ class LogisticConfig:
     def validate(self) -> None:
         if self.c <= 0 or self.lexical_weight < 0:
             raise ValueError("c must be positive and lexical_weight non-negative")
-        if self.calibration not in ("alo", "kfold"):
-            raise ValueError(f"calibration must be 'alo' or 'kfold', got '{self.calibration}'")
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, "
+                             f"got '{self.calibration}'")
         if self.min_learned < 2 or self.calibration_folds < 2:
             raise ValueError("min_learned and calibration_folds must be at least 2")
         for name, pattern in self.lexical_features.items():  # a bad regex fails at composition
@@ -120,7 +131,8 @@ class LogisticScorer:
         scores = np.zeros(len(self._quality), dtype=np.float32)
         from sklearn.model_selection import KFold
 
-        splitter = KFold(folds, shuffle=True, random_state=self.cfg.seed)
+        shuffled = self.cfg.calibration == "kfold"
+        splitter = KFold(folds, shuffle=shuffled, random_state=self.cfg.seed if shuffled else None)
         for train, held_out in splitter.split(self._quality):
             model = self._fit(self._quality[train], self._noise, start=self._model)
             scores[held_out] = model.decision_function(self._quality[held_out])
