@@ -106,17 +106,17 @@ def test_sessions_split_learns_and_evaluates_on_different_sessions(
     run = tmp_path / "run"
     metrics = run_experiment(fast_config("+experiment=three_pass_sessions",
                                          "experiment.passes=1"), run)
-    assert metrics["split"] == {"learn": 2600, "eval": 882, "left_out": 0, "by": "split",
-                                "learn_values": ["learn", "validate", "test1"],
-                                "eval_values": ["test2"]}
+    assert metrics["split"] == {"learn": 3482, "eval": 876, "left_out": 0, "by": "split",
+                                "learn_values": ["learn", "validate", "test1", "test2"],
+                                "eval_values": ["test3"]}
     session = {e.id: e.meta["session"] for e in load_labeled_jsonl(
         data_path("labeled/claude_code_entire_v1.jsonl")).entries}
     decisions = read_decisions(run)
     learned = {session[i] for i in decisions[decisions["phase"] == "learn"]["entry_id"]}
     evaluated = {session[i] for i in decisions[decisions["phase"] == "eval"]["entry_id"]}
-    assert len(learned) == 84 and len(evaluated) == 21 and not learned & evaluated
+    assert len(learned) == 105 and len(evaluated) == 25 and not learned & evaluated
     (evaluation,) = metrics["passes"]
-    assert evaluation["entries"] == 882
+    assert evaluation["entries"] == 876
     low, high = evaluation["prejudge_filter_rate_ci95"]
     assert low < evaluation["prejudge_filter_rate"] < high
 

@@ -50,7 +50,7 @@ def narration() -> Narration:
     ("All tests pass. Let me also run the linter.", ""),
     ("Build passes. The flag is read in `cmd/root.go`, not in `config.go`.",
      "The flag is read in `cmd/root.go`, not in `config.go`."),
-    ("Good idea! I need to add the import first.", ""),
+    ("Good idea! Let me add the import first.", ""),
 ])
 def test_claims(narration: Narration, text: str, claims: str) -> None:
     assert narration.claims(text) == claims
