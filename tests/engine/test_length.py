@@ -1,4 +1,4 @@
-"""Length gate: trimmed length under min_chars rejects; exactly min_chars passes."""
+"""Length gate: what a turn claims (trimmed) under min_chars rejects; exactly min_chars passes."""
 
 from __future__ import annotations
 
@@ -22,30 +22,31 @@ def gate() -> LengthGate:
     return LengthGate(to_dataclass(LengthConfig, stage_node("length"), "length"))
 
 
-def test_shipped_minimum_is_the_write_paths_floor(gate: LengthGate) -> None:
-    gate_node = stage_node("length")
-    assert gate.min_chars == gate_node["min_chars"] == 40  # write.min_chars; memoryd: 80
+def test_shipped_minimum_counts_30_characters_of_claims(gate: LengthGate) -> None:
+    node = stage_node("length")
+    assert gate.min_chars == node["min_chars"] == 30 and node["measure"] == "claims"  # memoryd:
+    # 80 of the whole turn
 
 
 def test_exactly_min_chars_passes(gate: LengthGate) -> None:
-    result = gate(candidate("x" * 40))
+    result = gate(candidate("x" * 30))
     assert result.passed
-    assert result.score == 40.0
-    assert result.threshold == 40.0
+    assert result.score == 30.0
+    assert result.threshold == 30.0
 
 
 def test_one_short_rejects(gate: LengthGate) -> None:
-    result = gate(candidate("x" * 39))
+    result = gate(candidate("x" * 29))
     assert not result.passed
     assert result.stage == "length"
-    assert result.score == 39.0
+    assert result.score == 29.0
 
 
 def test_length_is_measured_after_trimming(gate: LengthGate) -> None:
-    padded = "   \n" + "x" * 39 + "\t\n   "
-    assert len(padded) > 40
+    padded = "   \n" + "x" * 29 + "\t\n   "
+    assert len(padded) > 30
     assert not gate(candidate(padded)).passed
-    assert gate(candidate("  " + "x" * 40 + "  ")).passed
+    assert gate(candidate("  " + "x" * 30 + "  ")).passed
 
 
 def test_negative_minimum_is_a_config_error() -> None:
@@ -62,6 +63,9 @@ def test_measuring_claims_counts_what_the_turn_claims() -> None:
     result = gate(candidate(finding))
     assert result.passed and result.score == len("The issue is `\\qedhere` inside an align "
                                                  "environment.")
+    thin = "Good, `vsla_fill` is only in the unified API. Let me check the basic API:"
+    shipped = LengthGate(to_dataclass(LengthConfig, stage_node("length"), "length"), narration)
+    assert shipped(candidate(thin)).passed and not gate(candidate(thin)).passed  # 39 claimed
 
 
 def test_unknown_measure_is_a_config_error() -> None:
