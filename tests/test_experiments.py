@@ -25,6 +25,9 @@ QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_cal
            "memory_qa"}
 REPLAYS = [name for name in EXPERIMENTS if name not in QUALITY]
 TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"],
+        # the corpus's first 70 turns hold no test3 session: evaluate on test1's instead
+        "three_pass_sessions": ["dataset.limit=70", "experiment.learn_values=[learn,validate]",
+                                "experiment.eval_values=[test1]"],
         "mqs_calibration": ["bootstrap=30"], "conflict_detection": ["bootstrap=30"],
         "mai_calibration": ["bootstrap=30", "experiment.test_scenarios=null"],
         "retrieval_replay": ["experiment.store_passes=1", "experiment.passes=1", "bootstrap=30"],

@@ -29,13 +29,13 @@ TARGET = "threshold.target_recall"
 
 # run name: (target_recall, seed, judge_call_saving, substantive_recall) of the LAST pass.
 # 1 and 10 tie exactly (both optimal); 2 is dominated by 1; 4 by 3; 3 is the default
-# (target_recall 0.99 and seed 0 are three_pass's defaults); 4 differs from it only in seed.
+# (target_recall 0.995 and seed 0 are three_pass's defaults); 4 differs from it only in seed.
 SPECS = {
     "0": (0.90, 0, 0.60, 0.90),
     "1": (0.95, 0, 0.50, 0.95),
     "2": (0.97, 0, 0.45, 0.94),
-    "3": (0.99, 0, 0.40, 0.99),
-    "4": (0.99, 1, 0.40, 0.985),
+    "3": (0.995, 0, 0.40, 0.99),
+    "4": (0.995, 1, 0.40, 0.985),
     "10": (0.98, 0, 0.50, 0.95),
 }
 PARETO = ["0", "1", "3", "10"]
@@ -85,7 +85,7 @@ def test_last_pass_pareto_and_default(base_run: Path, tmp_path: Path) -> None:
     assert sweep.fixed == {"experiment": "three_pass", "embedder": "hashing"}
     assert set(table["pass"]) == {2}
     assert table.loc["2", "judge_call_saving"] == 0.45  # the last pass, not the first
-    assert table.loc["4", TARGET] == 0.99 and table.loc["4", "seed"] == 1
+    assert table.loc["4", TARGET] == 0.995 and table.loc["4", "seed"] == 1
     assert list(table.index[table["pareto"]]) == PARETO
     assert list(table.index[table["default"]]) == ["3"]
 
@@ -210,7 +210,7 @@ def test_real_joblib_multirun_then_summary(tmp_path: Path) -> None:
     done = memeval("run", "-m", "hydra/launcher=joblib_local", "+experiment=three_pass",
                    "embedder=hashing", "dataset.limit=60", "experiment.passes=1", "plots=false",
                    "progress=false", "reporting.phoenix.enabled=false", "bootstrap=50",
-                   f"{TARGET}=0.9,0.99", f"hydra.sweep.dir={sweep_dir}")
+                   f"{TARGET}=0.9,0.995", f"hydra.sweep.dir={sweep_dir}")
     assert done.returncode == 0, done.stderr
     assert "Joblib.Parallel(n_jobs=2" in done.stdout + done.stderr
     # each job's output is one block under its header, and the sweep ends with its table
@@ -226,14 +226,14 @@ def test_real_joblib_multirun_then_summary(tmp_path: Path) -> None:
     summary = memeval("sweep", str(sweep_dir))
     assert summary.returncode == 0, summary.stderr
     frame = pd.read_csv(sweep_dir / "sweep_summary.csv")
-    assert frame["run"].tolist() == [0, 1] and frame[TARGET].tolist() == [0.9, 0.99]
+    assert frame["run"].tolist() == [0, 1] and frame[TARGET].tolist() == [0.9, 0.995]
     assert frame["default"].tolist() == [False, True] and frame["pareto"].any()
     assert (sweep_dir / "pareto.png").is_file()
 
 
 def test_a_seed_sweep_prints_the_spread_over_seeds(base_run: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """Seeds 0 and 1 at target 0.99 (recall 99.0% and 98.5%): their mean, SD and worst seed;
+    """Seeds 0 and 1 at target 0.995 (recall 99.0% and 98.5%): their mean, SD and worst seed;
     and the terminal table fits 100 columns."""
     root = make_sweep(base_run, tmp_path / "sweep")
     assert main([str(root), "--out", str(tmp_path / "out")]) == 0
@@ -244,7 +244,7 @@ def test_a_seed_sweep_prints_the_spread_over_seeds(base_run: Path, tmp_path: Pat
     assert lines[header].split() == ["target_recall", "seeds", "recall", "(%)", "pre-judge",
                                      "(%)", "saved", "(%)", "noise"]
     spread = {line.split()[0]: line for line in lines[header + 1:header + 6]}
-    assert spread["0.99"].split()[1:6] == ["2", "98.8", "±", "0.4", "[98.5]"]
+    assert spread["0.995"].split()[1:6] == ["2", "98.8", "±", "0.4", "[98.5]"]
     assert spread["0.9"].split()[1:6] == ["1", "90.0", "±", "0.0", "[90.0]"]
     markdown = (tmp_path / "out" / "sweep_summary.md").read_text()
     assert "Across seeds: mean ± SD [worst seed]" in markdown

@@ -198,10 +198,10 @@ def test_experiments_are_named_by_pass_and_settings_short_enough_to_read(pushed:
         name = experiment["name"]
         assert len(name) <= 60 and name.isascii(), name
         # what tells them apart first: Phoenix's list shows about 22 characters of a name
-        assert name[:22].startswith(f"p{experiment['metadata']['pass']} t0.99 s0 "), name
-        assert name.split() == [f"p{experiment['metadata']['pass']}", "t0.99", "s0",
+        assert name[:22].startswith(f"p{experiment['metadata']['pass']} t0.995 s0 "), name
+        assert name.split() == [f"p{experiment['metadata']['pass']}", "t0.995", "s0",
                                 metrics["scorer"]["name"], "anthropic", "|", "three_pass"]
-        assert experiment["metadata"]["threshold"]["target_recall"] == 0.99
+        assert experiment["metadata"]["threshold"]["target_recall"] == 0.995
         assert metrics["run_id"] in experiment["description"]  # the run, kept out of the name
         assert run_dir.name in experiment["description"]
 

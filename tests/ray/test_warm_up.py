@@ -59,7 +59,9 @@ def test_a_replay_after_a_ray_warm_up_reads_only_the_cache(ray_cluster: RayClust
 
     cold, cold_dir = _run(env, tmp_path, "cold", "cold")
     assert cold["embedder"]["cache_misses"] > 0
-    pd.testing.assert_frame_equal(_decisions(warm_dir), _decisions(cold_dir))
+    # Same decisions; scores agree to float noise (a text embedded in another batch differs in
+    # its last bits, and a score near 0 makes that a large relative difference).
+    pd.testing.assert_frame_equal(_decisions(warm_dir), _decisions(cold_dir), atol=1e-5)
     stored = [pd.read_parquet(run / "stored_memories.parquet")[["pass", "memory_id", "entry_id"]]
               for run in (warm_dir, cold_dir)]
     pd.testing.assert_frame_equal(*stored)

@@ -104,17 +104,18 @@ class ContentScoreGate:
         self.rebuild(calibrate=True)
 
     def learning_state(self) -> dict[str, Any]:
-        """What carries over a restart besides the stores: counters, the audit draws, and the cut
-        (kept as is when `threshold.refresh` is off)."""
+        """What carries over a restart besides the stores: counters, the audit draws, the cut
+        (kept as is when `threshold.refresh` is off) and the median that disputes SKIPs."""
         return {"rebuilds": self.rebuilds, "calibrations": dict(self.calibrations),
                 "audit_draws": self._audit_draws.bit_generator.state,
-                "threshold": self.threshold}
+                "threshold": self.threshold, "accepted_median": self.accepted_median}
 
     def restore_learning_state(self, state: dict[str, Any]) -> None:
         self.rebuilds = int(state["rebuilds"])
         self.calibrations = Counter(state["calibrations"])
         self._audit_draws.bit_generator.state = state["audit_draws"]
         self.threshold = state["threshold"]
+        self.accepted_median = state.get("accepted_median")  # absent from older checkpoints
 
     def view(self, text: str) -> str:
         return scored_view(self.cfg, self.narration, text)
