@@ -84,13 +84,15 @@ def test_every_option_composes_and_validates(group: str, option: str) -> None:
 
 
 def test_loading_the_components_imports_no_optional_library() -> None:
-    """A run pays for mem0, memledger or NLTK only when it uses them."""
+    """A run pays for mem0, memledger (and memledger's evaluators and sqlean) or NLTK only when
+    it uses them."""
     import subprocess
     import sys
 
     code = ("import sys, memeval.components as c; c.load_builtin_components(); "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
-            "{'nltk', 'mem0', 'faiss', 'memledger', 'litellm', 'sklearn'}))")
+            "{'nltk', 'mem0', 'faiss', 'memledger', 'litellm', 'evaluators', 'sqlean', "
+            "'sklearn'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.strip() == "[]"

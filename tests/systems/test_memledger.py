@@ -208,15 +208,6 @@ def test_litellm_path_contacts_nothing_but_loopback(tmp_path: Path) -> None:
     assert lines[-2:] == ["conflict", "ATTEMPTS []"]
 
 
-def test_memledger_is_imported_only_when_the_system_is_built() -> None:
-    code = ("import sys, memeval.components as c; c.load_builtin_components(); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('memledger', 'litellm', 'evaluators', 'sqlean')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert done.stdout.strip() == "[]"
-
-
 @pytest.mark.slow
 def test_three_pass_with_memledger_names_its_search_path(
         tmp_path: Path, fast_config: Callable[..., DictConfig],
