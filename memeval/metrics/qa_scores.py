@@ -31,7 +31,6 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 PUNCTUATION = set(string.punctuation)
 
 
-
 @cache
 def _nltk() -> tuple[Any, Any, Any]:
     """NLTK's word tokenizer, sentence BLEU and smoothing, imported on first use."""

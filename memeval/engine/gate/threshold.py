@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -85,9 +85,18 @@ def _empirical(scores: np.ndarray, target_recall: float) -> float:
     return float(np.quantile(scores, 1.0 - target_recall))
 
 
-ESTIMATORS: dict[str, Callable[[np.ndarray, float], float]] = {
-    "normal": _normal, "robust": _robust, "empirical": _empirical}
-"""(out-of-sample scores of the acceptances, target recall) -> the cut before the margin."""
+class Estimator(NamedTuple):
+    """How the cut is read off the acceptances' scores, and how reports say so."""
+
+    cut: Callable[[np.ndarray, float], float]  # (scores, target recall) -> cut before the margin
+    words: str
+
+
+ESTIMATORS: dict[str, Estimator] = {
+    "normal": Estimator(_normal, "a normal fit (mean − z·sd)"),
+    "robust": Estimator(_robust, "a robust normal fit (median − z·1.4826·MAD)"),
+    "empirical": Estimator(_empirical, "the empirical quantile"),
+}
 
 
 def fixed(cfg: ThresholdConfig, scores: Callable[[], np.ndarray], accepted: int) -> float | None:
@@ -98,12 +107,8 @@ def judge_quantile(cfg: ThresholdConfig, scores_of: Callable[[], np.ndarray],
                    accepted: int) -> float | None:
     if accepted < cfg.min_accepted:
         return None
-    return ESTIMATORS[cfg.estimator](scores_of(), cfg.target_recall) - cfg.margin
+    return ESTIMATORS[cfg.estimator].cut(scores_of(), cfg.target_recall) - cfg.margin
 
-
-ESTIMATOR_WORDS = {"normal": "a normal fit (mean − z·sd)",
-                   "robust": "a robust normal fit (median − z·1.4826·MAD)",
-                   "empirical": "the empirical quantile"}
 
 POLICIES: dict[str, Policy] = {"fixed": fixed, "judge_quantile": judge_quantile}
 
@@ -112,7 +117,7 @@ def explain(cfg: ThresholdConfig) -> str:
     """One sentence for reports: which cut is in force and why."""
     if cfg.policy == "fixed":
         return f"fixed cut {cfg.value:g}, set by hand (memoryd: 0.35, tuned for voyage-4-nano)"
-    how = ESTIMATOR_WORDS[cfg.estimator]
+    how = ESTIMATORS[cfg.estimator].words
     refresh = "re-derived at every scorer rebuild" if cfg.refresh else "derived once, then frozen"
     source = ("prequential scores (each scored before it was learned; held-out refits until "
               f"{cfg.min_accepted} exist)" if cfg.scores == "prequential" else "held-out scores")
