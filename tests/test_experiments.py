@@ -25,7 +25,7 @@ QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_cal
            "memory_qa"}
 REPLAYS = [name for name in EXPERIMENTS if name not in QUALITY]
 TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"],
-        # the corpus's first 70 turns hold no test3 session: evaluate on test1's instead
+        # the corpus's first 70 turns hold no test4 or test5 session: evaluate on test1's instead
         "three_pass_sessions": ["dataset.limit=70", "experiment.learn_values=[learn,validate]",
                                 "experiment.eval_values=[test1]"],
         "mqs_calibration": ["bootstrap=30"], "conflict_detection": ["bootstrap=30"],
@@ -109,17 +109,17 @@ def test_sessions_split_learns_and_evaluates_on_different_sessions(
     run = tmp_path / "run"
     metrics = run_experiment(fast_config("+experiment=three_pass_sessions",
                                          "experiment.passes=1"), run)
-    assert metrics["split"] == {"learn": 3482, "eval": 876, "left_out": 0, "by": "split",
-                                "learn_values": ["learn", "validate", "test1", "test2"],
-                                "eval_values": ["test3"]}
+    assert metrics["split"] == {"learn": 4358, "eval": 1861, "left_out": 0, "by": "split",
+                                "learn_values": ["learn", "validate", "test1", "test2", "test3"],
+                                "eval_values": ["test4", "test5"]}
     session = {e.id: e.meta["session"] for e in load_labeled_jsonl(
         data_path("labeled/claude_code_entire_v1.jsonl")).entries}
     decisions = read_decisions(run)
     learned = {session[i] for i in decisions[decisions["phase"] == "learn"]["entry_id"]}
     evaluated = {session[i] for i in decisions[decisions["phase"] == "eval"]["entry_id"]}
-    assert len(learned) == 105 and len(evaluated) == 25 and not learned & evaluated
+    assert len(learned) == 130 and len(evaluated) == 65 and not learned & evaluated
     (evaluation,) = metrics["passes"]
-    assert evaluation["entries"] == 876
+    assert evaluation["entries"] == 1861
     low, high = evaluation["prejudge_filter_rate_ci95"]
     assert low < evaluation["prejudge_filter_rate"] < high
 
