@@ -58,6 +58,9 @@ class ConflictDetectionConfig:
     # `test_pairs` (null skips that), each figure with a bootstrap CI.
     dev_pairs: list[str] = field(default_factory=list)
     test_pairs: str | None = None
+    # Sets written outside memeval by other authors: the detector trained on every development
+    # pair is scored on each, beside the rules; none is ever fitted or chosen on.
+    outside_pairs: list[str] = field(default_factory=list)
     folds: int = bounded(5, 2)
     embed: bool = False  # add the run embedder's cosine of the two memories as a feature
     detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
@@ -68,8 +71,9 @@ class ConflictDetectionConfig:
     def validate(self) -> None:
         check_source(self.pairs, self.on_error, "pairs")
         self.rules.validate()
-        for path in (*self.dev_pairs, *([self.test_pairs] if self.test_pairs else [])):
-            check_source(path, self.on_error, "dev_pairs and test_pairs")
+        for path in (*self.dev_pairs, *([self.test_pairs] if self.test_pairs else []),
+                     *self.outside_pairs):
+            check_source(path, self.on_error, "dev_pairs, test_pairs and outside_pairs")
         if self.dev_pairs and self.folds < 2:
             raise ValueError(f"experiment.folds must be at least 2, got {self.folds}")
         CONFLICT_DETECTORS.validate(self.detector, "experiment.detector")
@@ -168,20 +172,42 @@ class ConflictDetection:
                 by_file([s["pairs"] for s in dev_sources]), bar("by file")), dev_newer,
                 resamples, seed)
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
+        if self.cfg.test_pairs or self.cfg.outside_pairs:
+            learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos)
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
-            learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos)
-            guessed = learned.predict(labelled_sides(test), self._cosines(ctx, test))
-            test_newer = _newer(learned, test)
+            scored, test_rows = self._held_out(ctx, "test", test, learned, rules, section)
             section["test_source"] = test_sources[0]
-            section["test"] = score(test, guessed, test_newer, resamples, seed)
-            section["rules_test"] = score(test, rules.predict(labelled_sides(test)), None,
-                                          resamples, seed)
-            rows += self._split_rows("test", test, guessed, test_newer, section, resamples, seed)
-            section["gap"] = {k: _minus(section["cv"]["headline"][k],
-                                        section["test"]["headline"][k])
-                              for k in section["cv"]["headline"]}
+            section["test"], section["rules_test"] = scored["learned"], scored["rules"]
+            section["gap"] = scored["gap"]
+            rows += test_rows
+        outside = []
+        for path in self.cfg.outside_pairs:
+            pairs, (source,) = self._load([path])
+            name = Path(path).stem
+            scored, outside_rows = self._held_out(ctx, f"outside {name}", pairs, learned, rules,
+                                                  section)
+            outside.append({"name": name, "source": source, **scored})
+            rows += outside_rows
+        if outside:
+            section["outside"] = outside
         return section, rows
+
+    def _held_out(self, ctx: RunContext, split: str, pairs: Sequence[LabelledPair],
+                  learned: PairDetector, rules: PairDetector, section: dict[str, Any]
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A set no model was fitted on, scored by the fitted detector and by the rules, with the
+        gap from the development CV to it."""
+        resamples, seed = ctx.resamples, ctx.seed
+        guessed = learned.predict(labelled_sides(pairs), self._cosines(ctx, pairs))
+        newer = _newer(learned, pairs)
+        figures = score(pairs, guessed, newer, resamples, seed)
+        gap = {k: _minus(section["cv"]["headline"][k], figures["headline"][k])
+               for k in section["cv"]["headline"]}
+        scored = {"learned": figures,
+                  "rules": score(pairs, rules.predict(labelled_sides(pairs)), None, resamples,
+                                 seed), "gap": gap}
+        return scored, self._split_rows(split, pairs, guessed, newer, section, resamples, seed)
 
     def _split_rows(self, split: str, pairs: Sequence[LabelledPair], learned: Sequence[str],
                     newer: Sequence[str] | None, section: dict[str, Any], resamples: int,
@@ -345,6 +371,9 @@ def summarise_learned(section: dict[str, Any]) -> str:
     if "test" in section:
         tables.append({f"{section['detector']} test": section["test"],
                        "rules test": section["rules_test"]})
+    for outside in section.get("outside", []):  # one table each: two columns per set fit
+        tables.append({f"{section['detector']}, {outside['name']}": outside["learned"],
+                       "rules": outside["rules"]})
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
     by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
@@ -352,9 +381,11 @@ def summarise_learned(section: dict[str, Any]) -> str:
     lines = [wrapped(f"{section['detector']} detector: {section['folds']}-fold CV on {dev} "
                      f"development pairs{by_file_note}, test split {test}"),
              *(aligned(("", *columns), _learned_rows(columns)) for columns in tables)]
-    if "gap" in section:
-        lines.append(wrapped("CV − test gap: " + ", ".join(
-            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None)))
+    gaps = [("test", section["gap"])] if "gap" in section else []
+    gaps += [(outside["name"], outside["gap"]) for outside in section.get("outside", [])]
+    for name, gap in gaps:
+        lines.append(wrapped(f"CV − {name} gap: " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in gap.items() if v is not None)))
     return "\n".join(lines)
 
 

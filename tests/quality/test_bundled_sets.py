@@ -24,6 +24,8 @@ PAIRS_TEST_3 = "conflicts/memory_pairs_heldout_v3.jsonl"  # written after v2 had
 PAIRS_TEST_4 = "conflicts/memory_pairs_heldout_v4.jsonl"  # written after v1-v3 were joined
 # Written after v4 had scored a detector and before any later change: the held-out split today.
 PAIRS_TEST_5 = "conflicts/memory_pairs_heldout_v5.jsonl"
+# Written outside memeval: real entries of one team's CLAUDE.md and their replacements.
+PAIRS_OUTSIDE = "conflicts/claude_md_history_entire_v1.jsonl"
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
@@ -78,6 +80,8 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
     (PAIRS_TEST_4, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3], _pair_texts),
     (PAIRS_TEST_5, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4],
      _pair_texts),
+    (PAIRS_OUTSIDE, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4,
+                     PAIRS_TEST_5], _pair_texts),
     (RECORDS_TEST, RECORDS_DEV, _record_texts),
     (SCENARIOS_TEST, SCENARIOS_DEV, _decisions),
     (SCENARIOS_GOLDEN_STYLE, [*SCENARIOS_DEV, SCENARIOS_TEST], _decisions)])
@@ -104,6 +108,20 @@ def test_the_later_conflict_splits_are_whole_and_balanced(name: str, nones: int,
               for label in ("none", "contradiction", "semantic", "temporal")}
     assert counts == {"none": nones, "contradiction": contradictions, "semantic": 44,
                       "temporal": 44}
+
+
+def test_the_outside_pairs_are_the_cards() -> None:
+    """Counts, the second labeller's agreement and the per-commit paths its card describes."""
+    pairs, report = load_conflict_pairs(data_path(PAIRS_OUTSIDE), "raise")
+    rows = _rows(PAIRS_OUTSIDE)
+    assert report.skipped == 0 and len(pairs) == 115
+    assert {label: sum(p.conflict == label for p in pairs) for label in
+            ("none", "semantic", "contradiction", "temporal")} == {
+        "none": 85, "semantic": 29, "contradiction": 1, "temporal": 0}
+    assert sum(row["conflict"] == row["second_conflict"] for row in rows) == 114
+    edits = [p for p in pairs if not p.same_source]
+    assert len(edits) == 70 and all(p.a.timestamp != p.b.timestamp for p in edits)
+    assert all(str(p.a.path).startswith("CLAUDE.md@") for p in pairs)
 
 
 def test_the_development_pairs_are_the_files_named_once() -> None:

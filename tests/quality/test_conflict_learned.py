@@ -32,6 +32,7 @@ from memeval.quality.conflict_model import (
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.difference_words import DifferenceWords, said_by_one
 from memeval.registry import ConfigError, to_dataclass
+from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 from memeval.systems.reference.stored_models import labelled_sides
 
@@ -236,8 +237,9 @@ def _rows(prefix: str, n: int) -> list[dict[str, Any]]:
              "newer": "b" if kinds[i % 4] == "temporal" else None} for i in range(n)]
 
 
-def test_the_test_split_is_never_trained_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            fast_config: Callable[..., DictConfig]) -> None:
+def test_the_test_and_outside_sets_are_never_trained_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        fast_config: Callable[..., DictConfig]) -> None:
     spy = Spy()
     real = experiment.CONFLICT_DETECTORS
 
@@ -251,15 +253,25 @@ def test_the_test_split_is_never_trained_on(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(experiment, "CONFLICT_DETECTORS", Detectors())
     dev = _write(tmp_path / "dev.jsonl", _rows("dev", 20))
     test = _write(tmp_path / "test.jsonl", _rows("test", 8))
+    outside = _write(tmp_path / "elsewhere.jsonl", _rows("outside", 6))
     metrics = run_experiment(fast_config("+experiment=conflict_detection", "bootstrap=20",
                                          f"experiment.dev_pairs=[{dev}]",
-                                         f"experiment.test_pairs={test}"), tmp_path / "run")
+                                         f"experiment.test_pairs={test}",
+                                         f"experiment.outside_pairs=[{outside}]"),
+                             tmp_path / "run")
     assert len(spy.fits) == 5 + 1  # one per fold, then the final model on every dev pair
     assert all(c.startswith("dev ") for fit in spy.fits for c in fit)
-    assert spy.asked[-1] == {f"test memory {i}" for i in range(8)}
+    assert spy.asked[-2:] == [{f"test memory {i}" for i in range(8)},
+                              {f"outside memory {i}" for i in range(6)}]
     section = metrics["conflicts_learned"]
     assert section["test"]["pairs"] == 8 and section["rules_test"]["pairs"] == 8
     assert set(section["gap"]) == set(section["cv"]["headline"])
+    (scored,) = section["outside"]
+    assert scored["name"] == "elsewhere" and scored["source"]["pairs"] == 6
+    assert scored["learned"]["pairs"] == scored["rules"]["pairs"] == 6
+    assert set(scored["gap"]) == set(section["cv"]["headline"])
+    splits = set(read_table(tmp_path / "run", "conflict_learned")["split"])
+    assert splits == {"dev", "test", "outside elsewhere"}
 
 
 @pytest.mark.bad_input
