@@ -289,14 +289,15 @@ def test_without_phoenix_a_quality_run_says_where_its_tables_are(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_conflict_detection_keeps_each_detectors_guess_on_both_splits(
+def test_conflict_detection_keeps_each_detectors_guess_on_every_split(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     metrics = run_experiment(fast_config("+experiment=conflict_detection", "bootstrap=20",
                                          "plots=false"), tmp_path / "run")
     table = read_table(tmp_path / "run", "conflict_learned")
     learned = metrics["conflicts_learned"]
     assert table["split"].value_counts().to_dict() == {
-        "dev": sum(d["pairs"] for d in learned["dev"]), "test": learned["test"]["pairs"]}
+        "dev": sum(d["pairs"] for d in learned["dev"]), "test": learned["test"]["pairs"],
+        **{f"outside {o['name']}": o["learned"]["pairs"] for o in learned["outside"]}}
     for column in ("memeval_predicted", "compat_predicted", "learned_predicted",
                    "learned_newer", "a_path", "a_timestamp", "b_path", "b_timestamp", "kind"):
         assert column in table
