@@ -24,8 +24,9 @@ PAIRS_TEST_3 = "conflicts/memory_pairs_heldout_v3.jsonl"  # written after v2 had
 PAIRS_TEST_4 = "conflicts/memory_pairs_heldout_v4.jsonl"  # written after v1-v3 were joined
 # Written after v4 had scored a detector and before any later change: the held-out split today.
 PAIRS_TEST_5 = "conflicts/memory_pairs_heldout_v5.jsonl"
-# Written outside memeval: real entries of one team's CLAUDE.md and their replacements.
+# Written outside memeval: real entries of two teams' agent files and their replacements.
 PAIRS_OUTSIDE = "conflicts/claude_md_history_entire_v1.jsonl"
+PAIRS_OUTSIDE_2 = "conflicts/agents_md_history_pydantic_ai_v1.jsonl"
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
@@ -82,6 +83,8 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
      _pair_texts),
     (PAIRS_OUTSIDE, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4,
                      PAIRS_TEST_5], _pair_texts),
+    (PAIRS_OUTSIDE_2, [*PAIRS_DEV, PAIRS_TEST, PAIRS_TEST_2, PAIRS_TEST_3, PAIRS_TEST_4,
+                       PAIRS_TEST_5, PAIRS_OUTSIDE], _pair_texts),
     (RECORDS_TEST, RECORDS_DEV, _record_texts),
     (SCENARIOS_TEST, SCENARIOS_DEV, _decisions),
     (SCENARIOS_GOLDEN_STYLE, [*SCENARIOS_DEV, SCENARIOS_TEST], _decisions)])
@@ -110,18 +113,21 @@ def test_the_later_conflict_splits_are_whole_and_balanced(name: str, nones: int,
                       "temporal": 44}
 
 
-def test_the_outside_pairs_are_the_cards() -> None:
-    """Counts, the second labeller's agreement and the per-commit paths its card describes."""
-    pairs, report = load_conflict_pairs(data_path(PAIRS_OUTSIDE), "raise")
-    rows = _rows(PAIRS_OUTSIDE)
-    assert report.skipped == 0 and len(pairs) == 115
-    assert {label: sum(p.conflict == label for p in pairs) for label in
-            ("none", "semantic", "contradiction", "temporal")} == {
-        "none": 85, "semantic": 29, "contradiction": 1, "temporal": 0}
-    assert sum(row["conflict"] == row["second_conflict"] for row in rows) == 114
-    edits = [p for p in pairs if not p.same_source]
-    assert len(edits) == 70 and all(p.a.timestamp != p.b.timestamp for p in edits)
-    assert all(str(p.a.path).startswith("CLAUDE.md@") for p in pairs)
+@pytest.mark.parametrize(("name", "counts", "agreed", "edits"), [
+    (PAIRS_OUTSIDE, (85, 29, 1), 114, 70), (PAIRS_OUTSIDE_2, (52, 13, 3), 67, 47)])
+def test_the_outside_pairs_are_the_cards(name: str, counts: tuple[int, int, int], agreed: int,
+                                         edits: int) -> None:
+    """Counts, the second labeller's agreement and the per-commit paths each card describes."""
+    pairs, report = load_conflict_pairs(data_path(name), "raise")
+    rows = _rows(name)
+    assert report.skipped == 0 and len(pairs) == sum(counts)
+    assert tuple(sum(p.conflict == label for p in pairs)
+                 for label in ("none", "semantic", "contradiction", "temporal")) == (*counts, 0)
+    assert sum(row["labels"][0] == row["labels"][1] for row in rows) == agreed  # type: ignore[index]
+    assert all(row["conflict"] in row["labels"] for row in rows)  # type: ignore[operator]
+    changed = [p for p in pairs if not p.same_source]
+    assert len(changed) == edits and all(p.a.timestamp != p.b.timestamp for p in changed)
+    assert all("@" in str(p.a.path) and "@" in str(p.b.path) for p in pairs)
 
 
 def test_the_development_pairs_are_the_files_named_once() -> None:
