@@ -61,6 +61,9 @@ class ConflictDetectionConfig:
     # Sets written outside memeval by other authors: the detector trained on every development
     # pair is scored on each, beside the rules; none is ever fitted or chosen on.
     outside_pairs: list[str] = field(default_factory=list)
+    # Each development file's source (an author or a dataset), by file name; a file not named is
+    # its own. With two or more sources the detector is also scored leave-one-source-out.
+    sources: dict[str, str] = field(default_factory=dict)
     folds: int = bounded(5, 2)
     embed: bool = False  # add the run embedder's cosine of the two memories as a feature
     detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
@@ -74,6 +77,12 @@ class ConflictDetectionConfig:
         for path in (*self.dev_pairs, *([self.test_pairs] if self.test_pairs else []),
                      *self.outside_pairs):
             check_source(path, self.on_error, "dev_pairs, test_pairs and outside_pairs")
+        trained = {Path(path).resolve() for path in self.dev_pairs}
+        for path in self.outside_pairs:
+            if Path(path).resolve() in trained:
+                raise ValueError(f"outside_pairs: {Path(path).name} is also in dev_pairs, so the "
+                                 "detector would be scored on pairs it learned; drop it from one "
+                                 "(dev_sets=with_outside names its own outside sets)")
         if self.dev_pairs and self.folds < 2:
             raise ValueError(f"experiment.folds must be at least 2, got {self.folds}")
         CONFLICT_DETECTORS.validate(self.detector, "experiment.detector")
@@ -133,7 +142,8 @@ class ConflictDetection:
             pairs += loaded
             sources.append({"source": report.source, "fingerprint": file_fingerprint(path),
                             "pairs": len(loaded), "skipped": report.skipped,
-                            "problems": report.problems[:100]})
+                            "problems": report.problems[:100],
+                            "author": self.cfg.sources.get(Path(path).stem, Path(path).stem)})
         return pairs, sources
 
     def _cosines(self, ctx: RunContext, pairs: Sequence[LabelledPair]) -> list[float] | None:
@@ -166,11 +176,21 @@ class ConflictDetection:
             "cv": score(dev, oof, dev_newer, resamples, seed),
             "rules_dev": score(dev, rules.predict(labelled_sides(dev)), None, resamples, seed),
             "rules_modes": {}}
+        sizes, authors = [s["pairs"] for s in dev_sources], [s["author"] for s in dev_sources]
         if len(dev_sources) > 1:  # each file written apart: how the detector carries to new data
             section["cv_by_file"] = score(dev, out_of_fold(
-                learned, dev, self.cfg.folds, seed, dev_cos,
-                by_file([s["pairs"] for s in dev_sources]), bar("by file")), dev_newer,
-                resamples, seed)
+                learned, dev, self.cfg.folds, seed, dev_cos, by_file(sizes), bar("by file")),
+                dev_newer, resamples, seed)
+        if len(set(authors)) > 1:  # each author or dataset held out whole: its style unseen
+            folds = by_source(sizes, authors)
+            guessed = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos, folds,
+                                  bar("by source"))
+            section["cv_by_source"] = score(dev, guessed, dev_newer, resamples, seed)
+            section["by_source"] = {  # each source on its own, as a new author's data would be
+                name: score([dev[i] for i in held], [guessed[i] for i in held],
+                            None if dev_newer is None else [dev_newer[i] for i in held],
+                            resamples, seed)["headline"]
+                for name, held in zip(dict.fromkeys(authors), folds, strict=True)}
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs or self.cfg.outside_pairs:
             learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos)
@@ -282,8 +302,17 @@ def folds_of(labels: Sequence[str], folds: int, seed: int) -> list[np.ndarray]:
 
 def by_file(sizes: Sequence[int]) -> list[np.ndarray]:
     """One fold per development file, in order: each file's pairs held out in turn."""
+    return by_source(sizes, range(len(sizes)))
+
+
+def by_source(sizes: Sequence[int], sources: Iterable[object]) -> list[np.ndarray]:
+    """One fold per source, in order of first appearance: the pairs of every file of that source
+    (files given in order, `sizes` pairs each) held out together."""
     edges = np.cumsum([0, *sizes])
-    return [np.arange(start, stop) for start, stop in pairwise(edges)]
+    folds: dict[object, list[np.ndarray]] = {}
+    for source, (start, stop) in zip(sources, pairwise(edges), strict=True):
+        folds.setdefault(source, []).append(np.arange(start, stop))
+    return [np.concatenate(parts) for parts in folds.values()]
 
 
 def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
@@ -366,6 +395,8 @@ def summarise_learned(section: dict[str, Any]) -> str:
     dev_columns = {f"{section['detector']} CV": section["cv"]}
     if "cv_by_file" in section:
         dev_columns[f"{section['detector']} by file"] = section["cv_by_file"]
+    if "cv_by_source" in section:
+        dev_columns["by source"] = section["cv_by_source"]
     dev_columns["rules dev"] = section["rules_dev"]
     tables = [dev_columns]
     if "test" in section:
@@ -378,15 +409,26 @@ def summarise_learned(section: dict[str, Any]) -> str:
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
     by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
                     if "cv_by_file" in section else "")
+    if "cv_by_source" in section:
+        by_file_note += (" and leave-one-source-out over its "
+                         f"{len({d['author'] for d in section['dev']})} sources")
     lines = [wrapped(f"{section['detector']} detector: {section['folds']}-fold CV on {dev} "
                      f"development pairs{by_file_note}, test split {test}"),
              *(aligned(("", *columns), _learned_rows(columns)) for columns in tables)]
+    if "by_source" in section:
+        lines.append(wrapped("each source held out (any-conflict precision / recall): " + ", ".join(
+            f"{name} {_two(h['any_precision'])} / {_two(h['any_recall'])}"
+            for name, h in section["by_source"].items())))
     gaps = [("test", section["gap"])] if "gap" in section else []
     gaps += [(outside["name"], outside["gap"]) for outside in section.get("outside", [])]
     for name, gap in gaps:
         lines.append(wrapped(f"CV − {name} gap: " + ", ".join(
             f"{k} {v:+.2f}" for k, v in gap.items() if v is not None)))
     return "\n".join(lines)
+
+
+def _two(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def _pct(value: float | None) -> str:

@@ -18,6 +18,7 @@ from memeval.experiments.conflict_detection import (
     ConflictDetection,
     ConflictDetectionConfig,
     by_file,
+    by_source,
     folds_of,
     out_of_fold,
 )
@@ -124,6 +125,34 @@ def test_the_combiner_learns_a_separable_toy_set(classifier: str) -> None:
 
 def test_by_file_holds_out_each_development_file_in_turn() -> None:
     assert [fold.tolist() for fold in by_file([2, 3, 1])] == [[0, 1], [2, 3, 4], [5]]
+
+
+def test_by_source_holds_out_every_file_of_one_author_together() -> None:
+    folds = by_source([2, 3, 1, 2], ["memeval", "team", "memeval", "other"])
+    assert [fold.tolist() for fold in folds] == [[0, 1, 5], [2, 3, 4], [6, 7]]
+
+
+def test_an_outside_set_that_is_also_a_development_file_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path / "team.jsonl", _rows("team", 8))
+    cfg = ConflictDetectionConfig(pairs=path, dev_pairs=[path], outside_pairs=[path])
+    with pytest.raises(ValueError, match="team.jsonl is also in dev_pairs"):
+        cfg.validate()
+
+
+@pytest.mark.slow
+def test_each_source_is_held_out_whole_beside_each_file(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    files = [_write(tmp_path / f"{name}.jsonl", _rows(name, 24))
+             for name in ("brief_a", "brief_b", "team")]
+    metrics = run_experiment(fast_config(
+        "+experiment=conflict_detection", "bootstrap=20", "experiment.test_pairs=null",
+        "experiment.outside_pairs=[]", f"experiment.dev_pairs=[{','.join(files)}]",
+        "experiment.sources={brief_a: brief, brief_b: brief}"), tmp_path / "run")
+    section = metrics["conflicts_learned"]
+    assert [d["author"] for d in section["dev"]] == ["brief", "brief", "team"]
+    assert section["cv_by_source"]["pairs"] == section["cv_by_file"]["pairs"] == 72
+    assert set(section["by_source"]) == {"brief", "team"}
+    assert set(section["by_source"]["team"]) == set(section["cv"]["headline"])
 
 
 def test_a_none_probability_floor_trades_conflicts_for_none() -> None:
