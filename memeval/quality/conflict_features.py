@@ -8,8 +8,10 @@ another value? opposite stance? framed as a change, and on which side?
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import date
+from difflib import SequenceMatcher
 
 from memeval.quality.conflict_values import MemoryValues
 from memeval.quality.words import jaccard
@@ -115,3 +117,29 @@ def _difference(a: MemoryValues, b: MemoryValues) -> tuple[float, float, float]:
     containment = shared / shorter if shorter else 0.0
     swap = float(1 <= only_a <= 3 and 1 <= only_b <= 3) * containment
     return containment, float(min(only_a, only_b, 10)), swap
+
+
+EDIT_FEATURES = ("unchanged_share", "replaced_spans", "only_added_or_dropped", "code_replaced")
+_EDIT_TOKEN = re.compile(r"`[^`]+`|[\w./:@=-]+")
+
+
+def _code_like(token: str) -> bool:
+    """A name a reader takes as a value: backticked, a path, a flag, a dotted or snake name."""
+    return token.startswith(("`", "-")) or any(c in token for c in "/._=@:") or \
+        any(c.isdigit() for c in token)
+
+
+def edit_features(a: str, b: str) -> list[float]:
+    """How one memory's words turn into the other's, in order (EDIT_FEATURES): the share of the
+    longer left unchanged, how many spans were replaced (not added or dropped), whether words
+    were only added or dropped (added detail), and whether a replaced span holds a code-like
+    value. One value swapped inside an otherwise unchanged entry is how real teams rewrite a
+    memory file; a paraphrase replaces many spans, an elaboration only adds."""
+    left, right = _EDIT_TOKEN.findall(a.lower()), _EDIT_TOKEN.findall(b.lower())
+    ops = SequenceMatcher(None, left, right, autojunk=False).get_opcodes()
+    unchanged = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
+    replaced = [left[i1:i2] + right[j1:j2] for tag, i1, i2, j1, j2 in ops if tag == "replace"]
+    changed = any(tag != "equal" for tag, *_ in ops)
+    return [unchanged / max(len(left), len(right), 1), float(min(len(replaced), 5)),
+            float(changed and not replaced),
+            float(any(_code_like(token) for span in replaced for token in span))]

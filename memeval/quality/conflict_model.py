@@ -17,7 +17,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memeval.quality.conflict_features import ConflictSide, newer_side, pair_features
+from memeval.quality.conflict_features import (
+    ConflictSide,
+    edit_features,
+    newer_side,
+    pair_features,
+)
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.quality.difference_words import DifferenceWords
@@ -60,6 +65,9 @@ class LearnedConflictConfig:
     difference_words: bool = True
     difference_regularisation: float = bounded(3.0, 1e-6)
     difference_folds: int = bounded(5, 2)
+    # Add how one memory's words turn into the other's (conflict_features.edit_features): a value
+    # swapped inside an unchanged entry, as real teams rewrite their memory files.
+    edit_features: bool = False
 
     def validate(self) -> None:
         self.words.validate()
@@ -138,6 +146,8 @@ class LearnedConflictDetector:
         class probabilities, `words` if given, else from the fitted model."""
         rows = np.asarray([pair_features(self.read(a.content), self.read(b.content), a, b,
                                          cosines[i] if cosines is not None else 0.0)
+                           + (edit_features(a.content, b.content) if self.cfg.edit_features
+                              else [])
                            for i, (a, b) in enumerate(pairs)], dtype=float)
         if self.words is None:
             return rows

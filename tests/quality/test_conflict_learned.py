@@ -23,7 +23,14 @@ from memeval.experiments.conflict_detection import (
     out_of_fold,
 )
 from memeval.paths import CONF_DIR
-from memeval.quality.conflict_features import FEATURES, ConflictSide, newer_side, pair_features
+from memeval.quality.conflict_features import (
+    EDIT_FEATURES,
+    FEATURES,
+    ConflictSide,
+    edit_features,
+    newer_side,
+    pair_features,
+)
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
     LearnedConflictConfig,
@@ -135,7 +142,7 @@ def test_by_source_holds_out_every_file_of_one_author_together() -> None:
 def test_an_outside_set_that_is_also_a_development_file_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path / "team.jsonl", _rows("team", 8))
     cfg = ConflictDetectionConfig(pairs=path, dev_pairs=[path], outside_pairs=[path])
-    with pytest.raises(ValueError, match="team.jsonl is also in dev_pairs"):
+    with pytest.raises(ValueError, match=r"team\.jsonl is also in dev_pairs"):
         cfg.validate()
 
 
@@ -378,3 +385,33 @@ def test_the_stacked_words_add_one_column_per_label(tmp_path: Path) -> None:
         detector.fit(sides, labels)
         widths[stacked] = detector.features(sides).shape[1]
     assert widths == {True: len(FEATURES) + 4, False: len(FEATURES)}
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [
+    # one backticked value swapped inside an unchanged entry: how real files get rewritten
+    ("Logs go to the `entire/sessions` branch on commit",
+     "Logs go to the `entire/checkpoints/v1` branch on commit", [7 / 8, 1.0, 0.0, 1.0]),
+    # detail added, nothing replaced
+    ("A warning is shown", "A warning is shown in the same directory", [4 / 8, 0.0, 1.0, 0.0]),
+    # a paraphrase: most words replaced, none of them a code-like value
+    ("Always run plan before apply", "Never apply without reviewing the plan",
+     [1 / 6, 1.0, 0.0, 0.0]),
+    ("Same text", "same text", [1.0, 0.0, 0.0, 0.0]),
+])
+def test_edit_features_describe_how_one_entry_became_the_other(a: str, b: str,
+                                                               expected: list[float]) -> None:
+    assert edit_features(a, b) == pytest.approx(expected)
+    assert edit_features(b, a) == pytest.approx(expected)  # symmetric
+    assert len(expected) == len(EDIT_FEATURES)
+
+
+def test_the_edit_features_switch_adds_its_columns(tmp_path: Path) -> None:
+    pairs = load_conflict_pairs(_write(tmp_path / "dev.jsonl", _rows("dev", 20)))[0]
+    sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
+    widths = {}
+    for edits in (True, False):
+        detector = LearnedConflictDetector(LearnedConflictConfig(
+            words=_words(), difference_words=False, edit_features=edits))
+        detector.fit(sides, labels)
+        widths[edits] = detector.features(sides).shape[1]
+    assert widths == {True: len(FEATURES) + len(EDIT_FEATURES), False: len(FEATURES)}
