@@ -60,7 +60,12 @@ def test_saved_runs_print_within_the_width() -> None:
     assert too_wide("\n".join((printed, compared, learned, labellers))) == []
     assert "99.1% [97–100]" in printed and "57.3%" in printed
     assert "+0.893 pt [+0, +2.68]" in compared and "100.0% [100–100]" in compared
-    assert "0.79 [0.77–0.82]" in learned and "0.98 [0.93–1.00]" in learned
+    assert "0.74 [0.71–0.77]" in learned and "pydantic-ai 0.38 / 0.50" in learned  # by source
+    outside = [line.split() for line in learned.splitlines() if line.startswith("agents_md")]
+    assert [row[0] for row in outside] == [  # one row per outside set, its recall gap last
+        "agents_md_history_codexbar_v1", "agents_md_history_openai_agents_v1",
+        "agents_md_history_mcp_python_sdk_v1", "agents_md_history_fastmcp_v1"]
+    assert outside[-1][1:3] + outside[-1][-1:] == ["0.86", "[0.50–1.00]", "+0.43"]
 
 
 def test_an_mqs_calibration_run_prints_within_the_width(

@@ -402,9 +402,6 @@ def summarise_learned(section: dict[str, Any]) -> str:
     if "test" in section:
         tables.append({f"{section['detector']} test": section["test"],
                        "rules test": section["rules_test"]})
-    for outside in section.get("outside", []):  # one table each: two columns per set fit
-        tables.append({f"{section['detector']}, {outside['name']}": outside["learned"],
-                       "rules": outside["rules"]})
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
     by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
@@ -419,12 +416,26 @@ def summarise_learned(section: dict[str, Any]) -> str:
         lines.append(wrapped("each source held out (any-conflict precision / recall): " + ", ".join(
             f"{name} {_two(h['any_precision'])} / {_two(h['any_recall'])}"
             for name, h in section["by_source"].items())))
-    gaps = [("test", section["gap"])] if "gap" in section else []
-    gaps += [(outside["name"], outside["gap"]) for outside in section.get("outside", [])]
-    for name, gap in gaps:
-        lines.append(wrapped(f"CV − {name} gap: " + ", ".join(
-            f"{k} {v:+.2f}" for k, v in gap.items() if v is not None)))
+    if "gap" in section:
+        lines.append(wrapped("CV − test gap: " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None)))
+    if section.get("outside"):
+        lines += [wrapped("sets written outside memeval, never fitted on: any-conflict precision "
+                          "and recall, the rules' beside them, and the CV − set recall gap "
+                          "(per-type figures in metrics.json)"), _outside_table(section)]
     return "\n".join(lines)
+
+
+def _outside_table(section: dict[str, Any]) -> str:
+    """One row per outside set: a table each would bury the comparison across authors."""
+    rows = []
+    for outside in section["outside"]:
+        learned, rules = outside["learned"]["any_conflict"], outside["rules"]["any_conflict"]
+        recall_gap = outside["gap"]["any_recall"]
+        rows.append((outside["name"], _with_ci(learned, "precision"), _with_ci(learned, "recall"),
+                     f"{_two(rules['precision'])} / {_two(rules['recall'])}",
+                     "—" if recall_gap is None else f"{recall_gap:+.2f}"))
+    return aligned(("set", "precision", "recall", "rules", "gap"), rows)
 
 
 def _two(value: float | None) -> str:
