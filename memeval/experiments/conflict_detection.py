@@ -189,7 +189,7 @@ class ConflictDetection:
             section["by_source"] = {  # each source on its own, as a new author's data would be
                 name: score([dev[i] for i in held], [guessed[i] for i in held],
                             None if dev_newer is None else [dev_newer[i] for i in held],
-                            resamples, seed)["headline"]
+                            resamples, seed)
                 for name, held in zip(dict.fromkeys(authors), folds, strict=True)}
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs or self.cfg.outside_pairs:
@@ -414,7 +414,7 @@ def summarise_learned(section: dict[str, Any]) -> str:
              *(aligned(("", *columns), _learned_rows(columns)) for columns in tables)]
     if "by_source" in section:
         lines.append(wrapped("each source held out (any-conflict precision / recall): " + ", ".join(
-            f"{name} {_two(h['any_precision'])} / {_two(h['any_recall'])}"
+            f"{name} {_two(h['headline']['any_precision'])} / {_two(h['headline']['any_recall'])}"
             for name, h in section["by_source"].items())))
     if "gap" in section:
         lines.append(wrapped("CV − test gap: " + ", ".join(

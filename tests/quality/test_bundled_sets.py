@@ -98,7 +98,8 @@ def test_the_development_sets_are_large_enough_and_load_cleanly() -> None:
 def test_the_independent_split_shares_nothing_with_development(
         test: str, dev: list[str], texts: Callable[[str], set[str]]) -> None:
     held = texts(test)
-    assert len(held) >= 50  # distinct memories: enough for a figure with a CI
+    # distinct memories: enough for a figure with a CI (the outside sets are smaller, real files)
+    assert len(held) >= (50 if test in PAIRS_OUTSIDE_ALL else 75)
     for name in dev:
         shared = held & texts(name)
         assert not shared, f"{test} repeats {len(shared)} texts of {name}: {sorted(shared)[:2]}"

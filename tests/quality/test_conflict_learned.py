@@ -159,7 +159,8 @@ def test_each_source_is_held_out_whole_beside_each_file(
     assert [d["author"] for d in section["dev"]] == ["brief", "brief", "team"]
     assert section["cv_by_source"]["pairs"] == section["cv_by_file"]["pairs"] == 72
     assert set(section["by_source"]) == {"brief", "team"}
-    assert set(section["by_source"]["team"]) == set(section["cv"]["headline"])
+    assert set(section["by_source"]["team"]["headline"]) == set(section["cv"]["headline"])
+    assert section["by_source"]["team"]["pairs"] == 24  # with its CIs, as every other figure
 
 
 def test_a_none_probability_floor_trades_conflicts_for_none() -> None:

@@ -64,10 +64,11 @@ class Narration:
             rf"^[\W_]*((now\s+)?({interjection})\s*([!.,:;]|\s[-–—])[\W_]*)+", re.IGNORECASE
         ) if interjection else None
         lead = _words(cfg.lead_words)
-        leads = rf"(({lead})[,!]?\s+)*" if lead else ""
+        one_lead = rf"(({lead})[,!]?\s+)"
+        leads = f"{one_lead}*" if lead else ""
         self._plan = re.compile(rf"^[\W_]*{leads}({_words(cfg.plans)})\b", re.IGNORECASE)
         actions = _words(cfg.actions)
-        self._led_action = re.compile(rf"^[\W_]*(({lead})[,!]?\s+)+({actions})\b",
+        self._led_action = re.compile(rf"^[\W_]*{one_lead}+({actions})\b",
                                       re.IGNORECASE) if actions and lead else None
         self._action = re.compile(rf"^[\W_]*({actions})\b.*:$", re.IGNORECASE | re.DOTALL) \
             if actions else None
