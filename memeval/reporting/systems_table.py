@@ -40,6 +40,10 @@ WRITE_GATE_LEGEND = ("recall: human-labelled substantive entries kept; noise: no
                      "saved, of all entries")
 
 
+PAIRED_LEGEND = ("McNemar p, recall: on the substantive entries the recall Δ is measured on; "
+                 "keep/drop: on every entry's decision, noise included")
+
+
 def _write_gate(table: WriteGateTable) -> str:
     """The systems' figures, then each one's recall against the first's: one table would not fit
     a terminal."""
@@ -51,11 +55,13 @@ def _write_gate(table: WriteGateTable) -> str:
     for name in table.systems:
         entry = table.paired.get(name)
         paired.append((name, _delta(entry.recall if entry else None, pct=True),
-                       _num(entry.mcnemar_p if entry else None)))
+                       _num(entry.mcnemar_p if entry else None),
+                       _num(entry.decisions_mcnemar_p if entry else None)))
     title = f"write gate (pass {table.pass_no})"
     return (titled(title, aligned(header, rows), WRITE_GATE_LEGEND) + "\n\n"
-            + titled(f"{title}, recall against the first system",
-                     aligned(("system", "recall Δ vs first [95% CI]", "McNemar p"), paired)))
+            + titled(f"{title}, against the first system",
+                     aligned(("system", "recall Δ [95% CI]", "McNemar p, recall",
+                              "McNemar p, keep/drop"), paired), PAIRED_LEGEND))
 
 
 def _trust(table: TrustTable) -> str:
