@@ -13,7 +13,7 @@ NO_FAILURES = ComponentFailures(0, {}, 0)
 WIDTH = 100  # columns of the narrowest terminal the printed results must fit
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
@@ -53,10 +53,10 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
         judge = p.failures.get("judge")
         outcomes.append((
             p.label,
-            _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
-            str(p.noise_stored), _pct(p.low_value_filtered_rate),
-            _pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
-            str(p.judge_calls), str(judge.errors if judge else 0), _pct(p.judge_call_saving)))
+            pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+            str(p.noise_stored), pct(p.low_value_filtered_rate),
+            pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
+            str(p.judge_calls), str(judge.errors if judge else 0), pct(p.judge_call_saving)))
         stages.append((
             p.label, str(counts["prefilter"]), str(counts["length"]),
             str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
@@ -74,7 +74,7 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
             "substantive entries kept, by other label sources (agreement with that labeller, "
             "not ground truth)",
             aligned(("pass", *(f"kept ({s})" for s in others)),
-                    [(p.label, *(_pct(p.recall_by_label_source.get(s)) for s in others))
+                    [(p.label, *(pct(p.recall_by_label_source.get(s)) for s in others))
                      for p in passes])))
     failures = [block for block in (
         _failures(passes, "system", lambda p: p.entries, "entries"),
@@ -179,8 +179,8 @@ def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[str]:
               for label in labels)))
         policy.append((
             p.label,
-            _pct(sum(s.hedged_share * s.memories for s in every) / total),
-            _pct(sum(s.conflicted_share * s.memories for s in every) / total),
+            pct(sum(s.hedged_share * s.memories for s in every) / total),
+            pct(sum(s.conflicted_share * s.memories for s in every) / total),
             _actions(by_label, ("substantive",)), _actions(by_label, ("low_value", "noise"))))
     return [titled("MQS of stored memories",
                    aligned(("pass", "stored", "AUROC [95% CI]", "confidence only", "mean subst.",
@@ -205,7 +205,7 @@ def stored_models_tables(passes: Sequence[PassMetrics]) -> list[str]:
         conflicts.append((
             p.label, str(quality.candidate_pairs), str(quality.pairs_too_long),
             *(str(quality.conflicts_by_kind.get(kind, 0)) for kind in kinds),
-            _pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
+            pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
             str(quality.superseded)))
         trust_rows.append((
             p.label, str(quality.memories),
