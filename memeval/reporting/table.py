@@ -230,6 +230,12 @@ def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str
                     for action in ("FILTER", "FLAG", "PASS"))
 
 
+def short_key(key: str, keys: Sequence[str]) -> str:
+    """A setting's dotted key by its last part when no other of `keys` ends the same way."""
+    last = key.rpartition(".")[2]
+    return last if sum(k.rpartition(".")[2] == last for k in keys) == 1 else key
+
+
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Left-aligned columns, two spaces apart: the plain-text tables every command prints."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
