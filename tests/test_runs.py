@@ -80,9 +80,11 @@ def test_the_one_differing_setting_is_a_column_and_the_rest_one_line(
 def test_without_overrides_the_resolved_configs_are_diffed(
         runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(runs)]) == 0
-    header = header_of(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+    header = header_of(printed)
     settings = header[3:header.index("recall")]
     assert settings == ["target_recall"]
+    assert "same in every run: the rest of config.yaml" in printed
 
 
 def test_a_damaged_metrics_file_is_a_row_with_a_note(

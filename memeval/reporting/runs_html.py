@@ -71,15 +71,13 @@ def page(table: RunsTable) -> str:
     names = [*fixed, *setting_headers(table), *table.measures, "notes"]
     titles = [*fixed, *table.settings, *table.measures, "notes"]
     differs = [name in table.settings for name in titles]
-    same = ", ".join(f"{k}={v}" for k, v in table.same.items()) or (
-        "the rest of config.yaml" if len(table.rows) > 1 else "")
     title = f"memeval runs under {table.folder}"
     return "\n".join([
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{PAGE_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
         f"<p>{len(table.rows)} runs of {html.escape(', '.join(table.experiments) or '?')}. "
         f"Highlighted: the settings that differ between the runs. Click a header to sort.</p>",
-        f"<p>Same in every run: {html.escape(redact(same))}</p>" if same else "",
+        f"<p>Same in every run: {html.escape(redact(table.shared))}</p>",
         "<table class='runs'><thead>", _header(names, titles, differs), "</thead><tbody>",
         *(_row(row, table) for row in table.rows),
         "</tbody></table>",

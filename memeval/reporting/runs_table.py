@@ -41,12 +41,21 @@ class RunsTable:
     folder: Path
     rows: list[RunRow]
     settings: list[str]  # the settings that differ between the runs, as columns
-    same: dict[str, str]  # what every run set alike, shown
+    same: dict[str, str]  # what every run was given alike, shown
     measures: list[str]  # the figures' columns, in the order first met
+    from_overrides: bool  # settings compared as the jobs' overrides, not as resolved configs
 
     @property
     def experiments(self) -> list[str]:
         return sorted({row.experiment for row in self.rows if row.experiment})
+
+    @property
+    def shared(self) -> str:
+        """What every run has alike, in one line: what is not a column."""
+        if self.from_overrides:
+            return ", ".join([*(f"{key}={value}" for key, value in self.same.items()),
+                              "every setting no run was given (its default)"])
+        return "the rest of config.yaml (a config group shown by its name stands for its keys)"
 
 
 def _when(path: Path) -> str:
@@ -121,7 +130,7 @@ def _value(run: Run, settings: dict[str, Any], key: str) -> str:
 
 def _settings(rows: Sequence[RunRow], runs: Sequence[Run]) -> tuple[list[str], dict[str, str]]:
     """The settings that differ between the runs, filled into their rows, and those every run
-    shares (from the job's overrides; none when the runs fell back to their resolved configs)."""
+    was given alike (none when the runs are compared by their resolved configs)."""
     if not runs:
         return [], {}
     settings = run_settings(runs)
@@ -129,10 +138,14 @@ def _settings(rows: Sequence[RunRow], runs: Sequence[Run]) -> tuple[list[str], d
     shown = [key for key in group_keys(varying) if key not in EXPERIMENT_KEYS]
     for row, run, found in zip(rows, runs, settings, strict=True):
         row.settings = {key: _value(run, found, key) for key in shown}
-    overrides = all(run.overrides is not None for run in runs)
     same = {key: shown_setting(value) for key, value in settings[0].items()
-            if overrides and key not in varying and key not in EXPERIMENT_KEYS}
+            if _from_overrides(runs) and key not in varying and key not in EXPERIMENT_KEYS}
     return shown, same
+
+
+def _from_overrides(runs: Sequence[Run]) -> bool:
+    """Whether `run_settings` compared the runs by their jobs' overrides."""
+    return all(run.overrides is not None for run in runs)
 
 
 def collect(folder: Path, experiment: str | None = None) -> RunsTable:
@@ -148,4 +161,4 @@ def collect(folder: Path, experiment: str | None = None) -> RunsTable:
             configured.append(row)
     settings, same = _settings(configured, runs)
     measures = list(dict.fromkeys(measure for row in rows for measure in row.figures))
-    return RunsTable(folder, rows, settings, same, measures)
+    return RunsTable(folder, rows, settings, same, measures, _from_overrides(runs))

@@ -32,11 +32,7 @@ def _cells(row: RunRow, table: RunsTable) -> list[str]:
 def _heading(table: RunsTable) -> list[str]:
     runs, kinds = len(table.rows), table.experiments
     lines = [f"{runs} run{'s' * (runs != 1)} under {table.folder} ({', '.join(kinds) or '?'})"]
-    if table.same:
-        lines.append("same in every run: " + ", ".join(f"{k}={v}" for k, v in table.same.items()))
-    elif runs > 1:
-        lines.append("same in every run: the rest of config.yaml (a config group shown by its "
-                     "name stands for all its keys)")
+    lines.append(f"same in every run: {table.shared}")
     return [wrapped(redact(line)) for line in lines]
 
 
