@@ -98,6 +98,17 @@ def test_a_damaged_metrics_file_is_a_row_with_a_note(
     assert f"{SWEEP}/1: metrics.json: not a memeval run's metrics (JSONDecodeError" in notes
 
 
+def test_unreadable_settings_are_a_note_and_the_other_runs_keep_theirs(
+        runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = with_overrides(runs, tmp_path)
+    (copy / SINGLE / ".hydra" / "overrides.yaml").write_text("- 'embedder=[unclosed'\n")
+    assert main([str(copy)]) == 0
+    printed = capsys.readouterr().out
+    notes = " ".join(printed[printed.index("notes:"):].split())
+    assert f"{SINGLE}: settings not read (OverrideParseException" in notes
+    assert "recall" in header_of(printed)  # its figures are still shown
+
+
 def test_the_html_page_sorts_highlights_and_stands_alone(
         runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "out" / "runs.html"

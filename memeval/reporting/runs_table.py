@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hydra.errors import HydraException
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from memeval.reporting.compare import shown_setting
 from memeval.reporting.outputs import Score, outputs_of
@@ -113,7 +115,7 @@ def _configured(run: Run, row: RunRow) -> bool:
     """Whether the run's settings can be read; if not, its row says why."""
     try:
         _ = run.overrides, run.config
-    except (*NOT_READ, yaml.YAMLError) as err:
+    except (*NOT_READ, yaml.YAMLError, HydraException, OmegaConfBaseException) as err:
         row.notes.append(f"settings not read ({type(err).__name__}: {err})")
         return False
     return True

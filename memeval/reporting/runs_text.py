@@ -41,7 +41,7 @@ def render(table: RunsTable) -> str:
     rows = [_cells(row, table) for row in table.rows]
     lines = [*_heading(table), "",
              column_blocks([clipped(h, CELL_CHARS) for h in header], rows)]
-    notes = [wrapped(redact(f"{row.run}: {note}"), indent="  ")
+    notes = [wrapped(redact(" ".join(f"{row.run}: {note}".split())), indent="  ")  # one para each
              for row in table.rows for note in row.notes]
     if notes:
         lines += ["", "notes:", *notes]
