@@ -14,8 +14,10 @@ from memeval.reporting.runs_text import setting_headers
 from memeval.utils.redact import redact
 
 DIFFERS = "differs"  # the class of a differing setting's header and cells
-PAGE_STYLE = (STYLE + "th{cursor:pointer;white-space:nowrap}th:hover{background:#e4e4e4}"
-              "td{text-align:left}td.fig{text-align:right}"
+PAGE_STYLE = (STYLE + "body{max-width:none;margin:2em}"
+              "th{cursor:pointer;white-space:nowrap;text-align:left}th:hover{background:#e4e4e4}"
+              "td{text-align:left;white-space:nowrap}td.fig{text-align:right}"
+              "td.note{white-space:normal;min-width:24em}"
               f".{DIFFERS}{{background:#fff3bf}}th.{DIFFERS}{{background:#ffe066}}"
               "th[data-dir=asc]::after{content:' ▲'}th[data-dir=desc]::after{content:' ▼'}")
 # Sorts by the clicked column: numbers (a cell's data-v) as numbers, text naturally; a second
@@ -55,7 +57,7 @@ def _row(row: RunRow, table: RunsTable) -> str:
         value = None if score is None else score.value
         cells.append(_cell(NONE if score is None else shown_score(score), "fig",
                            "" if value is None else repr(value)))
-    cells.append(_cell("; ".join(row.notes)))
+    cells.append(_cell("; ".join(row.notes), "note"))
     return "<tr>" + "".join(cells) + "</tr>"
 
 
@@ -71,7 +73,7 @@ def page(table: RunsTable) -> str:
     names = [*fixed, *setting_headers(table), *table.measures, "notes"]
     titles = [*fixed, *table.settings, *table.measures, "notes"]
     differs = [name in table.settings for name in titles]
-    title = f"memeval runs under {table.folder}"
+    title = redact(f"memeval runs under {table.folder}")
     return "\n".join([
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{PAGE_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
