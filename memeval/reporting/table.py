@@ -230,6 +230,35 @@ def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str
                     for action in ("FILTER", "FLAG", "PASS"))
 
 
+def short_key(key: str, keys: Sequence[str]) -> str:
+    """A setting's dotted key by its last part when no other of `keys` ends the same way."""
+    last = key.rpartition(".")[2]
+    return last if sum(k.rpartition(".")[2] == last for k in keys) == 1 else key
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, its middle cut: a path keeps its root and its end."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 2
+    return f"{text[:limit - 1 - tail]}…{text[len(text) - tail:]}"
+
+
+def column_blocks(header: Sequence[str], rows: Sequence[Sequence[str]], keep: int = 1) -> str:
+    """`aligned` tables at most WIDTH columns wide: the columns that do not fit go on to the next
+    table, each table starting with the first `keep` columns, so every row stays named."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    blocks: list[list[int]] = []
+    for column in range(keep, len(header)):
+        block = blocks[-1] if blocks else []
+        if not block or sum(widths[i] + 2 for i in [*block, column]) - 2 > WIDTH:
+            block = list(range(keep))
+            blocks.append(block)
+        block.append(column)
+    return "\n\n".join(aligned([header[i] for i in block], [[r[i] for i in block] for r in rows])
+                       for block in blocks or [list(range(len(header)))])
+
+
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Left-aligned columns, two spaces apart: the plain-text tables every command prints."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
