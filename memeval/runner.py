@@ -35,6 +35,7 @@ from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import METRICS, write_run
 from memeval.threads import size_pools
+from memeval.user_errors import complain
 from memeval.utils.disk import disk_full, no_space
 from memeval.utils.redact import redact
 
@@ -127,9 +128,9 @@ def _run_resumably(ctx: RunContext, name: str, experiment: Experiment,
     except BaseException as err:
         if not ctx.checkpoints.started or isinstance(err, ConfigError):
             raise
-        print(f"memeval: run interrupted with {ctx.checkpoints.saved} finished pass(es) saved in "
-              f"{ctx.checkpoints.dir}; add resume=true hydra.run.dir={ctx.run_dir} to the same "
-              f"command to finish it", file=sys.stderr)
+        complain(f"memeval: run interrupted with {ctx.checkpoints.saved} finished pass(es) "
+                 f"saved in {ctx.checkpoints.dir}; add resume=true hydra.run.dir={ctx.run_dir} "
+                 f"to the same command to finish it")
         raise
 
 
@@ -236,7 +237,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             log.exception("plots failed; the run's results are intact in %s", run_dir)
     print(f"run directory: {run_dir}")
     for failure in failures[1:]:
-        print(f"memeval: {failure}", file=sys.stderr)
+        complain(f"memeval: {failure}")
     if failures:
         raise failures[0]
     return metrics

@@ -18,10 +18,18 @@ def user_error_types() -> tuple[type[Exception], ...]:
     return ConfigError, DatasetError, DiskFull, EmbeddingError, JudgeError, SystemFailure
 
 
-def report_user_error(err: Exception) -> None:
-    """One line, no traceback, redacted: a message may quote a configured URL or a data line."""
-    from memeval.registry import ConfigError
+def complain(message: str) -> None:
+    """A message to the user on stderr: redacted (it may quote a configured URL or a data line)
+    and wrapped to the terminal width the results are printed in."""
+    from memeval.reporting.table import wrapped
     from memeval.utils.redact import redact
 
+    print(wrapped(redact(message)), file=sys.stderr)
+
+
+def report_user_error(err: Exception) -> None:
+    """The message, no traceback: a user's mistake is not memeval's fault."""
+    from memeval.registry import ConfigError
+
     kind = "configuration error: " if isinstance(err, ConfigError) else ""
-    print(f"memeval: {kind}{redact(str(err))}", file=sys.stderr)
+    complain(f"memeval: {kind}{err}")

@@ -129,3 +129,17 @@ def test_the_embedding_bar_moves_once_per_batch_and_counts_entries(
     drawn = [line.split("|")[2].split()[0] for line in bar.split("\r") if "|" in line]
     assert drawn == [f"{n}/{len(entries)}" for n in (0, CHUNK, 2 * CHUNK)], bar
     assert "entry/s" in bar and bar.split("\r")[-1].strip() == ""
+
+
+def test_error_messages_wrap_within_the_width(capsys: pytest.CaptureFixture[str]) -> None:
+    from memeval.__main__ import main
+
+    assert main(["run", "+experiment=nope"]) == 2  # a long list of known experiments
+    err = capsys.readouterr().err
+    assert too_wide(err) == [] and len(err.splitlines()) > 1
+    assert "three_pass_sessions" in err and err.startswith("memeval: configuration error: ")
+    from memeval.user_errors import complain
+
+    complain("memeval: " + "word " * 60 + "~system@experiment.systems.memledger")
+    err = capsys.readouterr().err
+    assert too_wide(err) == [] and err.rstrip().endswith("~system@experiment.systems.memledger")

@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
+
+from memeval.user_errors import complain
 
 # The work of each mode is imported when it runs: `bench --help` loads nothing heavy.
 EMBEDDERS_BENCHED = ("hashing", "minilm")
@@ -104,7 +105,7 @@ def _suite(options: argparse.Namespace) -> int:
     try:
         budgets = load_budgets(options.budgets or BUDGETS, options.only)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        print(f"memeval bench: {err}", file=sys.stderr)
+        complain(f"memeval bench: {err}")
         return 2
     results = bench_suite(budgets, options.contended, options.threads)
     if options.out is not None:
@@ -113,7 +114,7 @@ def _suite(options: argparse.Namespace) -> int:
     print(table(results, budgets))
     failures = [line for measured in results for line in measured.failures]
     for line in failures:
-        print(f"memeval bench: {line}", file=sys.stderr)
+        complain(f"memeval bench: {line}")
     return 1 if failures else 0
 
 

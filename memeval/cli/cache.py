@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 
 from memeval.paths import CONF_DIR
 from memeval.registry import ConfigError
+from memeval.user_errors import complain
 from memeval.utils.fit_cache import FITS_DIR, fits_dir
 from memeval.utils.kvcache import SqliteKV
 
@@ -123,8 +124,7 @@ def export(folder: Path, shards: Path, names: list[str], named: bool) -> int:
     missing = [str(folder / CACHES[name].file) for name in names
                if not (folder / CACHES[name].file).is_file()]
     if named and missing:
-        print(f"memeval cache export: no cache at {', '.join(missing)}: nothing exported",
-              file=sys.stderr)
+        complain(f"memeval cache export: no cache at {', '.join(missing)}: nothing exported")
         return 2
     for name in names:
         cache = CACHES[name]
@@ -147,13 +147,11 @@ def import_(folder: Path, shards: Path, names: list[str], named: bool) -> int:
     found = [name for name in names if any((shards / name).glob("*.parquet"))]
     missing = [str(shards / name) for name in names if name not in found]
     if named and missing:
-        print(f"memeval cache import: no shards in {', '.join(missing)}: nothing imported",
-              file=sys.stderr)
+        complain(f"memeval cache import: no shards in {', '.join(missing)}: nothing imported")
         return 2
     if not found:
-        print(f"memeval cache import: no shards in {shards} (expected "
-              f"{' or '.join(f'{name}/*.parquet' for name in names)}): nothing imported",
-              file=sys.stderr)
+        complain(f"memeval cache import: no shards in {shards} (expected "
+                 f"{' or '.join(f'{name}/*.parquet' for name in names)}): nothing imported")
         return 2
     status = 0
     for name in names:
@@ -210,7 +208,7 @@ def main(argv: list[str]) -> int:
     except BrokenPipeError:  # `python -m memeval` ends quietly when the reader has had enough
         raise
     except (ConfigError, ShardError, OSError) as error:  # an unusable cache or shard folder
-        print(f"memeval cache {args.command}: {error}", file=sys.stderr)
+        complain(f"memeval cache {args.command}: {error}")
         return 2
 
 

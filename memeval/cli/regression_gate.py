@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import yaml
 
 from memeval.regression.gate import THRESHOLDS, Runs, derive, evaluate, fresh_runs_dir, load, table
 from memeval.regression.report import junit_xml, report
+from memeval.user_errors import complain
 from memeval.utils.atomic import write_atomic, write_text_atomic
 
 
@@ -83,5 +83,5 @@ def main(argv: list[str]) -> int:
         written.append(args.junit_xml)
     print(f"gate report: {', '.join(map(str, written))}; runs kept in {runs_dir}")
     for failure in failures:
-        print(f"memeval gate: REGRESSION: {failure}", file=sys.stderr)
+        complain(f"memeval gate: REGRESSION: {failure}")
     return 1 if failures else 0

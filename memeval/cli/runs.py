@@ -12,12 +12,12 @@ Exit status: 0 with the table; 1 when FOLDER holds no run (or none of --experime
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import yaml
 
 from memeval.paths import CONF_DIR
+from memeval.user_errors import complain
 
 
 def default_folder() -> Path:
@@ -37,8 +37,8 @@ def main(argv: list[str]) -> int:
                         help="also write the table as a self-contained HTML page")
     options = parser.parse_args(argv)
     if not options.folder.is_dir():
-        print(f"memeval runs: no runs: {options.folder} is not a directory (runs are written to "
-              f"{folder}/ by `python -m memeval run +experiment=...`)", file=sys.stderr)
+        complain(f"memeval runs: no runs: {options.folder} is not a directory (runs are written to "
+                 f"{folder}/ by `python -m memeval run +experiment=...`)")
         return 1
     from memeval.components import load_components
     from memeval.reporting.runs_table import collect
@@ -48,8 +48,8 @@ def main(argv: list[str]) -> int:
     table = collect(options.folder, options.experiment)
     if not table.rows:
         kind = f" of experiment '{options.experiment}'" if options.experiment else ""
-        print(f"memeval runs: no runs{kind} under {options.folder} (a run is a directory holding "
-              f"metrics.json)", file=sys.stderr)
+        complain(f"memeval runs: no runs{kind} under {options.folder} (a run is a directory "
+                 f"holding metrics.json)")
         return 1
     print(render(table))
     if options.html:

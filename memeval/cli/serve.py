@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memeval.serve.http import check_host, make_server, serve_until_stopped, url_of
-from memeval.user_errors import report_user_error, user_error_types
+from memeval.user_errors import complain, report_user_error, user_error_types
 
 if TYPE_CHECKING:
     from memeval.experiments.base import RunContext
@@ -53,7 +52,7 @@ def main(args: list[str]) -> int:
         try:
             cfg = compose(quote_values(overrides))
         except (HydraException, MissingConfigException) as err:
-            print(f"memeval serve: {str(err).splitlines()[0]}", file=sys.stderr)
+            complain(f"memeval serve: {str(err).splitlines()[0]}")
             return 2
         load_builtin_components()
         state_dir = (options.state_dir if options.command == "memoryd" and options.state_dir
@@ -71,7 +70,7 @@ def main(args: list[str]) -> int:
         report_user_error(err)
         return 2
     except (ValueError, OSError) as err:  # a refused host, a port in use
-        print(f"memeval serve: {err}", file=sys.stderr)
+        complain(f"memeval serve: {err}")
         return 2
 
 

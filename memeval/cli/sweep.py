@@ -10,11 +10,11 @@ between runs); run directories without it fall back to diffing the resolved conf
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from memeval.results.result import UnreadableResult
 from memeval.sweep.summary import SENSE, SweepError, report_sweep
+from memeval.user_errors import complain
 
 
 def main(argv: list[str]) -> int:
@@ -28,6 +28,6 @@ def main(argv: list[str]) -> int:
     try:
         print(report_sweep(args.sweep_dir, args.out, args.x, args.y))
     except (SweepError, UnreadableResult) as err:
-        print(f"memeval sweep: {err}", file=sys.stderr)
+        complain(f"memeval sweep: {err}")
         return 2
     return 0

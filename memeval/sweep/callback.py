@@ -3,7 +3,6 @@ when it varied the seed, the spread over seeds, as `python -m memeval sweep` pri
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from omegaconf import DictConfig
 
 from memeval.results.result import UnreadableResult
 from memeval.sweep.summary import SweepError, report_sweep
+from memeval.user_errors import complain
 
 
 class SweepSummary(Callback):
@@ -29,6 +29,6 @@ class SweepSummary(Callback):
             print()
             print(report_sweep(Path(config.hydra.sweep.dir)))
         except (SweepError, UnreadableResult) as err:  # the runs' own results stay as written
-            print(f"memeval sweep: {err}", file=sys.stderr)
+            complain(f"memeval sweep: {err}")
         finally:
             restore_gh_from_backup(backup)

@@ -5,7 +5,6 @@ over seeds."""
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from memeval.reporting.table import aligned, short_key, wrapped
 from memeval.results.result import PASS_COLUMNS
+from memeval.user_errors import complain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,8 +93,7 @@ def default_mask(runs: Sequence[Run], swept: Sequence[str], experiments: Sequenc
             try:
                 defaults[experiment] = compose([f"+experiment={experiment}"])
             except Exception as err:  # an experiment this checkout no longer has
-                print(f"memeval sweep: no default config for '{experiment}': {err}",
-                      file=sys.stderr)
+                complain(f"memeval sweep: no default config for '{experiment}': {err}")
                 defaults[experiment] = None
         default = defaults[experiment]
         marks.append(default is not None and all(
@@ -126,8 +125,8 @@ def summarise(root: str | Path, x: str = "judge_call_saving", y: str = "substant
     for run in found:
         final = last_pass(run)
         if final is None:
-            print(f"memeval sweep: {run.path} has no per-pass metrics (experiment "
-                  f"'{run.experiment}'); skipped", file=sys.stderr)
+            complain(f"memeval sweep: {run.path} has no per-pass metrics (experiment "
+                     f"'{run.experiment}'); skipped")
             continue
         runs.append(run)
         rows.append(final)
