@@ -4,9 +4,18 @@ counts and points that say what they are."""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from pathlib import Path
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from memeval.data.quality_sets import CONFLICT_LABELS
+from memeval.experiments.conflict_detection import ConflictFindings
+from memeval.reporting.conflict_plots import confusion_figure
 from memeval.reporting.figures import confusion_matrix, contrast
+from memeval.results.result import load_result
+
+RUNS = Path(__file__).parent / "data" / "runs"
 
 
 def _cell_contrasts(ax: plt.Axes) -> list[float]:
@@ -29,4 +38,34 @@ def test_every_count_of_a_confusion_matrix_reads_on_its_cell() -> None:
     contrasts = _cell_contrasts(ax)
     assert len(contrasts) == 9 and min(contrasts) >= 4.5  # WCAG AA for normal text
     assert {t.get_color() for t in ax.texts} == {"black", "white"}  # dark cells get white
+    plt.close(fig)
+
+
+def _learned_table() -> pd.DataFrame:
+    """Development pairs the rules and detector both get right, and test pairs only the
+    detector does: the figure must show the test split."""
+    dev = [("dev", label, label, label) for label in CONFLICT_LABELS]
+    test = [("test", label, label, "none") for label in CONFLICT_LABELS for _ in range(3)]
+    return pd.DataFrame(dev + test, columns=["split", "label", "learned_predicted",
+                                             "memeval_predicted"])
+
+
+def test_the_conflict_figure_shows_the_learned_detector_beside_the_rules_on_the_test_split(
+        ) -> None:
+    conflicts = load_result(RUNS / "schema1_conflict_detection").of(ConflictFindings).conflicts
+    fig = confusion_figure(conflicts, _learned_table())
+    learned, rules = fig.axes[:2]
+    assert learned.get_title() == "learned detector (accuracy 1.000)"
+    assert rules.get_title() == "word rules (accuracy 0.250)"
+    assert fig.get_suptitle() == "Conflict detection on the test split, never trained on (12 pairs)"
+    assert [t.get_text() for t in learned.texts][::5] == ["3"] * 4  # the diagonal
+    assert min(_cell_contrasts(learned) + _cell_contrasts(rules)) >= 4.5
+    plt.close(fig)
+
+
+def test_without_the_learned_detector_the_conflict_figure_shows_each_detector_scored() -> None:
+    conflicts = load_result(RUNS / "schema1_conflict_detection").of(ConflictFindings).conflicts
+    fig = confusion_figure(conflicts, None)
+    assert [ax.get_title().split(" (")[0] for ax in fig.axes] == ["memeval", "compat"]
+    assert "hand-labelled pairs (84 pairs)" in fig.get_suptitle()
     plt.close(fig)
