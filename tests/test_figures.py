@@ -7,10 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.collections import PathCollection
+from matplotlib.legend import Legend
 
 from memeval.data.quality_sets import CONFLICT_LABELS
 from memeval.experiments.conflict_detection import ConflictFindings
+from memeval.reporting.calibration_plots import LABELS, breakdown
 from memeval.reporting.conflict_plots import confusion_figure
 from memeval.reporting.figures import confusion_matrix, contrast
 from memeval.results.result import load_result
@@ -68,4 +72,27 @@ def test_without_the_learned_detector_the_conflict_figure_shows_each_detector_sc
     fig = confusion_figure(conflicts, None)
     assert [ax.get_title().split(" (")[0] for ax in fig.axes] == ["memeval", "compat"]
     assert "hand-labelled pairs (84 pairs)" in fig.get_suptitle()
+    plt.close(fig)
+
+
+def _beside(ax: plt.Axes, legend: Legend | None) -> bool:
+    """The legend lies wholly right of the axes, so it covers nothing drawn in them."""
+    assert legend is not None
+    return bool(legend.get_window_extent().x0 >= ax.get_window_extent().x1)
+
+
+def test_the_mqs_breakdown_legend_sits_beside_the_bars_and_labels_have_their_own_row() -> None:
+    records = pd.read_parquet(RUNS / "schema1_mqs_calibration" / "mqs_records.parquet")
+    fig = breakdown(records)
+    strip, bars = fig.axes
+    fig.canvas.draw()
+    assert _beside(bars, bars.get_legend()) and strip.get_legend() is None
+    assert [t.get_text() for t in strip.get_yticklabels()] == list(LABELS)
+    marks = [c for c in strip.collections if isinstance(c, PathCollection)]
+    assert [mark.get_label() for mark in marks] == list(LABELS)
+    for row, mark in enumerate(marks):
+        offsets = np.asarray(mark.get_offsets())
+        assert len(offsets) == (records["label"] == LABELS[row]).sum() > 0
+        assert set(offsets[:, 1]) == {row}  # a label is told by its row
+        assert np.allclose(np.asarray(mark.get_facecolor())[:, :3], 0)  # black: no term's
     plt.close(fig)
