@@ -4,6 +4,7 @@ counts and points that say what they are."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,9 +18,11 @@ from memeval.experiments.conflict_detection import ConflictFindings
 from memeval.reporting.calibration_plots import LABELS, breakdown
 from memeval.reporting.conflict_plots import confusion_figure
 from memeval.reporting.figures import confusion_matrix, contrast
+from memeval.reporting.plots import stored_mqs
 from memeval.results.result import load_result
 
 RUNS = Path(__file__).parent / "data" / "runs"
+THREE_PASS = RUNS / "schema1_three_pass"
 
 
 def _cell_contrasts(ax: plt.Axes) -> list[float]:
@@ -95,4 +98,46 @@ def test_the_mqs_breakdown_legend_sits_beside_the_bars_and_labels_have_their_own
         assert len(offsets) == (records["label"] == LABELS[row]).sum() > 0
         assert set(offsets[:, 1]) == {row}  # a label is told by its row
         assert np.allclose(np.asarray(mark.get_facecolor())[:, :3], 0)  # black: no term's
+    plt.close(fig)
+
+
+def _legend_has_data(ax: plt.Axes) -> bool:
+    """Every legend entry names a drawn collection with at least one point."""
+    drawn = {c.get_label(): len(np.asarray(c.get_offsets())) for c in ax.collections
+             if isinstance(c, PathCollection)}
+    legend = ax.get_legend()
+    assert legend is not None
+    return all(drawn.get(t.get_text(), 0) > 0 for t in legend.get_texts())
+
+
+def test_stored_mqs_says_once_why_auroc_is_undefined_and_lists_only_drawn_labels() -> None:
+    """The committed run's oracle judge stores only substantive memories: no AUROC anywhere."""
+    result = load_result(THREE_PASS)
+    stored = pd.read_parquet(THREE_PASS / "stored_memories.parquet")
+    fig, ax = plt.subplots()
+    stored_mqs(result, stored, ax)
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["pass 1", "pass 2", "pass 3"]
+    assert ax.get_xlabel().endswith("n/a: no low-value memories stored")
+    legend = ax.get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["substantive"]
+    assert _legend_has_data(ax)
+    plt.close(fig)
+
+
+def test_stored_mqs_names_the_passes_without_auroc_when_others_have_one() -> None:
+    result = load_result(THREE_PASS)
+    stored = pd.read_parquet(THREE_PASS / "stored_memories.parquet")
+    stored.loc[stored.index[stored["pass"] == 2][:3], "label"] = "noise"
+    first = result.passes[0]
+    assert first.stored_mqs is not None
+    scored = replace(first, stored_mqs=replace(
+        first.stored_mqs, mqs=replace(first.stored_mqs.mqs, auroc=0.75)))
+    fig, ax = plt.subplots()
+    stored_mqs(replace(result, passes=(scored, *result.passes[1:])), stored, ax)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["pass 1\nAUROC 0.750", "pass 2",
+                                                            "pass 3"]
+    assert ax.get_xlabel().endswith("n/a in pass 2: not reported; "
+                                    "pass 3: no low-value memories stored")
+    assert _legend_has_data(ax)
     plt.close(fig)

@@ -106,13 +106,25 @@ def rejection_store(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
     ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 
+def _no_auroc(labels: pd.Series) -> str:
+    """Why a pass reports no AUROC of its stored memories' MQS."""
+    if not labels.isin(["low_value", "noise"]).any():
+        return "no low-value memories stored"
+    if not (labels == "substantive").any():
+        return "no substantive memories stored"
+    return "not reported"
+
+
 def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
     """MQS of each pass's stored memories by label, one jittered dot per memory, with the
-    AUROC the pass reports: does the score put what is worth keeping on top?"""
+    AUROC the pass reports: does the score put what is worth keeping on top? Where it has none,
+    the axis says why, once."""
     jitter = np.random.default_rng(0)
     offsets = dict(zip(LABEL_COLOURS, (-0.25, 0.0, 0.25), strict=True))
     for label, colour in LABEL_COLOURS.items():
         mine = stored[stored["label"] == label]
+        if mine.empty:  # a legend entry for it would show nothing
+            continue
         xs = mine["pass"].to_numpy() + offsets[label] + jitter.uniform(-0.08, 0.08, len(mine))
         ax.scatter(xs, mine["score"], s=9, alpha=0.6, color=colour, label=f"{label}")
     unlabelled = stored[stored["label"].isna()]
@@ -123,8 +135,17 @@ def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
               for p in result.passes}
     ticks = sorted(stored["pass"].unique())
     ax.set_xticks(ticks)
-    ax.set_xticklabels([f"pass {t}\nAUROC " + ("—" if aurocs.get(t) is None else
-                                                 f"{aurocs[t]:.3f}") for t in ticks])
+    ax.set_xticklabels([f"pass {t}" + ("" if aurocs.get(t) is None else
+                                        f"\nAUROC {aurocs[t]:.3f}") for t in ticks])
+    missing: dict[str, list[str]] = {}  # why, and the passes it applies to
+    for t in ticks:
+        if aurocs.get(t) is None:
+            missing.setdefault(_no_auroc(stored[stored["pass"] == t]["label"]), []).append(str(t))
+    if missing:
+        everywhere = [str(t) for t in ticks] in missing.values()  # one reason, every pass
+        ax.set_xlabel("AUROC (MQS, substantive vs low-value) n/a" + (
+            f": {next(iter(missing))}" if everywhere else " in " + "; ".join(
+                f"pass {', '.join(of)}: {why}" for why, of in missing.items())))
     ax.set_ylabel("MQS (0–100)")
     ax.set_ylim(-2, 102)
     ax.set_title("MQS of stored memories, by label")
