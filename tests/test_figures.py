@@ -5,6 +5,7 @@ counts and points that say what they are."""
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.collections import PathCollection
 from matplotlib.legend import Legend
+from matplotlib.patches import Rectangle
 
 from memeval.data.quality_sets import CONFLICT_LABELS
 from memeval.experiments.conflict_detection import ConflictFindings
@@ -19,6 +21,7 @@ from memeval.reporting.calibration_plots import LABELS, breakdown
 from memeval.reporting.conflict_plots import confusion_figure
 from memeval.reporting.figures import confusion_matrix, contrast
 from memeval.reporting.plots import stored_mqs
+from memeval.reporting.retrieval_plots import retrieval_figure
 from memeval.results.result import load_result
 
 RUNS = Path(__file__).parent / "data" / "runs"
@@ -140,4 +143,21 @@ def test_stored_mqs_names_the_passes_without_auroc_when_others_have_one() -> Non
     assert ax.get_xlabel().endswith("n/a in pass 2: not reported; "
                                     "pass 3: no low-value memories stored")
     assert _legend_has_data(ax)
+    plt.close(fig)
+
+
+def test_retrieval_bars_start_at_zero_name_their_k_and_hide_no_arm() -> None:
+    passes = load_result(RUNS / "schema1_retrieval_replay").passes
+    fig = retrieval_figure(passes, 5)
+    ndcg, gini = fig.axes
+    assert "nDCG@5" in ndcg.get_ylabel()
+    arms = len(passes[-1].ranking)
+    for ax in (ndcg, gini):
+        assert ax.get_ylim()[0] == 0
+        bars = sorted((bar.get_x(), bar.get_x() + bar.get_width())
+                      for bar in ax.patches if isinstance(bar, Rectangle))
+        assert len(bars) == arms * len(passes)
+        assert all(end <= start + 1e-9 for (_, end), (start, _) in pairwise(bars))  # no overlap
+    legend = gini.get_legend()
+    assert legend is not None and len(legend.get_texts()) == arms
     plt.close(fig)
