@@ -20,9 +20,10 @@ from memeval.experiments.conflict_detection import ConflictFindings
 from memeval.reporting.calibration_plots import LABELS, breakdown
 from memeval.reporting.conflict_plots import confusion_figure
 from memeval.reporting.figures import confusion_matrix, contrast
-from memeval.reporting.plots import stored_mqs
+from memeval.reporting.plots import score_distributions, stored_mqs
 from memeval.reporting.retrieval_plots import retrieval_figure
 from memeval.results.result import load_result
+from memeval.results.run_dir import read_decisions
 
 RUNS = Path(__file__).parent / "data" / "runs"
 THREE_PASS = RUNS / "schema1_three_pass"
@@ -160,4 +161,18 @@ def test_retrieval_bars_start_at_zero_name_their_k_and_hide_no_arm() -> None:
         assert all(end <= start + 1e-9 for (_, end), (start, _) in pairwise(bars))  # no overlap
     legend = gini.get_legend()
     assert legend is not None and len(legend.get_texts()) == arms
+    plt.close(fig)
+
+
+def test_score_distributions_say_what_n_counts() -> None:
+    decisions = read_decisions(THREE_PASS)
+    fig, ax = plt.subplots()
+    score_distributions(load_result(THREE_PASS), decisions, ax)
+    last = decisions[(decisions["pass_no"] == 3) & (decisions["phase"] == "eval")]
+    legend = ax.get_legend()
+    assert legend is not None
+    counts = {t.get_text() for t in legend.get_texts()} - {"threshold"}
+    assert counts == {f"{label} (n = {n} turns)"
+                      for label, n in last[last["score"].notna()]["label"].value_counts().items()}
+    assert f"of its {len(last)} turns scored" in ax.get_title() and "turns" in ax.get_ylabel()
     plt.close(fig)

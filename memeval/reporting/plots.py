@@ -64,18 +64,22 @@ def score_distributions(result: RunResult, decisions: pd.DataFrame, ax: plt.Axes
     if scored.empty:
         ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
         return
-    last = scored[scored["pass_no"] == scored["pass_no"].max()]
+    last_pass = int(scored["pass_no"].max())
+    last = scored[scored["pass_no"] == last_pass]
     for label, colour in LABEL_COLOURS.items():
         values = last[last["label"] == label]["score"]
         if not values.empty:
-            ax.hist(values, bins=30, alpha=0.5, color=colour, label=f"{label} (n={len(values)})")
+            ax.hist(values, bins=30, alpha=0.5, color=colour,
+                    label=f"{label} (n = {len(values)} turns)")
     threshold = last["threshold"].dropna()
     if not threshold.empty:
         ax.axvline(float(threshold.iloc[-1]), color="black", linestyle="--", label="threshold")
     scorer = result.scorer.name if result.scorer else ""
     ax.set_xlabel(f"content score ({SCORE_UNITS.get(scorer, 'scorer units')}; threshold dashed)")
-    ax.set_ylabel("entries (count)")
-    ax.set_title(f"Content scores per label, pass {int(last['pass_no'].max())}")
+    ax.set_ylabel("turns (count)")
+    turns = int(((decisions["pass_no"] == last_pass) & (decisions["phase"] == "eval")).sum())
+    ax.set_title(f"Content scores per label, pass {last_pass}: {len(last)} of its {turns} turns "
+                 "scored (the rest stopped earlier)")
     ax.legend(fontsize=8)
 
 
