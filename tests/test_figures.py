@@ -24,6 +24,7 @@ from memeval.reporting.plots import score_distributions, stored_mqs
 from memeval.reporting.retrieval_plots import retrieval_figure
 from memeval.results.result import load_result
 from memeval.results.run_dir import read_decisions
+from memeval.sweep.summary import Sweep, pareto_figure
 
 RUNS = Path(__file__).parent / "data" / "runs"
 THREE_PASS = RUNS / "schema1_three_pass"
@@ -175,4 +176,25 @@ def test_score_distributions_say_what_n_counts() -> None:
     assert counts == {f"{label} (n = {n} turns)"
                       for label, n in last[last["score"].notna()]["label"].value_counts().items()}
     assert f"of its {len(last)} turns scored" in ax.get_title() and "turns" in ax.get_ylabel()
+    plt.close(fig)
+
+
+def test_the_pareto_plot_names_its_metrics_and_its_points_by_their_settings() -> None:
+    table = pd.DataFrame({
+        "run": ["0", "1", "2", "3"], "seed": [0, 1, 0, 1],
+        "threshold.target_recall": [0.9, 0.9, 0.99, 0.99],
+        "judge_call_saving": [0.6, 0.55, 0.5, 0.5], "substantive_recall": [0.9, 0.92, 0.99, 0.99],
+        "pareto": [True, True, True, True], "default": [False, False, True, False]})
+    sweep = Sweep(table, ["seed", "threshold.target_recall"], {}, "judge_call_saving",
+                  "substantive_recall", ["three_pass"], [])
+    fig = pareto_figure(sweep)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "judge-call saving (%), higher is better"
+    assert ax.get_ylabel() == "substantive recall (%), higher is better"
+    points = sorted(text.get_text() for text in ax.texts)
+    assert points == ["seed=0, target_recall=0.9",
+                      "seed=0, target_recall=0.99\nseed=1, target_recall=0.99",  # one point
+                      "seed=1, target_recall=0.9"]
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_yticklabels() if t.get_text()][-1].endswith("%")
     plt.close(fig)
