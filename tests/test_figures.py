@@ -73,6 +73,10 @@ def test_the_conflict_figure_shows_the_learned_detector_beside_the_rules_on_the_
     assert [t.get_text() for t in learned.texts][::5] == ["3"] * 4  # the diagonal
     assert min(_cell_contrasts(learned) + _cell_contrasts(rules)) >= 4.5
     plt.close(fig)
+    dev = _learned_table().query("split == 'dev'")  # the test skipped: the CV's pairs
+    fig = confusion_figure(conflicts, dev)
+    assert fig.get_suptitle().endswith("development pairs, out of fold (4 pairs)")
+    plt.close(fig)
 
 
 def test_without_the_learned_detector_the_conflict_figure_shows_each_detector_scored() -> None:
