@@ -471,7 +471,9 @@ def summarise(results: dict[str, Any], pairs: int) -> str:
 def figures(run: Run) -> list[Path]:
     from memeval.reporting.conflict_plots import make_conflict_figures
 
-    return make_conflict_figures(run.path, run.result.of(ConflictFindings).conflicts)
+    findings = run.result.of(ConflictFindings)
+    learned = run.table("conflict_learned") if findings.conflicts_learned is not None else None
+    return make_conflict_figures(run.path, findings.conflicts, learned)
 
 
 def scores(run: Run) -> list[Score]:

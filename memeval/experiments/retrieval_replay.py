@@ -373,7 +373,8 @@ def summarise(passes: list[dict[str, Any]], k: int) -> str:
 def figures(run: Run) -> list[Path]:
     from memeval.reporting.retrieval_plots import make_retrieval_figures
 
-    return make_retrieval_figures(run.path, run.result.passes)
+    k = run.result.of(Retrieval).retrieval["settings"]["k"]
+    return make_retrieval_figures(run.path, run.result.passes, k)
 
 
 def scores(run: Run) -> list[Score]:

@@ -19,10 +19,12 @@ from memeval.results.sections import Mai, Mqs
 
 COMPONENTS = {"confidence": "tab:blue", "usage": "tab:green", "access": "tab:cyan"}
 PENALTIES = {"conflict_penalty": "tab:red", "hedged_penalty": "tab:orange"}
-LABEL_MARKS = {"trusted": "tab:green", "questionable": "gold", "untrusted": "tab:red"}
+# The hand labels, a row each in a strip above the bars: told apart by position, in black, as
+# the bars' colours already mean terms.
+LABELS = ("trusted", "questionable", "untrusted")
 
 
-def reliability(mqs: Mqs, path: Path) -> None:
+def reliability(mqs: Mqs) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(5.5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect calibration")
     for report, name, style in ((mqs.configured, "configured constants", "o-"),
@@ -38,14 +40,25 @@ def reliability(mqs: Mqs, path: Path) -> None:
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("MQS reliability")
     ax.legend(fontsize=8)
-    save(fig, path)
+    return fig
 
 
-def breakdown(records: pd.DataFrame, path: Path) -> None:
-    """One bar per record, sorted by score: components stacked up, penalties down."""
+def breakdown(records: pd.DataFrame) -> plt.Figure:
+    """One bar per record, sorted by score: components stacked up, penalties down; above them,
+    each record's hand label."""
     ordered = records.sort_values("score").reset_index(drop=True)
     xs = np.arange(len(ordered))
-    fig, ax = plt.subplots(figsize=(max(8.0, len(ordered) * 0.14), 5))
+    fig, (strip, ax) = plt.subplots(2, 1, sharex=True, height_ratios=(1, 5),
+                                    figsize=(max(8.0, len(ordered) * 0.14), 5.6))
+    for row, label in enumerate(LABELS):
+        mine = ordered.index[ordered["label"] == label]
+        strip.scatter(mine, np.full(len(mine), row), color="black", marker="o", s=10,
+                      label=label)
+    strip.set_yticks(range(len(LABELS)), LABELS, fontsize=8)
+    strip.set_ylim(len(LABELS) - 0.4, -0.6)  # first label on top
+    strip.set_ylabel("hand\nlabel", fontsize=8)
+    strip.tick_params(bottom=False)
+    strip.set_title("MQS per record: components and penalties")
     bottom = np.zeros(len(ordered))
     for column, colour in COMPONENTS.items():
         ax.bar(xs, ordered[column], bottom=bottom, color=colour, label=column, width=0.85)
@@ -55,24 +68,20 @@ def breakdown(records: pd.DataFrame, path: Path) -> None:
         ax.bar(xs, -ordered[column], bottom=below, color=colour, label=column, width=0.85)
         below -= ordered[column].to_numpy()
     ax.scatter(xs, ordered["score"], color="black", s=8, zorder=3, label="MQS (clamped)")
-    for label, colour in LABEL_MARKS.items():
-        mine = ordered.index[ordered["label"] == label]
-        ax.scatter(mine, np.full(len(mine), 104.0), color=colour, marker="s", s=14,
-                   label=f"label: {label}")
+    ax.legend(title="MQS and its terms", fontsize=8, title_fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))  # beside the axes: inside, it hides bars
     ax.axhline(0, color="black", linewidth=0.6)
     ax.set_xticks([])
     ax.set_xlabel("records, sorted by MQS")
     ax.set_ylabel("points")
-    ax.set_title("MQS per record: components and penalties")
-    ax.legend(fontsize=7, ncol=3, loc="lower right")
-    save(fig, path)
+    return fig
 
 
-def confusion(mai: Mai, path: Path) -> None:
+def confusion(mai: Mai) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     confusion_matrix(ax, mai.confusion, MAI_LABELS, f"MAI confusion (accuracy {mai.accuracy:.3f})",
                      "MAI rubric label", [label.replace("_attributed", "") for label in MAI_LABELS])
-    save(fig, path)
+    return fig
 
 
 def make_calibration_figures(run_dir: Path, mqs: Mqs | None, mai: Mai | None) -> list[Path]:
@@ -82,13 +91,10 @@ def make_calibration_figures(run_dir: Path, mqs: Mqs | None, mai: Mai | None) ->
     out.mkdir(exist_ok=True)
     paths = []
     if mqs is not None and mqs.configured is not None:
-        paths.append(out / "mqs_reliability.png")
-        reliability(mqs, paths[-1])
+        paths.append(save(reliability(mqs), out / "mqs_reliability.png"))
     records = read_table(run_dir, "mqs_records") if mqs is not None else None
     if records is not None and "confidence" in records:  # MQS's terms: the reference engine's
-        paths.append(out / "mqs_breakdown.png")
-        breakdown(records, paths[-1])
+        paths.append(save(breakdown(records), out / "mqs_breakdown.png"))
     if mai is not None:
-        paths.append(out / "mai_confusion.png")
-        confusion(mai, paths[-1])
+        paths.append(save(confusion(mai), out / "mai_confusion.png"))
     return paths

@@ -64,18 +64,22 @@ def score_distributions(result: RunResult, decisions: pd.DataFrame, ax: plt.Axes
     if scored.empty:
         ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
         return
-    last = scored[scored["pass_no"] == scored["pass_no"].max()]
+    last_pass = int(scored["pass_no"].max())
+    last = scored[scored["pass_no"] == last_pass]
     for label, colour in LABEL_COLOURS.items():
         values = last[last["label"] == label]["score"]
         if not values.empty:
-            ax.hist(values, bins=30, alpha=0.5, color=colour, label=f"{label} (n={len(values)})")
+            ax.hist(values, bins=30, alpha=0.5, color=colour,
+                    label=f"{label} (n = {len(values)} turns)")
     threshold = last["threshold"].dropna()
     if not threshold.empty:
         ax.axvline(float(threshold.iloc[-1]), color="black", linestyle="--", label="threshold")
     scorer = result.scorer.name if result.scorer else ""
     ax.set_xlabel(f"content score ({SCORE_UNITS.get(scorer, 'scorer units')}; threshold dashed)")
-    ax.set_ylabel("entries (count)")
-    ax.set_title(f"Content scores per label, pass {int(last['pass_no'].max())}")
+    ax.set_ylabel("turns (count)")
+    turns = int(((decisions["pass_no"] == last_pass) & (decisions["phase"] == "eval")).sum())
+    ax.set_title(f"Content scores per label, pass {last_pass}: {len(last)} of its {turns} turns "
+                 "scored (the rest stopped earlier)")
     ax.legend(fontsize=8)
 
 
@@ -106,13 +110,25 @@ def rejection_store(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
     ax.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 
+def _no_auroc(labels: pd.Series) -> str:
+    """Why a pass reports no AUROC of its stored memories' MQS."""
+    if not labels.isin(["low_value", "noise"]).any():
+        return "no low-value memories stored"
+    if not (labels == "substantive").any():
+        return "no substantive memories stored"
+    return "not reported"
+
+
 def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
     """MQS of each pass's stored memories by label, one jittered dot per memory, with the
-    AUROC the pass reports: does the score put what is worth keeping on top?"""
+    AUROC the pass reports: does the score put what is worth keeping on top? Where it has none,
+    the axis says why, once."""
     jitter = np.random.default_rng(0)
     offsets = dict(zip(LABEL_COLOURS, (-0.25, 0.0, 0.25), strict=True))
     for label, colour in LABEL_COLOURS.items():
         mine = stored[stored["label"] == label]
+        if mine.empty:  # a legend entry for it would show nothing
+            continue
         xs = mine["pass"].to_numpy() + offsets[label] + jitter.uniform(-0.08, 0.08, len(mine))
         ax.scatter(xs, mine["score"], s=9, alpha=0.6, color=colour, label=f"{label}")
     unlabelled = stored[stored["label"].isna()]
@@ -123,8 +139,17 @@ def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
               for p in result.passes}
     ticks = sorted(stored["pass"].unique())
     ax.set_xticks(ticks)
-    ax.set_xticklabels([f"pass {t}\nAUROC " + ("—" if aurocs.get(t) is None else
-                                                 f"{aurocs[t]:.3f}") for t in ticks])
+    ax.set_xticklabels([f"pass {t}" + ("" if aurocs.get(t) is None else
+                                        f"\nAUROC {aurocs[t]:.3f}") for t in ticks])
+    missing: dict[str, list[str]] = {}  # why, and the passes it applies to
+    for t in ticks:
+        if aurocs.get(t) is None:
+            missing.setdefault(_no_auroc(stored[stored["pass"] == t]["label"]), []).append(str(t))
+    if missing:
+        everywhere = [str(t) for t in ticks] in missing.values()  # one reason, every pass
+        ax.set_xlabel("AUROC (MQS, substantive vs low-value) n/a" + (
+            f": {next(iter(missing))}" if everywhere else " in " + "; ".join(
+                f"pass {', '.join(of)}: {why}" for why, of in missing.items())))
     ax.set_ylabel("MQS (0–100)")
     ax.set_ylim(-2, 102)
     ax.set_title("MQS of stored memories, by label")

@@ -5,7 +5,8 @@ over seeds."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,10 +19,12 @@ from memeval.user_errors import complain
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from memeval.results.run import Run
 
-# pandas and the run reader are imported when a sweep is read: `sweep --help` loads neither.
+# pandas, matplotlib and the run reader are imported when a sweep is read: `sweep --help`
+# loads none of them.
 
 OUTPUTS = ("sweep_summary.csv", "sweep_summary.md", "pareto.png")
 # Metrics a front can be drawn on, and which way is better (+1 higher, -1 lower).
@@ -264,11 +267,22 @@ def _front(points: list[tuple[float, float]], senses: tuple[int, int]) -> list[t
     return [(px * senses[0], py * senses[1]) for px, py in steps]
 
 
-def plot(sweep: Sweep, path: Path) -> None:
+def _settings(sweep: Sweep, record: Mapping[Any, Any]) -> str:
+    """A run by the swept settings it has (keys by their last part), or by its directory when
+    nothing was swept."""
+    return ", ".join(f"{_short(key, sweep.swept)}={_cell(key, record[key])}"
+                     for key in sweep.swept) or str(record["run"])
+
+
+def pareto_figure(sweep: Sweep) -> Figure:
+    """The two metrics of every run, the front, the default; each point named by its settings."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import PercentFormatter
+
+    from memeval.reporting.report import PASS_HEADERS
 
     table = sweep.table.dropna(subset=[sweep.x, sweep.y])
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -283,26 +297,33 @@ def plot(sweep: Sweep, path: Path) -> None:
     if not default.empty:
         ax.scatter(default[sweep.x], default[sweep.y], marker="*", s=260, color="tab:orange",
                    edgecolor="black", label="default config", zorder=4)
-    for (px, py), runs in table.groupby([sweep.x, sweep.y])["run"]:  # one label per point
-        ax.annotate(",".join(runs), (px, py), fontsize=7, xytext=(4, 3),
-                    textcoords="offset points")
-    ax.set_xlabel(f"{sweep.x} ({'higher' if SENSE[sweep.x] > 0 else 'lower'} is better)")
-    ax.set_ylabel(f"{sweep.y} ({'higher' if SENSE[sweep.y] > 0 else 'lower'} is better)")
+    named = table.assign(settings=[_settings(sweep, record)
+                                   for record in table.to_dict("records")])
+    middle = (table[sweep.x].min() + table[sweep.x].max()) / 2
+    for (px, py), runs in named.groupby([sweep.x, sweep.y])["settings"]:  # one label per point
+        right = px <= middle  # toward the middle, so no label runs off the axes
+        ax.annotate("\n".join(runs), (px, py), fontsize=7, xytext=(5 if right else -5, 3),
+                    textcoords="offset points", ha="left" if right else "right")
+    for axis, metric in ((ax.xaxis, sweep.x), (ax.yaxis, sweep.y)):
+        axis.set_label_text(f"{PASS_HEADERS[metric][0]}, "
+                            f"{'higher' if SENSE[metric] > 0 else 'lower'} is better")
+        if metric in RATES:
+            axis.set_major_formatter(PercentFormatter(xmax=1))
     ax.set_title(f"{', '.join(sweep.experiments)}: swept {', '.join(sweep.swept) or '—'}",
                  fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
 def write(sweep: Sweep, root: Path, out: Path) -> list[Path]:
+    from memeval.reporting.figures import save
+
     out.mkdir(parents=True, exist_ok=True)
     csv, md, png = (out / name for name in OUTPUTS)
     sweep.table.to_csv(csv, index=False)
     md.write_text(markdown(sweep, root))
-    plot(sweep, png)
+    save(pareto_figure(sweep), png)
     return [csv, md, png]
 
 
