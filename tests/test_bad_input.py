@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memeval.paths import data_path
+from tests.test_cli import unwrapped
 
 pytestmark = [pytest.mark.bad_input, pytest.mark.slow]
 
@@ -84,5 +85,5 @@ def test_config_mistakes_fail_before_any_work_naming_the_fix(
         tmp_path: Path, override: str, code: int, message: str) -> None:
     done = memeval("run", "+experiment=three_pass", override,
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
-    assert done.returncode == code and message in done.stderr, done.stderr[-2000:]
+    assert done.returncode == code and message in unwrapped(done.stderr), done.stderr[-2000:]
     assert not (tmp_path / "run" / "state").exists()  # nothing was replayed

@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 
 from memeval.registry import ConfigError
 from memeval.runner import run_experiment
+from tests.test_cli import unwrapped
 
 pytestmark = pytest.mark.bad_input
 
@@ -53,4 +54,4 @@ def test_an_unusable_memeval_cache_dir_exits_2_without_a_traceback(tmp_path: Pat
         env={**os.environ, "MEMEVAL_CACHE_DIR": str(blocker / "sub"), "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "unable to open database file" not in done.stderr
-    assert f"cache_dir {blocker / 'sub'} is not a writable directory" in done.stderr
+    assert f"cache_dir {blocker / 'sub'} is not a writable directory" in unwrapped(done.stderr)

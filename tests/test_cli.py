@@ -18,6 +18,11 @@ pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the qui
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def unwrapped(printed: str) -> str:
+    """Messages as written, before they were wrapped to the terminal's width."""
+    return printed.replace("\n  ", " ")
+
+
 def memeval(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMEVAL_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1"}

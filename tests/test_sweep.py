@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 
 from memeval.cli.sweep import main
 from memeval.sweep.summary import SweepError, pareto_mask, summarise
+from tests.test_cli import unwrapped
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -134,9 +135,9 @@ def test_pareto_mask_by_hand() -> None:
 def test_empty_or_missing_dir_is_a_clear_error(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path)]) == 2
-    assert "no runs with per-pass metrics under" in capsys.readouterr().err
+    assert "no runs with per-pass metrics under" in unwrapped(capsys.readouterr().err)
     assert main([str(tmp_path / "absent")]) == 2
-    assert "is not a directory" in capsys.readouterr().err
+    assert "is not a directory" in unwrapped(capsys.readouterr().err)
     failed = tmp_path / "0" / ".hydra"
     failed.mkdir(parents=True)
     (failed / "overrides.yaml").write_text("- seed=1\n")

@@ -5,7 +5,6 @@ over seeds."""
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,7 +269,7 @@ def _front(points: list[tuple[float, float]], senses: tuple[int, int]) -> list[t
 def _settings(sweep: Sweep, record: Mapping[Any, Any]) -> str:
     """A run by the swept settings it has (keys by their last part), or by its directory when
     nothing was swept."""
-    return ", ".join(f"{_short(key, sweep.swept)}={_cell(key, record[key])}"
+    return ", ".join(f"{short_key(key, sweep.swept)}={_cell(key, record[key])}"
                      for key in sweep.swept) or str(record["run"])
 
 

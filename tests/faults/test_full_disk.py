@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.common import without_clock
+from tests.test_cli import unwrapped
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
@@ -52,7 +53,7 @@ def test_a_run_on_a_full_disk_fails_in_one_line_and_resumes_once_there_is_room(
     run_dir = small_disk / "run"
     failed = memeval(*RUN, f"hydra.run.dir={run_dir}")
     assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
-    said = failed.stderr.strip().splitlines()
+    said = unwrapped(failed.stderr).strip().splitlines()
     assert said[-1].startswith(f"memeval: no space left on the disk holding {run_dir}")
     assert f"add resume=true hydra.run.dir={run_dir}" in said[-2]
     filler.unlink()
@@ -70,7 +71,7 @@ def test_a_run_on_a_disk_with_no_room_at_all_is_refused_before_hydra_writes(
     run_dir = small_disk / "run"
     refused = memeval(*RUN, f"hydra.run.dir={run_dir}")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
-    assert refused.stderr.strip() == (f"memeval: no space left on the disk holding {run_dir} "
-                                      f"(64.0 KiB needed, 0.0 KiB free): free some space, or move "
-                                      f"the run (hydra.run.dir=) or the cache (cache_dir=) to a "
-                                      f"disk with room, and run again")
+    assert unwrapped(refused.stderr).strip() == (
+        f"memeval: no space left on the disk holding {run_dir} (64.0 KiB needed, 0.0 KiB free): "
+        f"free some space, or move the run (hydra.run.dir=) or the cache (cache_dir=) to a disk "
+        f"with room, and run again")
