@@ -83,8 +83,8 @@ def test_write_then_load_gives_the_same_typed_values(tmp_path: Path) -> None:
         assert loaded.dataset == old.dataset and loaded.scorer == old.scorer
 
 
-HEADER = {"schema_version", "run_id", "experiment", "seed", "dataset", "embedder", "system",
-          "judge", "scorer", "passes", "wall_seconds", "timing", "failures"}
+HEADER = {"schema_version", "run_id", "started_at", "experiment", "seed", "dataset", "embedder",
+          "system", "judge", "scorer", "passes", "wall_seconds", "timing", "failures"}
 """What the runner writes of every run; the rest of metrics.json is the experiment's own."""
 
 
