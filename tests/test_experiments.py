@@ -139,7 +139,8 @@ def test_a_field_split_that_cannot_work_is_a_config_error(
 
 
 def test_feedback_loop_only_self_feeding_arm_learns_from_content_score(
-        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
     metrics = run_experiment(fast_config("+experiment=feedback_loop", "dataset.limit=150",
                                          "experiment.passes=3"), run)
@@ -148,6 +149,12 @@ def test_feedback_loop_only_self_feeding_arm_learns_from_content_score(
     assert {r["stage"] for r in clean} == {"judge"}
     assert "content_score" in {r["stage"] for r in looping}
     assert set(metrics["arms"]) == {"clean", "self_feeding"}
+    printed = capsys.readouterr().out  # both arms, each pass, and what each store holds
+    rows = [line.split()[0] for line in printed.split("write gate: where")[0].splitlines()[2:8]]
+    assert rows == ["clean1", "clean2", "clean3", "self_feeding1", "self_feeding2",
+                    "self_feeding3"]
+    last = metrics["arms"]["self_feeding"][-1]
+    assert (f"self_feeding {last['rejection_store_size']} (" in printed.replace("\n  ", " "))
 
 
 def test_any_labelled_file_runs_by_override(tmp_path: Path,

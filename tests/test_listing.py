@@ -70,6 +70,23 @@ def test_every_group_option_is_listed_with_its_component(listed: dict[str, Any])
     assert "defaults" not in memoryd["settings"] and "threshold" not in memoryd["settings"]
 
 
+def test_every_group_is_listed_and_each_mounted_override_composes(
+        listed: dict[str, Any]) -> None:
+    mounted = listed["experiment_components"]
+    groups = set(config_groups()) - {"experiment", "regression"}  # the gate's own thresholds
+    assert groups <= {*listed["components"], *mounted}
+    assert {"mqs", "trust", "conflict_detector", "dev_sets"} <= set(mounted)
+    for group, entry in mounted.items():
+        if group not in listed["components"]:
+            assert [o["name"] for o in entry["options"]] == config_groups()[group]
+            assert all(o["description"] for o in entry["options"])
+        for where in entry["mounted"]:
+            for option in config_groups()[group]:  # the override shown picks any option
+                cfg = compose([f"+experiment={where['experiment']}",
+                               f"{where['override']}={option}"], with_hydra=True)
+                assert cfg.hydra.runtime.choices[where["override"]] == option
+
+
 def test_list_datasets_shows_each_setting_and_its_default(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "datasets"]) == 0
@@ -95,7 +112,7 @@ def test_list_shows_experiments_then_components(capsys: pytest.CaptureFixture[st
 
 def test_list_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "components", "--json"]) == 0
-    assert set(json.loads(capsys.readouterr().out)) == {"components"}
+    assert set(json.loads(capsys.readouterr().out)) == {"components", "experiment_components"}
 
 
 @pytest.mark.bad_input

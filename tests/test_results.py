@@ -180,7 +180,9 @@ def test_a_schema_1_comparison_loads_typed() -> None:
                                                        "search"]
     assert compared.write_gate is not None and compared.write_gate.pass_no == 3
     assert compared.write_gate.systems["memledger"].noise_stored == 110
-    assert compared.write_gate.paired["memledger"].mcnemar_p is not None
+    # schema 1 ran McNemar on every keep/drop only, under `mcnemar`
+    assert compared.write_gate.paired["memledger"].decisions_mcnemar_p is not None
+    assert compared.write_gate.paired["memledger"].mcnemar_p is None
     assert compared.trust is not None and compared.trust.records == 80
     assert compared.conflicts is not None and not compared.conflicts.systems["memledger"].typed
     assert compared.search is not None and compared.search.k == 5

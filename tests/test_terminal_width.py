@@ -61,6 +61,9 @@ def test_saved_runs_print_within_the_width() -> None:
     assert "99.1% [97–100]" in printed and "57.3%" in printed
     assert "+0.893 pt [+0, +2.68]" in compared and "100.0% [100–100]" in compared
     assert "0.74 [0.71–0.77]" in learned and "pydantic-ai 0.38 / 0.50" in learned  # by source
+    gap = " ".join(learned.split("CV − test gap: ")[1].split("\n")[:2])
+    assert gap.startswith("any-conflict precision -0.09, any-conflict recall -0.04")
+    assert "temporal + newer right -0.11" in gap and "_" not in gap  # the rows' names, not keys
     outside = [line.split() for line in learned.splitlines() if line.startswith("agents_md")]
     assert [row[0] for row in outside] == [  # one row per outside set, its recall gap last
         "agents_md_history_codexbar_v1", "agents_md_history_openai_agents_v1",

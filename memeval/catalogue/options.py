@@ -133,6 +133,36 @@ def components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def experiment_mounts() -> dict[str, list[dict[str, str]]]:
+    """Groups an experiment mounts inside its own settings (`/mqs@experiment.mqs: memledger`),
+    each with where: the experiment, the override that picks another option, and the default."""
+    mounts: dict[str, list[dict[str, str]]] = {}
+    for option in config_groups()["experiment"]:
+        listed = yaml.safe_load(option_file("experiment", option).read_text()).get("defaults", [])
+        for item in listed:
+            if not isinstance(item, dict):
+                continue
+            for key, default in item.items():
+                group, _, package = key.removeprefix("/").partition("@")
+                if key.startswith("/") and package:
+                    override = group if package == group else f"{group}@{package}"
+                    mounts.setdefault(group, []).append(
+                        {"experiment": option, "override": override, "default": str(default)})
+    return mounts
+
+
+def experiment_components(defaults: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each group an experiment mounts and where; its options described unless the group is a
+    top-level one, listed with the components already."""
+    found = {}
+    for group, where in sorted(experiment_mounts().items()):
+        options = [] if group in defaults else [
+            {"name": option, "description": description(option_file(group, option))}
+            for option in config_groups()[group]]
+        found[group] = {"mounted": where, "options": options}
+    return found
+
+
 def default_choices() -> dict[str, str]:
     """Group → default option, from memeval/conf/config.yaml's defaults list."""
     listed = OmegaConf.load(CONF_DIR / "config.yaml").defaults
@@ -148,6 +178,7 @@ def catalogue(what: str | None) -> dict[str, Any]:
         found["experiments"] = experiments(defaults)
     if what in (None, "components"):
         found["components"] = components(defaults)
+        found["experiment_components"] = experiment_components(defaults)
     if what == "datasets":
         found["datasets"] = components({"dataset": defaults["dataset"]})["dataset"]
         found["quality_sets"] = quality_sets()

@@ -22,6 +22,8 @@ COMMANDS: dict[str, Command] = {
     "phoenix": Command("memeval.cli.phoenix", "local Phoenix server and pushing runs to it"),
     "leaderboard": Command("memeval.cli.leaderboard",
                            "memory systems × benchmarks from runs (Markdown, HTML, JSON)"),
+    "runs": Command("memeval.cli.runs",
+                    "every run under a folder as a table: settings that differ, headline figures"),
     "report": Command("memeval.cli.report", "one run, or two compared, as HTML and Markdown"),
     "sweep": Command("memeval.cli.sweep", "a multirun as a table, Pareto front and default marked"),
     "embed": Command("memeval.cli.embed",

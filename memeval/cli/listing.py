@@ -57,6 +57,15 @@ def _group_lines(group: str, entry: dict[str, Any], with_settings: bool) -> list
     return lines
 
 
+def _mounted_lines(group: str, entry: dict[str, Any]) -> list[str]:
+    """A group an experiment mounts: its options, then the override each experiment takes."""
+    lines = [f"  {group}" + ("" if entry["options"] else " (options under components)")]
+    for option in entry["options"]:
+        lines += _column(f"    {option['name']}", option["description"], 23)
+    where = [f"{m['experiment']}: {m['override']}={m['default']}" for m in entry["mounted"]]
+    return lines + _column("", f"in {';  '.join(where)}", 23)
+
+
 def _experiment_lines(experiment: dict[str, Any]) -> list[str]:
     lines = _column(f"  {experiment['name']}", experiment["description"], 23)
     if experiment["sets"]:
@@ -81,6 +90,11 @@ def render(found: dict[str, Any]) -> str:
         lines.append("components (python -m memeval run GROUP=OPTION GROUP.KEY=VALUE):")
         for group, entry in found["components"].items():
             lines += _group_lines(group, entry, with_settings=False)
+    if "experiment_components" in found:
+        lines.append("experiment components (python -m memeval run +experiment=NAME "
+                     "GROUP@PACKAGE=OPTION):")
+        for group, entry in found["experiment_components"].items():
+            lines += _mounted_lines(group, entry)
     if "datasets" in found:
         lines.append("datasets (python -m memeval run … dataset=NAME dataset.KEY=VALUE):")
         lines += _group_lines("dataset", found["datasets"], with_settings=True)

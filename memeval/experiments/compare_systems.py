@@ -267,7 +267,8 @@ def _against_first(per_item: dict[str, np.ndarray], ctx: RunContext) -> dict[str
 def _write_gate_table(arms: dict[str, list[dict[str, Any]]], decisions: list[Any],
                       ctx: RunContext) -> dict[str, Any]:
     """The last pass of each system, and the paired comparison with the first system on the
-    same entries: recall of human-labelled substantive entries, judge-call rate, McNemar."""
+    same entries: recall of human-labelled substantive entries with McNemar on them, judge-call
+    rate, and McNemar on every keep/drop decision."""
     last = {name: passes[-1] for name, passes in arms.items()}
     pass_no = next(iter(last.values()))["pass"]
     by_arm = {name: {d.entry_id: d for d in decisions
@@ -289,8 +290,11 @@ def _write_gate_table(arms: dict[str, list[dict[str, Any]]], decisions: list[Any
             "judge_call_rate": paired_delta(
                 np.array([a[i].judge_called for i in ids], dtype=float),
                 np.array([b[i].judge_called for i in ids], dtype=float), **common),
-            "mcnemar": mcnemar(np.array([a[i].retained for i in ids], dtype=bool),
-                               np.array([b[i].retained for i in ids], dtype=bool))}
+            # on the entries the recall is measured on, beside it; then on every keep/drop
+            "mcnemar_recall": mcnemar(np.array([a[i].retained for i in human], dtype=bool),
+                                      np.array([b[i].retained for i in human], dtype=bool)),
+            "mcnemar_decisions": mcnemar(np.array([a[i].retained for i in ids], dtype=bool),
+                                         np.array([b[i].retained for i in ids], dtype=bool))}
     keys = ("substantive_recall", "substantive_recall_ci95", "noise_stored",
             "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
     return {"pass": pass_no, "systems": {n: {k: p.get(k) for k in keys} for n, p in last.items()},

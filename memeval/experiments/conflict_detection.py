@@ -33,7 +33,7 @@ from memeval.quality.conflict_model import (
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
 from memeval.reporting.outputs import Outputs, Score
-from memeval.reporting.table import aligned, wrapped
+from memeval.reporting.table import aligned, titled, wrapped
 from memeval.results.findings import Findings, optional_section
 from memeval.results.result import as_ci
 from memeval.results.sections import Conflicts
@@ -122,7 +122,7 @@ class ConflictDetection:
         rows = [{**pair_row(p), **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
                  **{f"{mode}_reason": found[mode][i] for mode in found}}
                 for i, p in enumerate(pairs)]
-        summary = summarise(results)
+        summary = summarise(results, len(pairs))
         learned = None
         tables = {"conflict_pairs": rows}
         if self.cfg.dev_pairs and ctx.own_models(self.cfg.learned):
@@ -376,6 +376,11 @@ def _with_ci(stats: dict[str, Any], key: str) -> str:
     return f"{stats[key]:.2f} [{low:.2f}–{high:.2f}]"
 
 
+HEADLINE_NAMES = {"any_precision": "any-conflict precision", "any_recall": "any-conflict recall",
+                  **{f"{t}_recall": f"{t} recall" for t in CONFLICT_TYPES},
+                  "temporal_newer_recall": "temporal + newer right"}
+
+
 def _learned_rows(columns: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
     """One row per figure, one column per detector and split."""
     rows = [("any-conflict precision", *(_with_ci(c["any_conflict"], "precision")
@@ -418,7 +423,8 @@ def summarise_learned(section: dict[str, Any]) -> str:
             for name, h in section["by_source"].items())))
     if "gap" in section:
         lines.append(wrapped("CV − test gap: " + ", ".join(
-            f"{k} {v:+.2f}" for k, v in section["gap"].items() if v is not None)))
+            f"{HEADLINE_NAMES.get(k, k)} {v:+.2f}" for k, v in section["gap"].items()
+            if v is not None)))
     if section.get("outside"):
         lines += [wrapped("sets written outside memeval, never fitted on: any-conflict precision "
                           "and recall, the rules' beside them, and the CV − set recall gap "
@@ -442,11 +448,8 @@ def _two(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
-
-
-def summarise(results: dict[str, Any]) -> str:
+def summarise(results: dict[str, Any], pairs: int) -> str:
+    """The reference rules per type, as fractions with their CIs like every other table here."""
     modes = list(results)
     header = ("type", "support", *(f"{m} {k}" for m in modes for k in ("precision", "recall")))
     rows = []
@@ -455,13 +458,14 @@ def summarise(results: dict[str, Any]) -> str:
         for mode in modes:
             stats = results[mode]["any_conflict"] if cls == "any conflict" else \
                 results[mode]["per_type"][cls]
-            cells += [_pct(stats["precision"]), _pct(stats["recall"])]
+            cells += [_with_ci(stats, "precision"), _with_ci(stats, "recall")]
         first = results[modes[0]]
         support = first["any_conflict"]["support"] if cls == "any conflict" else \
             first["per_type"][cls]["support"]
         rows.append((cls, str(support), *cells))
-    accuracy = "  ".join(f"{m} accuracy {_pct(results[m]['accuracy'])}" for m in modes)
-    return f"{aligned(header, rows)}\n{accuracy}"
+    accuracy = "  ".join(f"{m} accuracy {_with_ci(results[m], 'accuracy')}" for m in modes)
+    return titled(f"reference rules on {pairs} pairs (memeval: word-boundary matching; compat: "
+                  "the reference's substring matching)", aligned(header, rows), accuracy)
 
 
 def figures(run: Run) -> list[Path]:

@@ -25,7 +25,9 @@ from memeval.experiments.base import (
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
 from memeval.reporting.outputs import Outputs
+from memeval.reporting.table import pass_table, pct, wrapped
 from memeval.results.findings import Findings
+from memeval.results.result import PassMetrics
 from memeval.systems.base import Ingestor
 from memeval.systems.reference.system import reference_ingestor
 
@@ -74,7 +76,25 @@ class FeedbackLoop:
                 decisions.extend(record.decisions)
         return ExperimentResult(per_arm["self_feeding"], decisions,
                                 FeedbackFindings("feedback_loop", per_arm,
-                                                 {k: list(v) for k, v in arms.items()}))
+                                                 {k: list(v) for k, v in arms.items()}),
+                                summary=_summary(per_arm))
+
+
+def _summary(per_arm: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """Both arms pass by pass, then what each rejection store holds at the end: the loop's
+    evidence is the substantive texts the self-feeding store took in."""
+    table = pass_table([PassMetrics.from_dict(m) for passes in per_arm.values() for m in passes])
+    stores = []
+    for arm, passes in per_arm.items():
+        held = passes[-1].get("rejection_store_by_label") or {}
+        parts = ", ".join(f"{n} {label}" for label, n in sorted(held.items()))
+        stores.append(f"{arm} {passes[-1].get('rejection_store_size')} ({parts})")
+    first, last = (per_arm["clean"][0], per_arm["clean"][-1]), per_arm["self_feeding"]
+    return "\n\n".join([table, wrapped(
+        f"recall, pass 1 → {len(last)}: clean {pct(first[0]['substantive_recall'])} → "
+        f"{pct(first[1]['substantive_recall'])}, self-feeding "
+        f"{pct(last[0]['substantive_recall'])} → {pct(last[-1]['substantive_recall'])}; "
+        f"rejection stores after the last pass: {'; '.join(stores)}")])
 
 
 def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,

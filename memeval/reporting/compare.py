@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.paired import mcnemar
-from memeval.results.run import Run, flat_settings
+from memeval.results.run import Run, flat_settings, group_keys
 
 
 class IncomparableRuns(ValueError):
@@ -75,7 +75,7 @@ VALUE_CHARS = 60  # a longer setting (a word list, a path) is cut: the key alrea
 LABEL_SETTINGS = 3  # settings named in a run's label; the "what differs" table has them all
 
 
-def _shown(value: Any) -> str:
+def shown_setting(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS - 1] + "…"
 
@@ -85,8 +85,8 @@ def settings_diff(a: Run, b: Run) -> dict[str, tuple[str, str]]:
     `judge.name`; a list is one value) whose value differs, as shown for a and for b."""
     first, second = (flat_settings(OmegaConf.to_container(run.config, resolve=True))
                      for run in (a, b))
-    return {key: (_shown(first[key]) if key in first else NOT_SET,
-                  _shown(second[key]) if key in second else NOT_SET)
+    return {key: (shown_setting(first[key]) if key in first else NOT_SET,
+                  shown_setting(second[key]) if key in second else NOT_SET)
             for key in sorted(first.keys() | second.keys())
             if key not in first or key not in second or first[key] != second[key]}
 
@@ -95,10 +95,7 @@ def run_labels(a: Run, b: Run, diff: Mapping[str, tuple[str, str]]) -> tuple[str
     """Each run named by its experiment and the settings that set it apart, e.g.
     `three_pass · judge=classifier`: a config group whose `name` differs stands for all its
     keys. Runs that no setting tells apart are told apart by their directories."""
-    groups = [key.removesuffix(".name") for key in diff if key.endswith(".name")]
-    shown = [key for key in diff if key != "experiment.name"
-             and not any(key.startswith(f"{group}.") and key != f"{group}.name"
-                         for group in groups)]
+    shown = [key for key in group_keys(list(diff)) if key != "experiment.name"]
     labels = []
     for run, side in ((a, 0), (b, 1)):
         settings = [f"{key.removesuffix('.name')}={diff[key][side]}" for key in shown]

@@ -121,7 +121,7 @@ def to_json(board: Board) -> dict[str, Any]:
             "failed": [vars(f) for f in board.failed]}
 
 
-def _shown(score: Score) -> str:
+def shown_score(score: Score) -> str:
     if score.value is None:
         return "—"
     digits = 1 if abs(score.value) >= 10 else 3
@@ -139,7 +139,7 @@ def sections(board: Board) -> list[Section]:
         row = {"system": system}
         for column in board.columns:
             found = board.cells[system].get(column_key(column))
-            row[column_key(column)] = _shown(found[0]) if found else ""
+            row[column_key(column)] = shown_score(found[0]) if found else ""
         rows.append(row)
     arrows = {column_key(c): f"{column_key(c)} {'↑' if c.higher_is_better else '↓'}"
               for c in board.columns}

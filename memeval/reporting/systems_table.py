@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memeval.reporting.table import Block, Note, Table, ci_suffix, printed, wrapped
+from memeval.reporting.table import Block, Note, Table, ci_suffix, pct, printed, wrapped
 from memeval.results.sections import (
     Comparison,
     ConflictTable,
@@ -21,15 +21,11 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
-
-
-def _delta(entry: Paired | None, pct: bool = False) -> str:
+def _delta(entry: Paired | None, points: bool = False) -> str:
     """second − first [95% CI], or blank for the first system itself."""
     if entry is None or entry.delta is None:
         return ""
-    scale, unit = (100.0, " pt") if pct else (1.0, "")
+    scale, unit = (100.0, " pt") if points else (1.0, "")
     low, high = entry.delta_ci95
     assert low is not None and high is not None
     return f"{scale * entry.delta:+.3g}{unit} [{scale * low:+.3g}, {scale * high:+.3g}]"
@@ -40,22 +36,28 @@ WRITE_GATE_LEGEND = ("recall: human-labelled substantive entries kept; noise: no
                      "saved, of all entries")
 
 
+PAIRED_LEGEND = ("McNemar p, recall: on the substantive entries the recall Δ is measured on; "
+                 "keep/drop: on every entry's decision, noise included")
+
+
 def _write_gate(table: WriteGateTable) -> list[Block]:
     """The systems' figures, then each one's recall against the first's: one table would not fit
     a terminal."""
     header = ("system", "recall [95% CI]", "noise", "pre-judge", "judge calls", "saved")
-    rows = [(name, _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
-             str(p.noise_stored), _pct(p.prejudge_filter_rate), str(p.judge_calls),
-             _pct(p.judge_call_saving)) for name, p in table.systems.items()]
+    rows = [(name, pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+             str(p.noise_stored), pct(p.prejudge_filter_rate), str(p.judge_calls),
+             pct(p.judge_call_saving)) for name, p in table.systems.items()]
     paired = []
     for name in table.systems:
         entry = table.paired.get(name)
-        paired.append((name, _delta(entry.recall if entry else None, pct=True),
-                       _num(entry.mcnemar_p if entry else None)))
+        paired.append((name, _delta(entry.recall if entry else None, points=True),
+                       _num(entry.mcnemar_p if entry else None),
+                       _num(entry.decisions_mcnemar_p if entry else None)))
     title = f"write gate (pass {table.pass_no})"
     return [Table(title, header, tuple(rows), WRITE_GATE_LEGEND),
-            Table(f"{title}, recall against the first system",
-                  ("system", "recall Δ vs first [95% CI]", "McNemar p"), tuple(paired))]
+            Table(f"{title}, against the first system",
+                  ("system", "recall Δ [95% CI]", "McNemar p, recall", "McNemar p, keep/drop"),
+                  tuple(paired), PAIRED_LEGEND)]
 
 
 def _trust(table: TrustTable) -> list[Block]:
@@ -72,9 +74,9 @@ def _conflicts(table: ConflictTable) -> list[Block]:
               "correct Δ vs first [95% CI]")
     rows = []
     for name, r in table.systems.items():
-        typed = [_pct(r.recall_by_type[t]) if r.typed else "untyped" for t in types]
-        rows.append((name, _pct(r.precision), _pct(r.recall), *typed,
-                     _delta(table.correct_vs_first[name], pct=True)))
+        typed = [pct(r.recall_by_type[t]) if r.typed else "untyped" for t in types]
+        rows.append((name, pct(r.precision), pct(r.recall), *typed,
+                     _delta(table.correct_vs_first[name], points=True)))
     return [Table(f"conflicts ({table.pairs} labelled pairs)", header, tuple(rows))]
 
 

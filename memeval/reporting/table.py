@@ -60,7 +60,7 @@ def printed(blocks: Sequence[Block]) -> str:
     return "\n\n".join(block.text() for block in blocks)
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
@@ -105,10 +105,10 @@ def pass_blocks(passes: Sequence[PassMetrics]) -> list[Block]:
         judge = p.failures.get("judge")
         outcomes.append((
             p.label,
-            _pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
-            str(p.noise_stored), _pct(p.low_value_filtered_rate),
-            _pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
-            str(p.judge_calls), str(judge.errors if judge else 0), _pct(p.judge_call_saving)))
+            pct(p.substantive_recall) + ci_suffix(p.substantive_recall_ci95),
+            str(p.noise_stored), pct(p.low_value_filtered_rate),
+            pct(p.prejudge_filter_rate) + ci_suffix(p.prejudge_filter_rate_ci95),
+            str(p.judge_calls), str(judge.errors if judge else 0), pct(p.judge_call_saving)))
         stages.append((
             p.label, str(counts["prefilter"]), str(counts["length"]),
             str(counts["content_score"]), str(counts["judge"]), str(counts["dedup"]),
@@ -125,7 +125,7 @@ def pass_blocks(passes: Sequence[PassMetrics]) -> list[Block]:
         blocks.append(Table(
             "substantive entries kept, by other label sources (agreement with that labeller, "
             "not ground truth)", ("pass", *(f"kept ({s})" for s in others)),
-            tuple((p.label, *(_pct(p.recall_by_label_source.get(s)) for s in others))
+            tuple((p.label, *(pct(p.recall_by_label_source.get(s)) for s in others))
                   for p in passes)))
     failures = [block for block in (
         _failures(passes, "system", lambda p: p.entries, "entries"),
@@ -144,10 +144,10 @@ def headline(passes: Sequence[PassMetrics]) -> str:
         return ""
     last = gated[-1]
     return (f"Pass {last.label} kept "
-            f"{_pct(last.substantive_recall) + ci_suffix(last.substantive_recall_ci95)} of the "
+            f"{pct(last.substantive_recall) + ci_suffix(last.substantive_recall_ci95)} of the "
             f"human-labelled substantive entries, stored {last.noise_stored} noise entries and "
             f"filtered "
-            f"{_pct(last.prejudge_filter_rate) + ci_suffix(last.prejudge_filter_rate_ci95)} of "
+            f"{pct(last.prejudge_filter_rate) + ci_suffix(last.prejudge_filter_rate_ci95)} of "
             f"all entries before the judge (95% CIs in brackets).")
 
 
@@ -246,8 +246,8 @@ def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[Table]:
               for label in labels)))
         policy.append((
             p.label,
-            _pct(sum(s.hedged_share * s.memories for s in every) / total),
-            _pct(sum(s.conflicted_share * s.memories for s in every) / total),
+            pct(sum(s.hedged_share * s.memories for s in every) / total),
+            pct(sum(s.conflicted_share * s.memories for s in every) / total),
             _actions(by_label, ("substantive",)), _actions(by_label, ("low_value", "noise"))))
     return [Table("MQS of stored memories",
                   ("pass", "stored", "AUROC [95% CI]", "confidence only", "mean subst.",
@@ -272,7 +272,7 @@ def stored_models_tables(passes: Sequence[PassMetrics]) -> list[Table]:
         conflicts.append((
             p.label, str(quality.candidate_pairs), str(quality.pairs_too_long),
             *(str(quality.conflicts_by_kind.get(kind, 0)) for kind in kinds),
-            _pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
+            pct(quality.in_conflict_share) + ci_suffix(quality.in_conflict_share_ci95),
             str(quality.superseded)))
         trust_rows.append((
             p.label, str(quality.memories),
@@ -294,6 +294,35 @@ def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str
     return "/".join(str(sum(by_label[label].gate_actions.get(action, 0)
                             for label in labels if label in by_label))
                     for action in ("FILTER", "FLAG", "PASS"))
+
+
+def short_key(key: str, keys: Sequence[str]) -> str:
+    """A setting's dotted key by its last part when no other of `keys` ends the same way."""
+    last = key.rpartition(".")[2]
+    return last if sum(k.rpartition(".")[2] == last for k in keys) == 1 else key
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, its middle cut: a path keeps its root and its end."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 2
+    return f"{text[:limit - 1 - tail]}…{text[len(text) - tail:]}"
+
+
+def column_blocks(header: Sequence[str], rows: Sequence[Sequence[str]], keep: int = 1) -> str:
+    """`aligned` tables at most WIDTH columns wide: the columns that do not fit go on to the next
+    table, each table starting with the first `keep` columns, so every row stays named."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    blocks: list[list[int]] = []
+    for column in range(keep, len(header)):
+        block = blocks[-1] if blocks else []
+        if not block or sum(widths[i] + 2 for i in [*block, column]) - 2 > WIDTH:
+            block = list(range(keep))
+            blocks.append(block)
+        block.append(column)
+    return "\n\n".join(aligned([header[i] for i in block], [[r[i] for i in block] for r in rows])
+                       for block in blocks or [list(range(len(header)))])
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -103,6 +103,11 @@ class Run:
         return pd.DataFrame(rows)
 
 
+def natural_order(text: str) -> list[Any]:
+    """A sort key that puts numbered names in number order: a sweep's job `10` after `2`."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
 def find_runs(root: str | Path) -> list[Run]:
     """Every run directory under `root` (a sweep's directory, or `runs/`), sorted by path."""
     return [Run.load(path.parent) for path in sorted(Path(root).rglob(METRICS))]
@@ -117,7 +122,6 @@ def latest_run(root: str | Path, experiments: Collection[str] = ()) -> Run:
         raise FileNotFoundError(f"no run{kinds} under {root}: run one with `python -m memeval "
                                 f"run +experiment=...`, or name its directory")
     return max(runs, key=lambda run: (run.path / METRICS).stat().st_mtime_ns)
-
 
 
 def same_setting(a: Any, b: Any) -> bool:
@@ -138,7 +142,7 @@ def flat_settings(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): node}
 
 
-def _varying(settings: Sequence[dict[str, Any]]) -> list[str]:
+def varying_keys(settings: Sequence[dict[str, Any]]) -> list[str]:
     """Keys whose value is not the same in every run (missing counts as a value)."""
     keys = sorted({key for s in settings for key in s})
     missing = object()
@@ -147,19 +151,30 @@ def _varying(settings: Sequence[dict[str, Any]]) -> list[str]:
                    for s in settings[1:])]
 
 
-def swept_settings(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
-    """Per-run settings, the swept keys, and the settings every run shares: what a sweep varied
-    (from `Run.overrides`), not every setting that follows from it, such as the seeds derived
-    from `seed`. Runs lacking overrides make the whole sweep fall back to diffing resolved
-    configs."""
+def group_keys(keys: Sequence[str]) -> list[str]:
+    """`keys` with a config group whose `name` is among them standing for all its keys:
+    `embedder.name` alone rather than also `embedder.dim`, which follow from it."""
+    groups = [key.removesuffix(".name") for key in keys if key.endswith(".name")]
+    return [key for key in keys if not any(key.startswith(f"{group}.") and key != f"{group}.name"
+                                           for group in groups)]
+
+
+def run_settings(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Each run's settings: its job's overrides (`Run.overrides`) when every run has them, what
+    was set rather than every setting that follows from it, such as the seeds derived from `seed`;
+    else each resolved config, flattened."""
     overrides = [run.overrides for run in runs]
     if all(o is not None for o in overrides):
-        settings = [o or {} for o in overrides]
-    else:
-        settings = [flat_settings(OmegaConf.to_container(run.config, resolve=True))
-                    for run in runs]
-    swept = _varying(settings)
-    if not swept and overrides[0] is not None:  # one run, or identical runs: show what was set
+        return [o or {} for o in overrides]
+    return [flat_settings(OmegaConf.to_container(run.config, resolve=True)) for run in runs]
+
+
+def swept_settings(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Per-run settings (`run_settings`), the swept keys, and the settings every run shares."""
+    settings = run_settings(runs)
+    swept = varying_keys(settings)
+    overrides = runs[0].overrides
+    if not swept and overrides is not None:  # one run, or identical runs: show what was set
         swept = sorted(k for k in settings[0] if k != "experiment")
-    fixed = {k: v for k, v in settings[0].items() if k not in swept} if overrides[0] else {}
+    fixed = {k: v for k, v in settings[0].items() if k not in swept} if overrides else {}
     return settings, swept, fixed

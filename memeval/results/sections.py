@@ -149,7 +149,8 @@ class GatePaired:
     """A later system's write gate against the first's, entry by entry."""
 
     recall: Paired
-    mcnemar_p: float | None
+    mcnemar_p: float | None  # on the substantive entries the recall is measured on
+    decisions_mcnemar_p: float | None  # on every keep/drop decision
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,10 @@ class WriteGateTable:
                    {name: PassMetrics.from_dict({"pass": data["pass"], **p})
                     for name, p in data["systems"].items()},
                    {name: GatePaired(Paired.from_dict(p.get("recall")),
-                                     (p.get("mcnemar") or {}).get("p_value"))
+                                     (p.get("mcnemar_recall") or {}).get("p_value"),
+                                     # runs before the split named it `mcnemar`
+                                     (p.get("mcnemar_decisions") or p.get("mcnemar")
+                                      or {}).get("p_value"))
                     for name, p in data["paired"].items()})
 
 

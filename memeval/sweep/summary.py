@@ -5,7 +5,6 @@ over seeds."""
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from memeval.reporting.table import aligned, wrapped
+from memeval.reporting.table import aligned, short_key, wrapped
 from memeval.results.result import PASS_COLUMNS
 
 if TYPE_CHECKING:
@@ -110,15 +109,11 @@ def _compose(overrides: list[str]) -> DictConfig:
     return compose(overrides)
 
 
-def _natural(text: str) -> list[Any]:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
 def summarise(root: str | Path, x: str = "judge_call_saving", y: str = "substantive_recall",
               compose: Callable[[list[str]], DictConfig] | None = None) -> Sweep:
     import pandas as pd
 
-    from memeval.results.run import OVERRIDES, find_runs, swept_settings
+    from memeval.results.run import OVERRIDES, find_runs, natural_order, swept_settings
 
     for metric in (x, y):
         if metric not in SENSE:
@@ -126,7 +121,7 @@ def summarise(root: str | Path, x: str = "judge_call_saving", y: str = "substant
     root = Path(root)
     if not root.is_dir():
         raise SweepError(f"{root} is not a directory")
-    found = sorted(find_runs(root), key=lambda r: _natural(str(r.path.relative_to(root))))
+    found = sorted(find_runs(root), key=lambda r: natural_order(str(r.path.relative_to(root))))
     rows, runs = [], []
     for run in found:
         final = last_pass(run)
@@ -139,7 +134,7 @@ def summarise(root: str | Path, x: str = "judge_call_saving", y: str = "substant
     finished = {run.path for run in found}
     unfinished = sorted((str(p.parent.parent.relative_to(root))
                          for p in root.rglob(str(OVERRIDES)) if p.parent.parent not in finished),
-                        key=_natural)
+                        key=natural_order)
     if not runs:
         hint = (f" ({len(unfinished)} job dirs have no metrics.json: failed or still running; "
                 "see their __main__.log)") if unfinished else ""
@@ -183,12 +178,6 @@ CONSOLE = ("substantive_recall", "judge_call_saving", "noise_stored", "prejudge_
            "judge_calls")  # the terminal's columns; the Markdown and CSV have every metric
 
 
-def _short(key: str, keys: Sequence[str]) -> str:
-    """A swept key by its last part when no other swept key ends the same way."""
-    last = key.rpartition(".")[2]
-    return last if sum(k.rpartition(".")[2] == last for k in keys) == 1 else key
-
-
 def _display(sweep: Sweep, console: bool = False) -> tuple[list[str], list[list[str]]]:
     """The table's header and cells: every metric by name for the Markdown, the headline
     ones under short headers (swept keys by their last part) for the terminal."""
@@ -198,7 +187,7 @@ def _display(sweep: Sweep, console: bool = False) -> tuple[list[str], list[list[
     rows = [[_cell(c, record[c]) for c in columns] for record in sweep.table.to_dict("records")]
     if not console:
         return columns, rows
-    names = {**{key: _short(key, sweep.swept) for key in sweep.swept}, **HEADERS}
+    names = {**{key: short_key(key, sweep.swept) for key in sweep.swept}, **HEADERS}
     return [names.get(c, c) for c in columns], rows
 
 
@@ -231,7 +220,7 @@ def seed_aggregate(sweep: Sweep) -> tuple[list[str], list[list[str]]] | None:
         rows.append([*values, str(len(group)),
                      *(_spread(pd.to_numeric(group[m], errors="coerce").dropna(), m)
                        for m in AGGREGATED)])
-    return [*(_short(key, others) for key in others), "seeds",
+    return [*(short_key(key, others) for key in others), "seeds",
             *(f"{HEADERS[m]} (%)" if m in RATES else HEADERS[m] for m in AGGREGATED)], rows
 
 

@@ -347,7 +347,16 @@ _FILE_EXTENSIONS = frozenset(
 
 def _accept_email(m: re.Match[str]) -> bool:
     tld = m.group(0).rsplit(".", 1)[-1].lower()
-    return tld not in _FILE_EXTENSIONS  # `logo@2x.png` is a file name
+    if tld in _FILE_EXTENSIONS:
+        return False  # `logo@2x.png` is a file name
+    # Hydra's `~group@package` (delete) and `group@package=option` overrides name a config
+    # package, not a person: memeval's own error messages print them as fixes.
+    before = m.string[max(0, m.start() - 2):m.start()]
+    deleted = before[-1:] == "~" and (len(before) < 2 or before[0] in _OVERRIDE_LEADS)
+    return not deleted and m.string[m.end():m.end() + 1] != "="
+
+
+_OVERRIDE_LEADS = frozenset(" \t\n([`'\"")  # what may stand before an override's `~`
 
 
 # `.netrc`: `machine HOST login USER password SECRET` (or `default login …`), on one line or

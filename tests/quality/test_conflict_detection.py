@@ -86,10 +86,16 @@ def test_bad_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_experiment_compares_both_rule_sets(
-        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capsys: pytest.CaptureFixture[str]) -> None:
     cfg = fast_config("+experiment=conflict_detection", "bootstrap=50", "plots=true")
     metrics = run_experiment(cfg, tmp_path / "run")
     conflicts = metrics["conflicts"]
+    printed = capsys.readouterr().out
+    assert "%" not in printed  # fractions throughout, as the learned detector's tables
+    anyc = conflicts["memeval"]["any_conflict"]
+    low, high = anyc["recall_ci95"]
+    assert f"{anyc['recall']:.2f} [{low:.2f}–{high:.2f}]" in printed  # the rules carry CIs
     rows = read_table(tmp_path / "run", "conflict_pairs")
     assert len(rows) == conflicts["pairs"] >= 60
     for mode in ("memeval", "compat"):

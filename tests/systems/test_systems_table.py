@@ -14,7 +14,8 @@ def test_the_write_gate_rows_show_recall_with_its_ci_and_the_paired_delta() -> N
              "judge_calls": 288, "judge_call_saving": 0.0, "prejudge_filter_rate": 0.0}
     table = {"pass": 3, "systems": {"reference": row, "keep-all": other},
              "paired": {"keep-all": {"recall": {"delta": -0.091, "delta_ci95": [-0.14, -0.05]},
-                                     "mcnemar": {"p_value": 0.0004}}}}
+                                     "mcnemar_recall": {"p_value": 0.0004},
+                                     "mcnemar_decisions": {"p_value": 0.25}}}}
     outcomes, paired = systems_summary({"write_gate": table}, {}, {}).split("\n\n")
     lines = outcomes.splitlines()
     assert lines[0] == "write gate (pass 3)"
@@ -23,9 +24,11 @@ def test_the_write_gate_rows_show_recall_with_its_ci_and_the_paired_delta() -> N
     assert lines[3].split() == ["keep-all", "90.0%", "[85–95]", "0", "0.0%", "288", "0.0%"]
     assert lines[4].startswith("recall: ")  # the legend
     lines = paired.splitlines()
-    assert lines[0] == "write gate (pass 3), recall against the first system"
-    assert lines[2].split() == ["reference", "—"]
-    assert lines[3].split() == ["keep-all", "-9.1", "pt", "[-14,", "-5]", "0.000"]
+    assert lines[0] == "write gate (pass 3), against the first system"
+    assert "McNemar p, recall" in lines[1] and "McNemar p, keep/drop" in lines[1]
+    assert lines[2].split() == ["reference", "—", "—"]
+    assert lines[3].split() == ["keep-all", "-9.1", "pt", "[-14,", "-5]", "0.000", "0.250"]
+    assert lines[4].startswith("McNemar p, recall: on the substantive entries")
     assert max(len(line) for line in outcomes.splitlines() + paired.splitlines()) <= 100
 
 

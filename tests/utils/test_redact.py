@@ -685,6 +685,7 @@ ADVERSARIAL_CASES: list[tuple[str, str, list[str]]] = [
     ("email", "cc <first.last+billing@eu.mail.example.co.uk>.", ["first.last+billing"]),
     ("email", '"to": "ops+alerts@sub.dept.example.org",', ["ops+alerts@sub"]),
     ("email", "(contact: A_B-c.d+x@mx-1.example.io)", ["A_B-c.d+x"]),
+    ("email", "a~ops@example.io is not an override", ["ops@example.io"]),
     # PEM blocks wrapped, quoted or commented line by line
     ("pem_private_key", "> " + pem()[0].replace("\n", "\n> "), PEM_BODY_LINES),
     ("pem_private_key", "# " + pem("EC ")[0].replace("\n", "\n# "), PEM_BODY_LINES),
@@ -849,6 +850,9 @@ ADVERSARIAL_FALSE_POSITIVES = [
     "http://user@host:8080/path",
     "https://medium.com/@dev/how-we-rotate-tokens-2024",
     "x < y and token_count > 3",
+    # Hydra overrides name config packages with `@`: memeval prints them as fixes
+    "leave it out with ~system@experiment.systems.memledger)",
+    "python -m memeval run system@experiment.systems.memledger=memledger",
 ]
 
 

@@ -1,0 +1,166 @@
+"""Every run under a folder as one row: where and when, its experiment, the settings that set it
+apart from the other runs listed, and its experiment's headline figures (the scores it declares
+for the leaderboard). A run that cannot be read is a row with a note saying which file and why,
+so one damaged run never hides the others."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from memeval.reporting.compare import shown_setting
+from memeval.reporting.outputs import Score, outputs_of
+from memeval.results.result import METRICS, UnreadableResult
+from memeval.results.run import Run, group_keys, natural_order, run_settings, varying_keys
+
+HYDRA = ".hydra"  # what Hydra writes as a run starts: a folder with it but no metrics.json died
+EXPERIMENT_KEYS = ("experiment", "experiment.name")  # the table's own column
+NOT_READ = (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError)
+NONE = "—"
+
+
+@dataclass
+class RunRow:
+    run: str  # its directory, relative to the folder listed
+    when: str  # when it wrote metrics.json (when it started, for a run without one)
+    experiment: str | None
+    settings: dict[str, str] = field(default_factory=dict)  # a differing setting's value, shown
+    figures: dict[str, Score] = field(default_factory=dict)  # by measure
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunsTable:
+    folder: Path
+    rows: list[RunRow]
+    settings: list[str]  # the settings that differ between the runs, as columns
+    same: dict[str, str]  # what every run was given alike, shown
+    measures: list[str]  # the figures' columns, in the order first met
+    from_overrides: bool  # settings compared as the jobs' overrides, not as resolved configs
+
+    @property
+    def experiments(self) -> list[str]:
+        return sorted({row.experiment for row in self.rows if row.experiment})
+
+    @property
+    def shared(self) -> str:
+        """What every run has alike, in one line: what is not a column."""
+        if self.from_overrides:
+            return ", ".join([*(f"{key}={value}" for key, value in self.same.items()),
+                              "every setting no run was given (its default)"])
+        return "the rest of config.yaml (a config group shown by its name stands for its keys)"
+
+
+def _when(path: Path) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+
+
+def _configured_experiment(run_dir: Path) -> str | None:
+    """The experiment a run was given, from its saved config: for a run without results."""
+    for config in (run_dir / "config.yaml", run_dir / HYDRA / "config.yaml"):
+        try:
+            loaded = yaml.safe_load(config.read_text(encoding="utf-8"))
+            name = loaded["experiment"]["name"]
+        except (*NOT_READ, yaml.YAMLError):
+            continue
+        return str(name)
+    return None
+
+
+def _run_dirs(folder: Path) -> list[Path]:
+    """Every run directory under `folder`, at any depth: one holding metrics.json, or Hydra's
+    record of a run that never wrote it."""
+    found = {path.parent for path in folder.rglob(METRICS)}
+    found |= {path.parent for path in folder.rglob(HYDRA) if path.is_dir()}
+    return sorted(found, key=lambda path: natural_order(str(path.relative_to(folder))))
+
+
+def _relative(message: str, run_dir: Path) -> str:
+    """A message's paths relative to the run's directory, which its row names."""
+    return message.replace(f"{run_dir}{os.sep}", "")
+
+
+def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
+    name = str(path.relative_to(folder)) if path != folder else "."
+    metrics = path / METRICS
+    if not metrics.is_file():
+        return RunRow(name, _when(path / HYDRA), _configured_experiment(path),
+                      notes=[f"no {METRICS}: the run did not finish, or is still running "
+                             f"(its log is in the directory)"]), None
+    try:
+        run = Run.load(path)
+    except (UnreadableResult, *NOT_READ) as err:
+        return RunRow(name, _when(metrics), _configured_experiment(path),
+                      notes=[_relative(str(err), path)]), None
+    row = RunRow(name, _when(metrics), run.experiment)
+    if run.result.failures:
+        row.notes.append(f"failed: {run.result.failures[0]}")
+    try:
+        row.figures = {score.measure: score for score in outputs_of(run.experiment).scores(run)}
+    except (UnreadableResult, *NOT_READ) as err:
+        row.notes.append(f"{METRICS}: no headline figures ({type(err).__name__}: {err})")
+    return row, run
+
+
+def _configured(run: Run, row: RunRow) -> bool:
+    """Whether the run's settings can be read; if not, its row says why."""
+    try:
+        _ = run.overrides, run.config
+    except (*NOT_READ, yaml.YAMLError, HydraException, OmegaConfBaseException) as err:
+        row.notes.append(f"settings not read ({type(err).__name__}: {err})")
+        return False
+    return True
+
+
+def _value(run: Run, settings: dict[str, Any], key: str) -> str:
+    """A setting as the run had it: what it set, else its resolved default (a config group by
+    its name)."""
+    value = settings[key] if key in settings else run.setting(key)
+    if isinstance(value, DictConfig):
+        value = value.get("name", "default")
+    return NONE if value is None else shown_setting(value)
+
+
+def _settings(rows: Sequence[RunRow], runs: Sequence[Run]) -> tuple[list[str], dict[str, str]]:
+    """The settings that differ between the runs, filled into their rows, and those every run
+    was given alike (none when the runs are compared by their resolved configs)."""
+    if not runs:
+        return [], {}
+    settings = run_settings(runs)
+    varying = varying_keys(settings)
+    shown = [key for key in group_keys(varying) if key not in EXPERIMENT_KEYS]
+    for row, run, found in zip(rows, runs, settings, strict=True):
+        row.settings = {key: _value(run, found, key) for key in shown}
+    same = {key: shown_setting(value) for key, value in settings[0].items()
+            if _from_overrides(runs) and key not in varying and key not in EXPERIMENT_KEYS}
+    return shown, same
+
+
+def _from_overrides(runs: Sequence[Run]) -> bool:
+    """Whether `run_settings` compared the runs by their jobs' overrides."""
+    return all(run.overrides is not None for run in runs)
+
+
+def collect(folder: Path, experiment: str | None = None) -> RunsTable:
+    """The runs under `folder` (only `experiment`'s, if given)."""
+    rows, runs, configured = [], [], []
+    for path in _run_dirs(folder):
+        row, run = _row(path, folder)
+        if experiment is not None and row.experiment != experiment:
+            continue
+        rows.append(row)
+        if run is not None and _configured(run, row):
+            runs.append(run)
+            configured.append(row)
+    settings, same = _settings(configured, runs)
+    measures = list(dict.fromkeys(measure for row in rows for measure in row.figures))
+    return RunsTable(folder, rows, settings, same, measures, _from_overrides(runs))
