@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -167,6 +168,7 @@ def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
 def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     started = time.time()
+    started_at = datetime.now().astimezone().isoformat(timespec="seconds")  # a reader's clock
     checked = validate(cfg)
     resume = checked.settings.resume
     _check_run_dir(run_dir, resume)
@@ -207,6 +209,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         *result.failures]
     metrics: dict[str, Any] = {
         "run_id": run_id,
+        "started_at": started_at,
         "experiment": chosen.name,
         "seed": checked.settings.seed,
         **_components(ctx, checked),

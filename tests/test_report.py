@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -74,7 +75,7 @@ def test_one_run_renders_as_html_and_markdown(runs: tuple[Path, Path, Path]) -> 
     images = [a["src"] for t, a in page.tags if t == "img"]
     assert images and all(src and src.startswith("data:image/png;base64,") for src in images)
     markdown = md_path.read_text()
-    assert "## Passes" in markdown and "](figures/funnel.png)" in markdown
+    assert "## write gate: outcomes" in markdown and "](figures/funnel.png)" in markdown
 
 
 def test_two_runs_compare_entry_by_entry(runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
@@ -118,3 +119,54 @@ def test_quality_runs_cannot_be_paired(
     write_report([tmp_path / "c"])  # a single quality run renders
     with pytest.raises(IncomparableRuns, match="no traces"):
         write_report([tmp_path / "c", tmp_path / "c"], tmp_path)
+
+
+def _cells(markdown: str) -> set[str]:
+    return {cell.strip() for line in markdown.splitlines() if line.startswith("|")
+            for cell in line.strip("|").split("|")}
+
+
+def test_a_gate_run_reports_what_its_terminal_printed(runs: tuple[Path, Path, Path]) -> None:
+    """Title with experiment, date and time; the last pass's finding first; every component by
+    name; every table the run prints, CIs included."""
+    _, md_path = write_report([runs[0]])
+    markdown = md_path.read_text()
+    title, lead = markdown.split("\n\n")[:2]
+    assert re.fullmatch(r"# memeval three_pass run, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", title)
+    last = Run.load(runs[0]).result.passes[-1]
+    recall = f"{100 * last.substantive_recall:.1f}% [{100 * last.substantive_recall_ci95[0]:.0f}–"
+    assert lead.startswith(f"Pass 2 kept {recall}") and "before the judge" in lead
+    assert "| scorer | logistic |" in markdown and "| embedder | hashing-v1-256 |" in markdown
+    assert "| content-score threshold | judge_quantile: cut = " in markdown
+    headings = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
+    for table in ("write gate: outcomes", "write gate: where the entries ended",
+                  "MQS of stored memories", "Confidence policy on stored memories",
+                  "Trust score of stored memories (fitted on the development sets)"):
+        assert table in headings
+    assert any(h.startswith("Learned conflicts among stored memories") for h in headings)
+    cells = _cells(markdown)
+    assert {"recall [95% CI]", "in a conflict [95% CI]", "trust mean [95% CI]"} <= cells
+    assert any(re.fullmatch(r"\d+\.\d% \[\d+–\d+\]", cell) for cell in cells)  # a rate's CI
+    page = " ".join(parse(md_path.with_suffix(".html")).text)
+    assert lead in page and "logistic" in page
+
+
+def test_a_calibration_report_leads_with_the_trust_score_and_keeps_every_ci(
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    run_experiment(fast_config("+experiment=mqs_calibration", "bootstrap=50", "plots=false",
+                               "reporting.phoenix.enabled=false"), tmp_path / "run")
+    printed = capsys.readouterr().out
+    markdown = write_report([tmp_path / "run"])[1].read_text()
+    lead = markdown.split("\n\n")[1]
+    assert lead.startswith("On ") and "test records the trust score beats MQS on Brier" in lead
+    cells = _cells(markdown)
+    assert "none" not in cells and "dataset" not in cells and "scorer" not in cells
+    assert {"labelled records", "MAI scenarios", "trust score dev records",
+            "trust score test records", "system"} <= cells
+    rows = [line.split("  ") for line in printed.splitlines()
+            if line.split(" ")[0] in {"spearman", "kendall", "brier", "ece"}]
+    shown = {cell.strip() for row in rows for cell in row if cell.strip()}
+    assert len(rows) == 8 and all("[" in cell for cell in shown - {r[0] for r in rows})
+    assert shown <= cells  # each printed score, CI included, is in the report's tables
+    assert "MAI on " in markdown and "constants (configured → fitted)" in markdown

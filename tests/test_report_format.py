@@ -47,9 +47,21 @@ def test_the_markdown_report_rounds_every_number(tmp_path: Path) -> None:
     _, markdown = write_report([THREE_PASS], tmp_path)
     rows = _table_rows(markdown.read_text())
     assert rows and [row for row in rows if LONG_FLOAT.search(row)] == []
-    header = next(row for row in rows if row.startswith("| arm | pass |"))
-    assert "substantive recall (%)" in header and "judge calls (count)" in header
-    assert "| main | 1 | 99.1% | 0 | 100.0% | 43.4% | 163 | 43.4% | 288 |" in rows
+    assert "| 1 | 99.1% [97–100] | 0 | 100.0% | 43.4% | 163 | 0 | 43.4% |" in rows
+
+
+def test_the_report_is_titled_by_experiment_and_start(tmp_path: Path) -> None:
+    """A run that did not record its start is dated by the directory Hydra named for it."""
+    hydra = tmp_path / "runs" / "2026-11-24" / "10-04-31"
+    shutil.copytree(THREE_PASS, hydra)
+    assert write_report([hydra])[1].read_text().startswith(
+        "# memeval three_pass run, 2026-11-24 10:04:31\n\nPass 3 kept 99.1% [97–100] of the "
+        "human-labelled substantive entries")
+    metrics = json.loads((hydra / "metrics.json").read_text())
+    (hydra / "metrics.json").write_text(json.dumps({**metrics,
+                                                     "started_at": "2026-11-25T09:00:01+00:00"}))
+    assert write_report([hydra])[1].read_text().startswith(
+        "# memeval three_pass run, 2026-11-25 09:00:01 UTC\n")
 
 
 def test_a_comparison_says_what_differs_and_names_runs_by_it(

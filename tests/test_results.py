@@ -83,8 +83,8 @@ def test_write_then_load_gives_the_same_typed_values(tmp_path: Path) -> None:
         assert loaded.dataset == old.dataset and loaded.scorer == old.scorer
 
 
-HEADER = {"schema_version", "run_id", "experiment", "seed", "dataset", "embedder", "system",
-          "judge", "scorer", "passes", "wall_seconds", "timing", "failures"}
+HEADER = {"schema_version", "run_id", "started_at", "experiment", "seed", "dataset", "embedder",
+          "system", "judge", "scorer", "passes", "wall_seconds", "timing", "failures"}
 """What the runner writes of every run; the rest of metrics.json is the experiment's own."""
 
 
@@ -113,7 +113,8 @@ def test_the_report_command_shows_the_sections_an_experiment_declares(tmp_path: 
     done = subprocess.run([sys.executable, "-m", "memeval", "report", str(run_dir)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert "## MQS calibration\n" in (run_dir / "report.md").read_text()
+    assert "## MQS on 80 labelled records (P(trusted) = score/100; 5 equal-count bins)\n" in \
+        (run_dir / "report.md").read_text()
 
 
 def test_a_file_without_schema_version_predates_it_and_is_schema_1() -> None:

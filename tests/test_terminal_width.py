@@ -12,10 +12,11 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from memeval.entry import Entry
-from memeval.experiments.conflict_detection import summarise_learned
+from memeval.experiments.conflict_detection import learned_blocks
 from memeval.log_redaction import OwnInfoOnly
 from memeval.reporting.systems_table import systems_summary
 from memeval.reporting.table import WIDTH, ci_suffix, pass_table, threshold_footer
+from memeval.reporting.table import printed as as_printed
 from memeval.results.result import load_result
 from memeval.runner import run_experiment
 from tests.metrics.test_table import table_pass
@@ -55,7 +56,8 @@ def test_saved_runs_print_within_the_width() -> None:
                + threshold_footer(result.passes, result.scorer.threshold_rule))
     sections = load_result(RUNS / "schema1_compare_systems").sections
     compared = systems_summary(sections["compare"], sections["skipped"], sections["notes"])
-    learned = summarise_learned(json.loads((RUNS / "conflicts_learned_section.json").read_text()))
+    learned = as_printed(learned_blocks(json.loads((RUNS / "conflicts_learned_section.json")
+                                                   .read_text())))
     labellers = pass_table([table_pass("heuristic-v1", "judge")])
     assert too_wide("\n".join((printed, compared, learned, labellers))) == []
     assert "99.1% [97–100]" in printed and "57.3%" in printed

@@ -35,6 +35,7 @@ from memeval.experiments.settings import Settings, Validated
 from memeval.metrics.gate_metrics import check_outcome, pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
 from memeval.reporting.outputs import Outputs, Score, declare
+from memeval.reporting.table import headline
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
 from memeval.systems.reference.system import ReferenceSystem
@@ -93,9 +94,14 @@ def gate_scores(run: Run) -> list[Score]:
             Score(bench, "pre-judge", last.prejudge_filter_rate, last.prejudge_filter_rate_ci95)]
 
 
-GATE_REPLAY = Outputs(Replay, gate_figures, scores=gate_scores)
-"""What a replay through the write gate declares: its protocol, the gate's figures and its
-leaderboard scores."""
+def gate_headline(run: Run) -> str:
+    """The last pass's recall and pre-judge share, as the outcomes table prints them."""
+    return headline(run.result.passes)
+
+
+GATE_REPLAY = Outputs(Replay, gate_figures, scores=gate_scores, headline=gate_headline)
+"""What a replay through the write gate declares: its protocol, the gate's figures, its
+leaderboard scores and its headline."""
 
 
 class RunContext:

@@ -42,8 +42,8 @@ from memeval.metrics.gate_metrics import SystemFailure
 from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs
-from memeval.reporting.systems_table import systems_summary
+from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.systems_table import systems_blocks, systems_summary
 from memeval.results.findings import Findings
 from memeval.results.sections import Comparison
 from memeval.systems.base import (
@@ -310,6 +310,13 @@ def figures(run: Run) -> list[Path]:
     return [*make_systems_figures(run.path, run.result.of(Compared).compare), *gate]
 
 
-@register("compare_systems", CompareSystemsConfig, Outputs(Compared, figures))
+def report(run: Run) -> list[Section]:
+    """The tables the run printed."""
+    found = run.result.of(Compared)
+    return [block.section() for block in systems_blocks(found.compare, found.skipped,
+                                                         found.notes)]
+
+
+@register("compare_systems", CompareSystemsConfig, Outputs(Compared, figures, report))
 def build_compare_systems(cfg: CompareSystemsConfig) -> CompareSystems:
     return CompareSystems(cfg)

@@ -32,8 +32,8 @@ from memeval.quality.conflict_model import (
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Score
-from memeval.reporting.table import aligned, titled, wrapped
+from memeval.reporting.outputs import Outputs, Score, Section
+from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings, optional_section
 from memeval.results.result import as_ci
 from memeval.results.sections import Conflicts
@@ -122,17 +122,16 @@ class ConflictDetection:
         rows = [{**pair_row(p), **{f"{mode}_predicted": guesses[mode][i] for mode in guesses},
                  **{f"{mode}_reason": found[mode][i] for mode in found}}
                 for i, p in enumerate(pairs)]
-        summary = summarise(results, len(pairs))
         learned = None
         tables = {"conflict_pairs": rows}
         if self.cfg.dev_pairs and ctx.own_models(self.cfg.learned):
             learned, tables["conflict_learned"] = self._learned(ctx)
-            summary += "\n" + summarise_learned(learned)
         conflicts = Conflicts.from_dict({
             "source": report.source, "fingerprint": file_fingerprint(self.cfg.pairs),
             "pairs": len(pairs), "skipped": report.skipped, "problems": report.problems[:100],
             "labels": dict(Counter(truth)), "detectors": list(results), **results})
-        return ExperimentResult([], [], ConflictFindings(conflicts, learned), summary=summary,
+        findings = ConflictFindings(conflicts, learned)
+        return ExperimentResult([], [], findings, summary=printed(conflict_blocks(findings)),
                                 tables=tables)
 
     def _load(self, paths: Sequence[str]) -> tuple[list[LabelledPair], list[dict[str, Any]]]:
@@ -367,7 +366,7 @@ def score(pairs: Sequence[LabelledPair], predicted: Sequence[str], newer: Sequen
     return out
 
 
-def _with_ci(stats: dict[str, Any], key: str) -> str:
+def _with_ci(stats: Mapping[str, Any], key: str) -> str:
     low, high = stats.get(f"{key}_ci95") or (None, None)
     if stats.get(key) is None:
         return "—"
@@ -381,7 +380,7 @@ HEADLINE_NAMES = {"any_precision": "any-conflict precision", "any_recall": "any-
                   "temporal_newer_recall": "temporal + newer right"}
 
 
-def _learned_rows(columns: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
+def _learned_rows(columns: Mapping[str, Mapping[str, Any]]) -> tuple[tuple[str, ...], ...]:
     """One row per figure, one column per detector and split."""
     rows = [("any-conflict precision", *(_with_ci(c["any_conflict"], "precision")
                                          for c in columns.values())),
@@ -391,22 +390,18 @@ def _learned_rows(columns: dict[str, dict[str, Any]]) -> list[tuple[str, ...]]:
              for t in CONFLICT_TYPES]
     rows.append(("temporal + newer right", *(_with_ci(c, "temporal_newer_recall")
                                              for c in columns.values())))
-    return rows
+    return tuple(rows)
 
 
-def summarise_learned(section: dict[str, Any]) -> str:
+def learned_blocks(section: Mapping[str, Any]) -> list[Block]:
     """The development figures (CV and the rules'), then the test split's beside the rules' (two
-    tables, as one would not fit a terminal), then the CV − test gap."""
+    tables, as one would not fit a terminal), then the CV − test gap and the outside sets."""
     dev_columns = {f"{section['detector']} CV": section["cv"]}
     if "cv_by_file" in section:
         dev_columns[f"{section['detector']} by file"] = section["cv_by_file"]
     if "cv_by_source" in section:
         dev_columns["by source"] = section["cv_by_source"]
     dev_columns["rules dev"] = section["rules_dev"]
-    tables = [dev_columns]
-    if "test" in section:
-        tables.append({f"{section['detector']} test": section["test"],
-                       "rules test": section["rules_test"]})
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
     by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
@@ -414,25 +409,31 @@ def summarise_learned(section: dict[str, Any]) -> str:
     if "cv_by_source" in section:
         by_file_note += (" and leave-one-source-out over its "
                          f"{len({d['author'] for d in section['dev']})} sources")
-    lines = [wrapped(f"{section['detector']} detector: {section['folds']}-fold CV on {dev} "
-                     f"development pairs{by_file_note}, test split {test}"),
-             *(aligned(("", *columns), _learned_rows(columns)) for columns in tables)]
+    blocks: list[Block] = [Table(
+        f"{section['detector']} detector: {section['folds']}-fold CV on {dev} development "
+        f"pairs{by_file_note}, test split {test}", ("", *dev_columns),
+        _learned_rows(dev_columns))]
+    if "test" in section:
+        columns = {f"{section['detector']} test": section["test"],
+                   "rules test": section["rules_test"]}
+        blocks.append(Table(f"{section['detector']} detector on the test split ({test}), the "
+                            f"rules beside it", ("", *columns), _learned_rows(columns)))
     if "by_source" in section:
-        lines.append(wrapped("each source held out (any-conflict precision / recall): " + ", ".join(
-            f"{name} {_two(h['headline']['any_precision'])} / {_two(h['headline']['any_recall'])}"
-            for name, h in section["by_source"].items())))
+        blocks.append(Note("Each source held out", (
+            "each source held out (any-conflict precision / recall): " + ", ".join(
+                f"{name} {_two(h['headline']['any_precision'])} / "
+                f"{_two(h['headline']['any_recall'])}"
+                for name, h in section["by_source"].items()))))
     if "gap" in section:
-        lines.append(wrapped("CV − test gap: " + ", ".join(
+        blocks.append(Note("CV − test gap", "CV − test gap: " + ", ".join(
             f"{HEADLINE_NAMES.get(k, k)} {v:+.2f}" for k, v in section["gap"].items()
             if v is not None)))
     if section.get("outside"):
-        lines += [wrapped("sets written outside memeval, never fitted on: any-conflict precision "
-                          "and recall, the rules' beside them, and the CV − set recall gap "
-                          "(per-type figures in metrics.json)"), _outside_table(section)]
-    return "\n".join(lines)
+        blocks.append(_outside_table(section))
+    return blocks
 
 
-def _outside_table(section: dict[str, Any]) -> str:
+def _outside_table(section: Mapping[str, Any]) -> Table:
     """One row per outside set: a table each would bury the comparison across authors."""
     rows = []
     for outside in section["outside"]:
@@ -441,14 +442,16 @@ def _outside_table(section: dict[str, Any]) -> str:
         rows.append((outside["name"], _with_ci(learned, "precision"), _with_ci(learned, "recall"),
                      f"{_two(rules['precision'])} / {_two(rules['recall'])}",
                      "—" if recall_gap is None else f"{recall_gap:+.2f}"))
-    return aligned(("set", "precision", "recall", "rules", "gap"), rows)
+    return Table("sets written outside memeval, never fitted on: any-conflict precision and "
+                 "recall, the rules' beside them, and the CV − set recall gap (per-type figures "
+                 "in metrics.json)", ("set", "precision", "recall", "rules", "gap"), tuple(rows))
 
 
 def _two(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def summarise(results: dict[str, Any], pairs: int) -> str:
+def rules_table(results: Mapping[str, Any], pairs: int) -> Table:
     """The reference rules per type, as fractions with their CIs like every other table here."""
     modes = list(results)
     header = ("type", "support", *(f"{m} {k}" for m in modes for k in ("precision", "recall")))
@@ -464,8 +467,21 @@ def summarise(results: dict[str, Any], pairs: int) -> str:
             first["per_type"][cls]["support"]
         rows.append((cls, str(support), *cells))
     accuracy = "  ".join(f"{m} accuracy {_with_ci(results[m], 'accuracy')}" for m in modes)
-    return titled(f"reference rules on {pairs} pairs (memeval: word-boundary matching; compat: "
-                  "the reference's substring matching)", aligned(header, rows), accuracy)
+    return Table(f"reference rules on {pairs} pairs (memeval: word-boundary matching; compat: "
+                 "the reference's substring matching)", header, tuple(rows), accuracy)
+
+
+def conflict_blocks(found: ConflictFindings) -> list[Block]:
+    """What the run prints, and its report shows."""
+    conflicts = found.conflicts
+    rules = rules_table({m: conflicts.written[m] for m in conflicts.detectors},
+                        int(conflicts.written["pairs"]))
+    learned = found.conflicts_learned
+    return [rules, *(learned_blocks(learned) if learned is not None else [])]
+
+
+def report(run: Run) -> list[Section]:
+    return [block.section() for block in conflict_blocks(run.result.of(ConflictFindings))]
 
 
 def figures(run: Run) -> list[Path]:
@@ -489,6 +505,6 @@ def scores(run: Run) -> list[Score]:
 
 
 @register("conflict_detection", ConflictDetectionConfig,
-          Outputs(ConflictFindings, figures, scores=scores))
+          Outputs(ConflictFindings, figures, report, scores))
 def build_conflict_detection(cfg: ConflictDetectionConfig) -> ConflictDetection:
     return ConflictDetection(cfg)

@@ -23,6 +23,7 @@ from memeval.experiments.base import (
     RunContext,
     Runs,
     gate_figures,
+    gate_headline,
     gate_scores,
     register,
     replay,
@@ -121,7 +122,7 @@ class Holdout:
                           extra={"learn": learn_metrics})
 
 
-HOLDOUT = Outputs(HoldoutFindings, gate_figures, scores=gate_scores)
+HOLDOUT = Outputs(HoldoutFindings, gate_figures, scores=gate_scores, headline=gate_headline)
 
 
 @register("three_pass_holdout", HoldoutConfig, HOLDOUT)

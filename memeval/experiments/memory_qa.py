@@ -36,7 +36,8 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.gate_metrics import share_failed
 from memeval.metrics.qa_scores import bleu1, locomo_f1
 from memeval.registry import bounded
-from memeval.reporting.outputs import Outputs, Score
+from memeval.reporting.outputs import Outputs, Score, Section
+from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
 
@@ -211,34 +212,41 @@ def _cell(score: Mapping[str, Any]) -> str:
 
 
 def summarise(qa: Mapping[str, Any]) -> str:
+    """The blocks as printed."""
+    return printed(qa_blocks(qa))
+
+
+def qa_blocks(qa: Mapping[str, Any]) -> list[Block]:
     """Per category: questions, F1, BLEU-1, J and evidence recall, each with its CI; then the
     costs."""
-    from memeval.reporting.table import aligned, titled, wrapped
-
-    rows = [(name, str(c["questions"]), *(_cell(c[score]) for score in SCORES))
-            for name, c in qa["by_category"].items()]
+    rows = tuple((name, str(c["questions"]), *(_cell(c[score]) for score in SCORES))
+                 for name, c in qa["by_category"].items())
     grader = qa["grader"] or "none: J not measured (grader@experiment.grader=llm measures it)"
-    table = titled(f"memory QA: system {qa['system']} on {qa['corpus']}, top {qa['k']} memories,"
-                   f" answerer {qa['answerer']}",
-                   aligned(("category", "questions", "F1 [95% CI]", "BLEU-1", "J",
-                            f"evidence recall@{qa['k']}"), rows),
-                   "F1: LoCoMo's; BLEU-1: mem0's; J: LLM-judge accuracy (grader "
-                   f"{grader}); adversarial questions: LoCoMo's F1, no J")
+    table = Table(f"memory QA: system {qa['system']} on {qa['corpus']}, top {qa['k']} memories,"
+                  f" answerer {qa['answerer']}",
+                  ("category", "questions", "F1 [95% CI]", "BLEU-1", "J",
+                   f"evidence recall@{qa['k']}"), rows,
+                  "F1: LoCoMo's; BLEU-1: mem0's; J: LLM-judge accuracy (grader "
+                  f"{grader}); adversarial questions: LoCoMo's F1, no J")
     cost = qa["cost"]
     search, answer = cost["search_ms"], cost["answer_ms"]
 
     def ms(value: float | None) -> str:
         return "—" if value is None else f"{value:.1f} ms"
 
-    lines = [table, wrapped(
-        f"cost: search p50 {ms(search['p50'])}, p95 {ms(search['p95'])}; answer p50 "
-        f"{ms(answer['p50'])}, p95 {ms(answer['p95'])} ({cost['answers_cached']} cached); "
-        f"tokens in {cost['tokens_in']}, out {cost['tokens_out']}; context "
-        f"{cost['context_words_mean']:.0f} words per question")]
+    lines = [f"cost: search p50 {ms(search['p50'])}, p95 {ms(search['p95'])}; answer p50 "
+             f"{ms(answer['p50'])}, p95 {ms(answer['p95'])} ({cost['answers_cached']} cached); "
+             f"tokens in {cost['tokens_in']}, out {cost['tokens_out']}; context "
+             f"{cost['context_words_mean']:.0f} words per question"]
     if qa["answer_errors"] or qa["grade_errors"]:
         lines.append(f"errors: {qa['answer_errors']} answers, {qa['grade_errors']} grades "
                      f"(per question in qa_questions.parquet)")
-    return "\n".join(lines)
+    return [table, Note("Cost", "\n".join(lines))]
+
+
+def report(run: Run) -> list[Section]:
+    """The tables the run printed."""
+    return [block.section() for block in qa_blocks(run.result.of(Answered).qa)]
 
 
 def figures(run: Run) -> list[Path]:
@@ -260,6 +268,6 @@ def scores(run: Run) -> list[Score]:
                           higher_is_better=False)]
 
 
-@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures, scores=scores))
+@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures, report, scores))
 def build_memory_qa(cfg: MemoryQAConfig) -> MemoryQA:
     return MemoryQA(cfg)

@@ -52,8 +52,13 @@ from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
 from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded, input_file
+from memeval.reporting.calibration_report import (
+    calibration_blocks,
+    calibration_headline,
+    calibration_inputs,
+)
 from memeval.reporting.outputs import Outputs, Score, Section
-from memeval.reporting.table import aligned, wrapped
+from memeval.reporting.table import Block, printed
 from memeval.results.findings import Findings, optional_section
 from memeval.results.sections import Mai, Mqs
 from memeval.systems.base import Capability, require
@@ -61,6 +66,8 @@ from memeval.systems.reference.system import ReferenceSystem
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
+
+AsWritten = Mapping[str, Any] | None  # a section as the run wrote it
 
 METRICS = ("spearman", "kendall", "brier", "ece")
 
@@ -160,6 +167,13 @@ class Calibrated(Findings):
     mqs_constants: Mapping[str, Any] | None = None  # the configured constants
     # the learned trust score beside MQS: out of fold on dev, then on the test split
     trust_score: Mapping[str, Any] | None = optional_section()
+    # the system whose run left memeval's own models (MAI, the trust score) out
+    own_models_left_out_for: str | None = optional_section()
+
+    def written(self) -> tuple[AsWritten, AsWritten, AsWritten]:
+        """The MQS, MAI and trust-score sections as the run wrote them."""
+        return (self.mqs.to_dict() if self.mqs else None,
+                self.mai.to_dict() if self.mai else None, self.trust_score)
 
 
 class MQSCalibration:
@@ -386,82 +400,14 @@ class MQSCalibration:
         own = ctx.own_models(self.cfg.learned)  # MAI and the trust score are memeval's own
         if self.cfg.scenarios is not None and own:
             mai, tables["mai_scenarios"] = self._mai(ctx, self.cfg.scenarios)
-        summary = summarise(mqs, mai, None if own else ctx.system.name)
         if self.cfg.dev_records and own:
             trust, tables["trust_records"] = self._trust(ctx)
-            summary += "\n" + "\n".join(_trust_lines(trust))
         reference = isinstance(ctx.system, ReferenceSystem)
         found = Calibrated(Mqs.from_dict(mqs) if mqs else None,
                            Mai.from_dict(mai) if mai else None,
-                           asdict(self.cfg.mqs) if reference else None, trust)
-        return ExperimentResult([], [], found, summary=summary, tables=tables)
-
-
-def _ci(value: float, bounds: list[float]) -> str:
-    return f"{value:.3f} [{bounds[0]:.3f}–{bounds[1]:.3f}]"
-
-
-def _mqs_lines(mqs: dict[str, Any] | None) -> list[str]:
-    if mqs is None:
-        return ["MQS: skipped (experiment.records=null)"]
-    lines = []
-    configured, oof = mqs["configured"], mqs["fitted_out_of_fold"]
-    name, beside = mqs.get("score", "MQS"), mqs.get("reference_mqs")
-    if configured is not None:
-        other = ("reference MQS, same records", beside) if beside is not None else \
-            ("fitted, out of fold", oof)
-        lines += [wrapped(f"{name} on {configured['n']} labelled records (P(trusted) = score/100; "
-                          f"{configured['bins']} equal-count bins)"),
-                  f"{'metric':10} {name if beside else 'configured constants':28} {other[0]:28}"]
-        for metric in METRICS:
-            second = _ci(other[1][metric], other[1][metric + "_ci95"]) \
-                if other[1] is not None else "—"
-            lines.append(f"{metric:10} {_ci(configured[metric], configured[metric + '_ci95']):28} "
-                         f"{second:28}")
-    if mqs["constants"] is not None:
-        lines.append(wrapped("constants (configured → fitted): " + ", ".join(
-            f"{k} {v['configured']:g} → {v['fitted']:g}" for k, v in mqs["constants"].items())))
-    grade = mqs["trust_grade"]
-    if grade is not None:
-        lines.append(wrapped(f"{name} against the numeric trust grade on {grade['n']} records: "
-                             f"spearman {_ci(grade['spearman'], grade['spearman_ci95'])}, kendall "
-                             f"{_ci(grade['kendall'], grade['kendall_ci95'])}"))
-    return lines + [wrapped(f"note on {what}: {why}") for what, why in mqs["notes"].items()]
-
-
-def _trust_lines(trust: dict[str, Any]) -> list[str]:
-    """The trust score beside memledger's MQS: out of fold on dev, then on the test split."""
-    dev, test = trust["dev"], trust["test"]
-    columns = [("trust score, CV", dev["trust_out_of_fold"]), ("MQS, dev", dev["mqs"])]
-    if test is not None:
-        columns += [("trust score, test", test["trust"]), ("MQS, test", test["mqs"])]
-    lines = [wrapped(f"Trust score on {dev['records']} dev records ({trust['folds']} folds)"
-                     + ("" if test is None else f" and {test['records']} test records")
-                     + f"; ranks against the dev {dev['mqs']['against']}"
-                     + ("" if test is None else f", the test {test['mqs']['against']}")),
-             aligned(("metric", *(name for name, _ in columns)),
-                     [(metric, *(_ci(r[metric], r[metric + "_ci95"]) for _, r in columns))
-                      for metric in METRICS])]
-    if trust["gap"] is not None:
-        lines.append(wrapped("test − CV: " + ", ".join(
-            f"{m} {v:+.3f}" for m, v in trust["gap"].items())))
-    return lines
-
-
-def summarise(mqs: dict[str, Any] | None, mai: dict[str, Any] | None,
-              system: str | None = None) -> str:
-    """`system`: another system's run, which leaves out memeval's own models unless asked."""
-    lines = _mqs_lines(mqs)
-    if system is not None:
-        lines.append(wrapped(f"MAI and the learned trust score: memeval's own models, not "
-                             f"{system}'s, so left out (experiment.learned=true runs them)"))
-    elif mai is None:
-        lines.append("MAI: skipped (experiment.scenarios=null)")
-    else:
-        accuracy = mai["accuracy"]
-        lines.append(f"MAI on {mai['scenarios']} scenarios: accuracy "
-                     + (_ci(accuracy, mai["accuracy_ci95"]) if accuracy is not None else "—"))
-    return "\n".join(lines)
+                           asdict(self.cfg.mqs) if reference else None, trust,
+                           None if own else ctx.system.name)
+        return ExperimentResult([], [], found, summary=printed(_blocks(found)), tables=tables)
 
 
 def figures(run: Run) -> list[Path]:
@@ -471,10 +417,21 @@ def figures(run: Run) -> list[Path]:
     return make_calibration_figures(run.path, found.mqs, found.mai)
 
 
-def report(run: Run) -> list[Section]:
-    from memeval.reporting.calibration_report import mqs_sections
+def _blocks(found: Calibrated) -> list[Block]:
+    """What the run prints, and its report shows."""
+    return calibration_blocks(*found.written(), found.own_models_left_out_for)
 
-    return mqs_sections(run.result.of(Calibrated).mqs)
+
+def report(run: Run) -> list[Section]:
+    return [block.section() for block in _blocks(run.result.of(Calibrated))]
+
+
+def headline(run: Run) -> str:
+    return calibration_headline(*run.result.of(Calibrated).written())
+
+
+def inputs(run: Run) -> dict[str, str]:
+    return calibration_inputs(*run.result.of(Calibrated).written())
 
 
 def scores(run: Run) -> list[Score]:
@@ -489,6 +446,6 @@ def scores(run: Run) -> list[Score]:
 
 
 @register("mqs_calibration", MQSCalibrationConfig,
-          Outputs(Calibrated, figures, report, scores))
+          Outputs(Calibrated, figures, report, scores, headline, inputs))
 def build_mqs_calibration(cfg: MQSCalibrationConfig) -> MQSCalibration:
     return MQSCalibration(cfg)

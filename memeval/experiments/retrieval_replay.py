@@ -58,7 +58,8 @@ from memeval.quality.rankers import RANKERS, Ranker, Search
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Score
+from memeval.reporting.outputs import Outputs, Score, Section
+from memeval.reporting.table import Block, Table, printed
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
 from memeval.systems.reference.system import ReferenceSystem
@@ -337,11 +338,14 @@ def _ci(value: float | None, bounds: Sequence[float], signed: bool = False) -> s
         f"{number} [{bounds[0]:.3f}–{bounds[1]:.3f}]"
 
 
-def summarise(passes: list[dict[str, Any]], k: int) -> str:
+def summarise(passes: Sequence[Mapping[str, Any]], k: int) -> str:
+    """The blocks as printed."""
+    return printed(retrieval_blocks(passes, k))
+
+
+def retrieval_blocks(passes: Sequence[Mapping[str, Any]], k: int) -> list[Block]:
     """The last pass: each arm's nDCG@k and recall@k, and its paired difference to the baseline;
     then nDCG@k per query category."""
-    from memeval.reporting.table import aligned, titled
-
     last = passes[-1]
     arms, baseline = last["arms"], last["baseline"]
     rows = []
@@ -351,23 +355,33 @@ def summarise(passes: list[dict[str, Any]], k: int) -> str:
                      _ci(delta["ndcg"], delta["ndcg_ci95"], True) if delta else "baseline",
                      f"{arm['recall']:.3f}",
                      _ci(delta["recall"], delta["recall_ci95"], True) if delta else "—"))
-    table = titled(f"retrieval replay, pass {last['pass']}: held-out queries, k = {k}", aligned(
-        ("arm", f"nDCG@{k} [95% CI]", f"Δ vs {baseline} [95% CI]", f"recall@{k}",
-         "Δ recall [95% CI]"), rows))
+    table = Table(f"retrieval replay, pass {last['pass']}: held-out queries, k = {k}",
+                  ("arm", f"nDCG@{k} [95% CI]", f"Δ vs {baseline} [95% CI]", f"recall@{k}",
+                   "Δ recall [95% CI]"), tuple(rows))
     by_category = last["by_category"]
     if len(by_category) < 2:
-        return table
+        return [table]
     # long names (LongMemEval's) would not fit six abreast: numbered columns, named below
     short = all(len(c) <= CATEGORY_CHARS for c in by_category)
     heads = [c if short else f"c{n}" for n, c in enumerate(by_category, 1)]
-    category_rows = [(name, *(f"{by_category[c][name]['ndcg']:.3f}" for c in by_category))
-                     for name in arms]
+    category_rows = tuple((name, *(f"{by_category[c][name]['ndcg']:.3f}" for c in by_category))
+                          for name in arms)
     legend = "queries: " + ", ".join(
         f"{'' if short else head + ' '}{c} {scores['queries']}"
         for head, (c, scores) in zip(heads, by_category.items(), strict=True))
-    per_category = titled(f"nDCG@{k} per query category", aligned(("arm", *heads),
-                                                                  category_rows), legend)
-    return f"{table}\n\n{per_category}"
+    return [table, Table(f"nDCG@{k} per query category", ("arm", *heads), category_rows,
+                         legend)]
+
+
+def report(run: Run) -> list[Section]:
+    """The tables the run printed; a run written before its passes listed their arms printed
+    others, which its metrics.json holds."""
+    passes = [p.sections for p in run.result.passes]
+    if "arms" not in passes[-1]:
+        return [Section("Retrieval", "Written before the passes listed their arms: the "
+                                     "numbers are in metrics.json.")]
+    k = run.result.of(Retrieval).retrieval["settings"]["k"]
+    return [block.section() for block in retrieval_blocks(passes, k)]
 
 
 def figures(run: Run) -> list[Path]:
@@ -387,6 +401,7 @@ def scores(run: Run) -> list[Score]:
             Score(bench, f"recall@{k}", last["recall"], as_ci(last["recall_ci95"]))]
 
 
-@register("retrieval_replay", RetrievalReplayConfig, Outputs(Retrieval, figures, scores=scores))
+@register("retrieval_replay", RetrievalReplayConfig,
+          Outputs(Retrieval, figures, report, scores))
 def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
     return RetrievalReplay(cfg)

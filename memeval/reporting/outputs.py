@@ -34,6 +34,17 @@ def no_sections(run: Run) -> list[Section]:
     return []
 
 
+def no_headline(run: Run) -> str:
+    """An experiment whose report opens with its facts: no single finding leads."""
+    return ""
+
+
+def no_inputs(run: Run) -> dict[str, str]:
+    """An experiment that reads nothing besides the components every run names (dataset,
+    embedder, judge, scorer, system)."""
+    return {}
+
+
 @dataclass(frozen=True)
 class Score:
     """A figure a run gives its system on the leaderboard: which benchmark (the experiment and
@@ -54,13 +65,16 @@ def no_scores(run: Run) -> list[Score]:
 @dataclass(frozen=True)
 class Outputs:
     """An experiment's declaration: read and written as `findings`, drawn by `figures`,
-    reported with the common sections plus `report`'s, and scored on the leaderboard by
+    reported with the common sections plus `report`'s, opened by its `headline` finding, its
+    own `inputs` named beside the common components, and scored on the leaderboard by
     `scores`."""
 
     findings: type[Findings]  # its own sections of metrics.json
     figures: Callable[[Run], list[Path]]  # draws into RUN_DIR/figures/, returns the files
     report: Callable[[Run], list[Section]] = no_sections
     scores: Callable[[Run], list[Score]] = no_scores
+    headline: Callable[[Run], str] = no_headline  # one sentence: the run's main finding
+    inputs: Callable[[Run], dict[str, str]] = no_inputs  # what it read: name → description
 
 
 OUTPUTS: dict[str, Outputs] = {}

@@ -4,12 +4,13 @@ and .md, from the same sections read through the results API (`python -m memeval
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import math
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,10 @@ from memeval.reporting.compare import (
     settings_diff,
 )
 from memeval.reporting.outputs import Section, outputs_of
+from memeval.reporting.table import pass_blocks, threshold_state
 from memeval.results.result import UnreadableResult
 from memeval.results.run import Run
+from memeval.utils.redact import redact
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
          "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
@@ -39,11 +42,6 @@ def _missing(value: Any) -> bool:
 def percent(value: float | None) -> str:
     """A rate as a percentage with one decimal (0.99107 → 99.1%): the precision the CIs allow."""
     return "—" if value is None or math.isnan(value) else f"{100 * value:.1f}%"
-
-
-def count(value: float | None) -> str:
-    """A count as a whole number (pandas holds a column with a gap as floats)."""
-    return "—" if value is None or math.isnan(value) else str(int(value))
 
 
 def _signed_points(value: float | None) -> str:
@@ -73,33 +71,45 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-PASS_HEADERS: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "arm": ("arm", str), "pass": ("pass", count),
-    "substantive_recall": ("substantive recall (%)", percent),
-    "noise_stored": ("noise stored (entries)", count),
-    "low_value_filtered_rate": ("low-value filtered (%)", percent),
-    "prejudge_filter_rate": ("pre-judge filter rate (%)", percent),
-    "judge_calls": ("judge calls (count)", count),
-    "judge_call_saving": ("judge-call saving (%)", percent),
-    "entries": ("entries (count)", count),
-}
-"""The per-pass headline metrics as shown: each header says whether it counts or is a rate."""
+def components(run: Run) -> dict[str, str]:
+    """What the run used, each component by name: those every run may have (only the ones it
+    built), then what its experiment read besides; redacted, as a URL may carry a password."""
+    result, origin = run.result, run.provenance
+    dataset, scorer, system = result.dataset, result.scorer, result.system
+    used: dict[str, str | None] = {
+        "experiment": run.experiment, "started": run.started,
+        "seed": None if result.seed is None else str(result.seed),
+        "system": system.name if system else None,
+        **({f"{system.name}, {key}": str(value) for key, value in system.notes.items()}
+           if system else {}),
+        "dataset": f"{dataset.name} ({dataset.size}, fingerprint {dataset.fingerprint})"
+                   if dataset else None,
+        "embedder": result.embedder, "judge": result.judge,
+        "scorer": scorer.name if scorer else None,
+        "content-score threshold":
+            ": ".join(filter(None, (scorer.threshold_policy,
+                                    threshold_state(result.passes, scorer.threshold_rule))))
+            if scorer else None}
+    with contextlib.suppress(UnreadableResult):  # the experiment's own sections say why
+        used |= outputs_of(run.experiment).inputs(run)
+    used |= {"commit": f"{origin.get('git_commit') or 'unknown'}"
+                       f"{' (dirty)' if origin.get('git_dirty') else ''}",
+             "wall time": None if result.wall_seconds is None
+             else f"{result.wall_seconds:.1f} s"}
+    return {key: redact(value) for key, value in used.items() if value is not None}
 
 
 def overview(run: Run) -> Section:
-    result, origin = run.result, run.provenance
-    dataset = result.dataset
-    facts = {"experiment": run.experiment, "seed": result.seed,
-             "dataset": f"{dataset.name} ({dataset.size}, fingerprint "
-                        f"{dataset.fingerprint})" if dataset else "none (no replay)",
-             "embedder": result.embedder or "none",
-             "judge": result.judge or "none",
-             "scorer": result.scorer.threshold_rule if result.scorer else "none",
-             "commit": f"{origin.get('git_commit') or 'unknown'}"
-                       f"{' (dirty)' if origin.get('git_dirty') else ''}",
-             "wall time": f"{result.wall_seconds:.1f} s"}
-    return Section(f"Run {run.name}", table=pd.DataFrame(
-        [{"": key, "value": str(value)} for key, value in facts.items()]))
+    return Section("What ran", table=pd.DataFrame(
+        [{"": key, "value": value} for key, value in components(run).items()]))
+
+
+def headline(run: Run) -> str:
+    """The run's main finding in one sentence, as its experiment states it."""
+    try:
+        return outputs_of(run.experiment).headline(run)
+    except UnreadableResult:
+        return ""
 
 
 def _experiment_sections(run: Run) -> list[Section]:
@@ -111,20 +121,21 @@ def _experiment_sections(run: Run) -> list[Section]:
 
 
 def run_sections(run: Run) -> list[Section]:
+    """The run's components, the per-pass tables as the terminal prints them (every arm's
+    passes, labelled by arm), its experiment's sections and its figures."""
+    passes = [p for arm in run.result.by_arm().values() for p in arm]
     sections = [overview(run)]
-    passes = run.passes()
-    if not passes.empty and passes["substantive_recall"].notna().any():
-        shown = pd.DataFrame({header: passes[column].map(show)
-                              for column, (header, show) in PASS_HEADERS.items()})
-        sections.append(Section(
-            "Passes", "Rates are percentages: recall of the human-labelled substantive entries "
-            "kept (stored or deduplicated), low-value filtered of the low-value entries, the "
-            "pre-judge filter rate and judge-call saving of all the pass's entries. Counts are "
-            "entries, or calls to the judge, in the pass.", shown))
+    if any(p.gated for p in passes):
+        sections += [block.section() for block in pass_blocks(passes)]
     sections += _experiment_sections(run)
     sections += [Section(f"Figure: {path.stem.replace('_', ' ')}", image=path)
                  for path in sorted((run.path / "figures").glob("*.png"))]
     return sections
+
+
+def run_title(run: Run) -> str:
+    """The experiment and when it started, else the run directory's name."""
+    return f"memeval {run.experiment} run, " + (run.started or run.name)
 
 
 def differences(a: Run, b: Run, diff: Mapping[str, tuple[str, str]]) -> Section:
@@ -186,12 +197,13 @@ def _markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def render_markdown(title: str, sections: list[Section], out: Path) -> str:
-    parts = [f"# {title}"]
+def render_markdown(title: str, sections: list[Section], out: Path, lead: str = "") -> str:
+    """`lead`: the sentence the page opens with, before its first section."""
+    parts = [f"# {title}", *filter(None, [lead])]
     for section in sections:
         parts.append(f"## {section.title}")
         if section.text:
-            parts.append(section.text)
+            parts.append(section.text.replace("\n", "  \n"))  # each printed line kept a line
         if section.table is not None:
             parts.append(_markdown_table(section.table))
         if section.image is not None:
@@ -200,13 +212,20 @@ def render_markdown(title: str, sections: list[Section], out: Path) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render_html(title: str, sections: list[Section]) -> str:
+def _paragraph(text: str) -> str:
+    """Text as one HTML paragraph, each printed line kept a line."""
+    return "<p>" + "<br>".join(map(html.escape, text.splitlines())) + "</p>"
+
+
+def render_html(title: str, sections: list[Section], lead: str = "") -> str:
+    """`lead`: the sentence the page opens with, before its first section."""
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+             f"</title><style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+             *([f"<p><strong>{html.escape(lead)}</strong></p>"] if lead else [])]
     for section in sections:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
         if section.text:
-            parts.append(f"<p>{html.escape(section.text)}</p>")
+            parts.append(_paragraph(section.text))
         if section.table is not None:
             parts.append(section.table.map(cell).to_html(index=False, border=0))
         if section.image is not None:
@@ -249,13 +268,14 @@ def write_report(run_dirs: list[Path], out: Path | None = None,
     if len(runs) == 2:
         check_comparable(runs[0], runs[1], force)
         compared, sections = comparison_sections(runs[0], runs[1])
-        title, stem = f"memeval: {compared}", comparison_stem(runs[0], runs[1])
+        title, stem, lead = f"memeval: {compared}", comparison_stem(runs[0], runs[1]), ""
     else:
-        title, stem, sections = f"memeval run {runs[0].name}", "report", run_sections(runs[0])
+        title, stem, lead = run_title(runs[0]), "report", headline(runs[0])
+        sections = run_sections(runs[0])
     target = out or runs[0].path
     target.mkdir(parents=True, exist_ok=True)
     sections = [_local_figure(section, target) for section in sections]
     html_path, md_path = target / f"{stem}.html", target / f"{stem}.md"
-    html_path.write_text(render_html(title, sections), encoding="utf-8")
-    md_path.write_text(render_markdown(title, sections, target), encoding="utf-8")
+    html_path.write_text(render_html(title, sections, lead), encoding="utf-8")
+    md_path.write_text(render_markdown(title, sections, target, lead), encoding="utf-8")
     return html_path, md_path

@@ -1,12 +1,12 @@
-"""The printed summary of a `compare_systems` run: one table per capability, a row per system,
-the paired difference with the first system beside it."""
+"""The printed summary of a `compare_systems` run, and its report: one table per capability, a row
+per system, the paired difference with the first system beside it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memeval.reporting.table import aligned, ci_suffix, pct, titled, wrapped
+from memeval.reporting.table import Block, Note, Table, ci_suffix, pct, printed, wrapped
 from memeval.results.sections import (
     Comparison,
     ConflictTable,
@@ -40,7 +40,7 @@ PAIRED_LEGEND = ("McNemar p, recall: on the substantive entries the recall Δ is
                  "keep/drop: on every entry's decision, noise included")
 
 
-def _write_gate(table: WriteGateTable) -> str:
+def _write_gate(table: WriteGateTable) -> list[Block]:
     """The systems' figures, then each one's recall against the first's: one table would not fit
     a terminal."""
     header = ("system", "recall [95% CI]", "noise", "pre-judge", "judge calls", "saved")
@@ -54,21 +54,21 @@ def _write_gate(table: WriteGateTable) -> str:
                        _num(entry.mcnemar_p if entry else None),
                        _num(entry.decisions_mcnemar_p if entry else None)))
     title = f"write gate (pass {table.pass_no})"
-    return (titled(title, aligned(header, rows), WRITE_GATE_LEGEND) + "\n\n"
-            + titled(f"{title}, against the first system",
-                     aligned(("system", "recall Δ [95% CI]", "McNemar p, recall",
-                              "McNemar p, keep/drop"), paired), PAIRED_LEGEND))
+    return [Table(title, header, tuple(rows), WRITE_GATE_LEGEND),
+            Table(f"{title}, against the first system",
+                  ("system", "recall Δ [95% CI]", "McNemar p, recall", "McNemar p, keep/drop"),
+                  tuple(paired), PAIRED_LEGEND)]
 
 
-def _trust(table: TrustTable) -> str:
+def _trust(table: TrustTable) -> list[Block]:
     header = ("system", "Spearman", "Kendall", "Brier", "ECE", "Brier Δ vs first [95% CI]")
     rows = [(name, _num(r.spearman), _num(r.kendall), _num(r.brier), _num(r.ece),
              _delta(table.brier_vs_first[name]))
             for name, r in table.systems.items()]
-    return f"trust ({table.records} labelled records)\n{aligned(header, rows)}"
+    return [Table(f"trust ({table.records} labelled records)", header, tuple(rows))]
 
 
-def _conflicts(table: ConflictTable) -> str:
+def _conflicts(table: ConflictTable) -> list[Block]:
     types = ("contradiction", "temporal", "semantic")
     header = ("system", "any P", "any R", *(f"{t[:6]}. R" for t in types),
               "correct Δ vs first [95% CI]")
@@ -77,33 +77,40 @@ def _conflicts(table: ConflictTable) -> str:
         typed = [pct(r.recall_by_type[t]) if r.typed else "untyped" for t in types]
         rows.append((name, pct(r.precision), pct(r.recall), *typed,
                      _delta(table.correct_vs_first[name], points=True)))
-    return f"conflicts ({table.pairs} labelled pairs)\n{aligned(header, rows)}"
+    return [Table(f"conflicts ({table.pairs} labelled pairs)", header, tuple(rows))]
 
 
-def _search(table: SearchTable) -> str:
+def _search(table: SearchTable) -> list[Block]:
     k = table.k
     header = ("system", f"nDCG@{k}", f"recall@{k}", "nDCG Δ vs first [95% CI]")
     rows = [(name, _num(entry.mean), _num(table.recall_vs_first[name].mean),
              _delta(entry)) for name, entry in table.ndcg_vs_first.items()]
-    return (f"search ({table.queries} queries over {table.memories} memories)\n"
-            f"{aligned(header, rows)}")
+    return [Table(f"search ({table.queries} queries over {table.memories} memories)", header,
+                  tuple(rows))]
 
 
-SECTIONS: dict[str, Callable[[Any], str]] = {"write_gate": _write_gate, "trust": _trust,
-                                             "conflicts": _conflicts, "search": _search}
+SECTIONS: dict[str, Callable[[Any], list[Block]]] = {
+    "write_gate": _write_gate, "trust": _trust, "conflicts": _conflicts, "search": _search}
 
 
-def systems_summary(tables: Mapping[str, Any], skipped: dict[str, dict[str, str]],
-                    notes: dict[str, dict[str, Any]]) -> str:
+def systems_summary(tables: Mapping[str, Any], skipped: Mapping[str, Mapping[str, str]],
+                    notes: Mapping[str, Mapping[str, Any]]) -> str:
+    """The blocks as printed."""
+    return printed(systems_blocks(Comparison.from_dict(tables), skipped, notes))
+
+
+def systems_blocks(compared: Comparison, skipped: Mapping[str, Mapping[str, str]],
+                   notes: Mapping[str, Mapping[str, Any]]) -> list[Block]:
     """The tables (metrics.json's `compare` section), what was left out and why, then each
     system's notes (e.g. a fallback in use), which a reader of the figures must know."""
-    blocks = [SECTIONS[what](table) for what, table in Comparison.from_dict(tables).tables()]
+    blocks = [block for what, table in compared.tables() for block in SECTIONS[what](table)]
     left_out = [f"{what}: {name} {why}" for what, names in skipped.items()
                 for name, why in names.items()]
     if left_out:
-        blocks.append(wrapped("not measured: " + "; ".join(left_out)))
+        blocks.append(Note("Not measured", "not measured: " + "; ".join(left_out)))
     noted = [f"{name}, {key}: {value}" for name, said in notes.items()
              for key, value in said.items()]
     if noted:
-        blocks.append("notes\n" + "\n".join(wrapped(line, indent="  ") for line in noted))
-    return "\n\n".join(blocks)
+        blocks.append(Note("Notes", "notes\n" + "\n".join(wrapped(line, indent="  ")
+                                                          for line in noted)))
+    return blocks

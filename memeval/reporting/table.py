@@ -1,16 +1,63 @@
-"""The per-pass tables printed at the end of a run, every line of them at most WIDTH columns."""
+"""The per-pass tables printed at the end of a run, every line of them at most WIDTH columns, as
+typed blocks: the terminal prints them and the report renders the same blocks, so the two cannot
+show different numbers."""
 
 from __future__ import annotations
 
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
+from memeval.reporting.outputs import Section
 from memeval.results.result import ComponentFailures, LabelQuality, PassMetrics, Separation
 
 REASONS_SHOWN = 3  # distinct failure reasons printed under the table; metrics.json has them all
 NO_FAILURES = ComponentFailures(0, {}, 0)
 WIDTH = 100  # columns of the narrowest terminal the printed results must fit
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of printed cells, its abbreviations explained below it."""
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    legend: str = ""
+
+    def text(self) -> str:
+        return titled(self.title, aligned(self.header, self.rows), self.legend)
+
+    def section(self) -> Section:
+        """The table as a report shows it: the cells as printed, the legend above them."""
+        import pandas as pd  # loaded for a report only: the terminal prints without it
+
+        return Section(self.title, self.legend,
+                       pd.DataFrame(list(self.rows), columns=list(self.header)))
+
+
+@dataclass(frozen=True)
+class Note:
+    """Lines without a table, each wrapped at WIDTH columns as printed and whole in a report;
+    the title heads them in a report only."""
+
+    title: str
+    lines: str
+
+    def text(self) -> str:
+        return wrapped(self.lines)
+
+    def section(self) -> Section:
+        return Section(self.title, self.lines)
+
+
+Block = Table | Note
+
+
+def printed(blocks: Sequence[Block]) -> str:
+    """Blocks as the terminal shows them, a blank line between two."""
+    return "\n\n".join(block.text() for block in blocks)
 
 
 def pct(value: float | None) -> str:
@@ -43,6 +90,11 @@ STAGES_LEGEND = ("entries ended at each stage: rejected by the prefilter, the le
 
 
 def pass_table(passes: Sequence[PassMetrics]) -> str:
+    """The per-pass blocks as printed."""
+    return printed(pass_blocks(passes))
+
+
+def pass_blocks(passes: Sequence[PassMetrics]) -> list[Block]:
     """One row per pass, in two tables narrow enough for a terminal: what the gate achieved, then
     where the entries ended. Recall is against human labels; rows labelled otherwise get a table
     of their own (agreement with that labeller, not ground truth)."""
@@ -65,24 +117,38 @@ def pass_table(passes: Sequence[PassMetrics]) -> str:
             "skipped" if p.content_score_skipped else "off",
             "—" if p.rejection_store_size is None  # a system may keep no rejection store
             else str(p.rejection_store_size)))
-    blocks = [titled("write gate: outcomes", aligned(OUTCOMES, outcomes), OUTCOMES_LEGEND),
-              titled("write gate: where the entries ended", aligned(STAGES, stages),
-                     STAGES_LEGEND)]
+    blocks: list[Block] = [
+        Table("write gate: outcomes", OUTCOMES, tuple(outcomes), OUTCOMES_LEGEND),
+        Table("write gate: where the entries ended", STAGES, tuple(stages), STAGES_LEGEND)]
     others = _other_sources(passes)
     if others:
-        blocks.append(titled(
+        blocks.append(Table(
             "substantive entries kept, by other label sources (agreement with that labeller, "
-            "not ground truth)",
-            aligned(("pass", *(f"kept ({s})" for s in others)),
-                    [(p.label, *(pct(p.recall_by_label_source.get(s)) for s in others))
-                     for p in passes])))
+            "not ground truth)", ("pass", *(f"kept ({s})" for s in others)),
+            tuple((p.label, *(pct(p.recall_by_label_source.get(s)) for s in others))
+                  for p in passes)))
     failures = [block for block in (
         _failures(passes, "system", lambda p: p.entries, "entries"),
         _failures(passes, "judge", lambda p: p.judge_calls, "calls"),
         _failures(passes, "embedding", lambda p: p.entries, "entries")) if block]
     if failures:
-        blocks.append("\n".join(failures))
-    return "\n\n".join([*blocks, *stored_mqs_tables(passes), *stored_models_tables(passes)])
+        blocks.append(Note("Failures", "\n".join(failures)))
+    return [*blocks, *stored_mqs_tables(passes), *stored_models_tables(passes)]
+
+
+def headline(passes: Sequence[PassMetrics]) -> str:
+    """The last gated pass's finding in one sentence, its cells as the outcomes table prints
+    them; empty when no pass went through a write gate."""
+    gated = [p for p in passes if p.gated]
+    if not gated:
+        return ""
+    last = gated[-1]
+    return (f"Pass {last.label} kept "
+            f"{pct(last.substantive_recall) + ci_suffix(last.substantive_recall_ci95)} of the "
+            f"human-labelled substantive entries, stored {last.noise_stored} noise entries and "
+            f"filtered "
+            f"{pct(last.prejudge_filter_rate) + ci_suffix(last.prejudge_filter_rate_ci95)} of "
+            f"all entries before the judge (95% CIs in brackets).")
 
 
 def titled(title: str, table: str, legend: str = "") -> str:
@@ -125,21 +191,22 @@ def _failures(passes: Sequence[PassMetrics], what: str,
 def threshold_footer(passes: Sequence[PassMetrics], rule: str) -> str:
     """The content-score threshold's rule when the stage set one; otherwise what happened. Wrapped
     at WIDTH columns, as it is printed."""
-    return wrapped(_threshold_sentence(passes, rule))
+    return wrapped(f"content-score threshold: {threshold_state(passes, rule)}")
 
 
-def _threshold_sentence(passes: Sequence[PassMetrics], rule: str) -> str:
+def threshold_state(passes: Sequence[PassMetrics], rule: str) -> str:
+    """The threshold's rule, or why the run had none."""
     if not any(p.gated for p in passes) or any(p.content_score_threshold for p in passes):
-        return f"content-score threshold: {rule}"
+        return rule
     skipped: Counter[str] = Counter()
     for p in passes:
         skipped.update(p.content_score_skipped)
     if not skipped:
-        return ("content-score threshold: none; the content-score stage scored no entry (not in "
-                "gate.order, or no entry reached it)")
+        return ("none; the content-score stage scored no entry (not in gate.order, or no entry "
+                "reached it)")
     why = ", ".join(f"{reason}: {n}" for reason, n in skipped.most_common())
-    return (f"content-score threshold: none; the stage was skipped for the whole run and passed "
-            f"every entry it saw to the judge unscored ({why})")
+    return (f"none; the stage was skipped for the whole run and passed every entry it saw to the "
+            f"judge unscored ({why})")
 
 
 def _auroc(separation: Separation) -> str:
@@ -160,7 +227,7 @@ CONFLICTS_LEGEND = ("pairs: candidate pairs checked; too long: those with a memo
                     "conflict: share of the stored memories; [lo–hi]: 95% CI")
 
 
-def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[str]:
+def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[Table]:
     """Per pass: how well MQS separates stored substantive memories from stored low-value ones,
     then what the confidence policy made of them; none when no pass scored its stored memories."""
     scored = [(p, p.stored_mqs) for p in passes if p.stored_mqs is not None]
@@ -182,15 +249,15 @@ def stored_mqs_tables(passes: Sequence[PassMetrics]) -> list[str]:
             pct(sum(s.hedged_share * s.memories for s in every) / total),
             pct(sum(s.conflicted_share * s.memories for s in every) / total),
             _actions(by_label, ("substantive",)), _actions(by_label, ("low_value", "noise"))))
-    return [titled("MQS of stored memories",
-                   aligned(("pass", "stored", "AUROC [95% CI]", "confidence only", "mean subst.",
-                            "mean low", "mean noise"), separation), MQS_LEGEND),
-            titled("Confidence policy on stored memories",
-                   aligned(("pass", "hedged", "conflicted", "FILTER/FLAG/PASS subst.",
-                            "FILTER/FLAG/PASS low"), policy), POLICY_LEGEND)]
+    return [Table("MQS of stored memories",
+                  ("pass", "stored", "AUROC [95% CI]", "confidence only", "mean subst.",
+                   "mean low", "mean noise"), tuple(separation), MQS_LEGEND),
+            Table("Confidence policy on stored memories",
+                  ("pass", "hedged", "conflicted", "FILTER/FLAG/PASS subst.",
+                   "FILTER/FLAG/PASS low"), tuple(policy), POLICY_LEGEND)]
 
 
-def stored_models_tables(passes: Sequence[PassMetrics]) -> list[str]:
+def stored_models_tables(passes: Sequence[PassMetrics]) -> list[Table]:
     """Per pass: the learned detector's conflicts among stored memories, then the trust score's
     spread; none when no pass scored them."""
     scored = [(p, p.stored_models) for p in passes if p.stored_models is not None]
@@ -214,13 +281,12 @@ def stored_models_tables(passes: Sequence[PassMetrics]) -> list[str]:
             "/".join("—" if trust.get(q) is None else f"{trust[q]:.0f}"
                      for q in ("p10", "p50", "p90")),
             _auroc(quality.trust_separation)))
-    return [titled("Learned conflicts among stored memories (detector fitted on the development "
-                   "sets)",
-                   aligned(("pass", "pairs", "too long", *kinds, "in a conflict [95% CI]",
-                            "superseded"), conflicts), CONFLICTS_LEGEND),
-            titled("Trust score of stored memories (fitted on the development sets)",
-                   aligned(("pass", "stored", "trust mean [95% CI]", "trust p10/p50/p90",
-                            "AUROC trust subst. vs low"), trust_rows))]
+    return [Table("Learned conflicts among stored memories (detector fitted on the development "
+                  "sets)", ("pass", "pairs", "too long", *kinds, "in a conflict [95% CI]",
+                            "superseded"), tuple(conflicts), CONFLICTS_LEGEND),
+            Table("Trust score of stored memories (fitted on the development sets)",
+                  ("pass", "stored", "trust mean [95% CI]", "trust p10/p50/p90",
+                   "AUROC trust subst. vs low"), tuple(trust_rows))]
 
 
 def _actions(by_label: Mapping[str, LabelQuality], labels: Sequence[str]) -> str:

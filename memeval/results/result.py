@@ -87,6 +87,7 @@ class System:
 class Scorer:
     name: str
     threshold_rule: str
+    threshold_policy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +272,7 @@ class RunResult:
     schema_version: int
     experiment: str
     run_id: str | None = None
+    started_at: str | None = None  # ISO 8601 with the UTC offset; older runs did not record it
     seed: int | None = None
     dataset: Dataset | None = None  # None: the run replayed no traces
     embedder: str | None = None  # the embedder's identity
@@ -289,10 +291,11 @@ class RunResult:
         dataset, system, scorer = data.get("dataset"), data.get("system"), data.get("scorer")
         return cls(
             schema_version=version, experiment=str(data["experiment"]),
-            run_id=data.get("run_id"), seed=data.get("seed"),
+            run_id=data.get("run_id"), started_at=data.get("started_at"), seed=data.get("seed"),
             dataset=Dataset.from_dict(dataset) if dataset else None,
             embedder=(data.get("embedder") or {}).get("identity"), judge=data.get("judge"),
-            scorer=Scorer(scorer["name"], scorer["threshold_rule"]) if scorer else None,
+            scorer=Scorer(scorer["name"], scorer["threshold_rule"],
+                          scorer.get("threshold_policy")) if scorer else None,
             system=System(system["name"], as_map(system.get("notes"))) if system else None,
             passes=tuple(PassMetrics.from_dict(p) for p in data.get("passes") or ()),
             arms={arm: tuple(PassMetrics.from_dict(p) for p in passes)

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from memeval.results.run_dir import (
 )
 
 OVERRIDES = Path(".hydra") / "overrides.yaml"
+HYDRA_DAY, HYDRA_TIME = re.compile(r"\d{4}-\d{2}-\d{2}"), re.compile(r"\d{2}-\d{2}-\d{2}")
 
 
 @dataclass
@@ -42,6 +44,17 @@ class Run:
     @property
     def experiment(self) -> str:
         return self.result.experiment
+
+    @property
+    def started(self) -> str | None:
+        """When the run started, e.g. `2026-11-27 10:59:31 UTC`; for a run that did not record
+        it, the local date and time Hydra named its directory by (None outside that layout)."""
+        if self.result.started_at:
+            return datetime.fromisoformat(self.result.started_at).strftime("%Y-%m-%d %H:%M:%S %Z")
+        day = self.path.resolve().parent.name
+        if HYDRA_DAY.fullmatch(day) and HYDRA_TIME.fullmatch(self.name):
+            return f"{day} {self.name.replace('-', ':')}"
+        return None
 
     @property
     def fingerprint(self) -> str | None:

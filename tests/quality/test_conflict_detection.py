@@ -14,6 +14,7 @@ from memeval.data.quality_sets import load_conflict_pairs
 from memeval.metrics.classification import per_class_report, precision, recall
 from memeval.quality.conflicts import ConflictDetector, ConflictRules, ConflictType
 from memeval.quality.words import Lexicon, stem
+from memeval.reporting.report import write_report
 from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 
@@ -96,6 +97,9 @@ def test_the_experiment_compares_both_rule_sets(
     anyc = conflicts["memeval"]["any_conflict"]
     low, high = anyc["recall_ci95"]
     assert f"{anyc['recall']:.2f} [{low:.2f}–{high:.2f}]" in printed  # the rules carry CIs
+    markdown = write_report([tmp_path / "run"])[1].read_text()  # the printed tables, CIs too
+    assert f"| any conflict | {anyc['support']} | {anyc['precision']:.2f} [" in markdown
+    assert "## learned detector on the test split (" in markdown
     rows = read_table(tmp_path / "run", "conflict_pairs")
     assert len(rows) == conflicts["pairs"] >= 60
     for mode in ("memeval", "compat"):

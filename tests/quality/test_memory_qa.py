@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from memeval.backends.answerers.prompts import ANSWER_SYSTEM, GRADE_SYSTEM
 from memeval.backends.judges.base import JudgeError
+from memeval.reporting.report import write_report
 from memeval.runner import run_experiment
 from tests.backends.test_http_judges import openai_reply
 from tests.loopback import LoopbackServer, Received, Reply
@@ -45,6 +46,10 @@ def test_the_offline_answerer_scores_every_question_with_locomos_f1(
     temporal = rows[rows["category"] == "temporal"]  # answered with a date, as LoCoMo writes it
     assert temporal["answer"].str.fullmatch(r"\d{1,2} [A-Z][a-z]+ \d{4}").all()
     assert (tmp_path / "run" / "figures" / "memory_qa.png").is_file()
+    markdown = write_report([tmp_path / "run"])[1].read_text()  # the printed table, CIs included
+    low, high = cats["all"]["f1"]["ci95"]
+    assert f"| all | 11 | {cats['all']['f1']['mean']:.3f} [{low:.3f}–{high:.3f}] |" in markdown
+    assert "\n\ncost: search p50 " in markdown
 
 
 class Model:

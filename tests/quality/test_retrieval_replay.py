@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from memeval.data.quality_sets import load_queries
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.quality.graph import rank_agreement
+from memeval.reporting.report import write_report
 from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 
@@ -86,6 +87,11 @@ def test_the_replay_compares_arms_on_held_out_queries(
     assert all(len(t) == len(m) for t, m in zip(rows["served_texts"], rows["served_memories"],
                                                 strict=True))
     assert (tmp_path / "run" / "figures" / "retrieval.png").is_file()
+    markdown = write_report([tmp_path / "run"])[1].read_text()  # the printed tables, CIs too
+    last = metrics["passes"][-1]["cosine"]
+    low, high = last["ndcg_ci95"]
+    assert f"| cosine | {last['ndcg']:.3f} [{low:.3f}–{high:.3f}] | baseline |" in markdown
+    assert "## nDCG@5 per query category" in markdown
 
 
 @pytest.mark.slow
