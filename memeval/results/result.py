@@ -23,6 +23,13 @@ SUPPORTED_VERSIONS = (1, 2)
 
 PASS_COLUMNS = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
                 "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
+# Each pass metric as a reader would name it, with its unit: axis labels and long headers.
+PASS_NAMES = {"substantive_recall": "substantive recall (%)",
+              "noise_stored": "noise stored (entries)",
+              "low_value_filtered_rate": "low-value filtered (%)",
+              "prejudge_filter_rate": "pre-judge filter rate (%)",
+              "judge_calls": "judge calls (count)", "judge_call_saving": "judge-call saving (%)",
+              "entries": "entries (count)"}
 
 F = TypeVar("F", bound=Findings)
 

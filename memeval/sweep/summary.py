@@ -281,7 +281,7 @@ def pareto_figure(sweep: Sweep) -> Figure:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
 
-    from memeval.reporting.report import PASS_HEADERS
+    from memeval.results.result import PASS_NAMES
 
     table = sweep.table.dropna(subset=[sweep.x, sweep.y])
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -304,7 +304,7 @@ def pareto_figure(sweep: Sweep) -> Figure:
         ax.annotate("\n".join(runs), (px, py), fontsize=7, xytext=(5 if right else -5, 3),
                     textcoords="offset points", ha="left" if right else "right")
     for axis, metric in ((ax.xaxis, sweep.x), (ax.yaxis, sweep.y)):
-        axis.set_label_text(f"{PASS_HEADERS[metric][0]}, "
+        axis.set_label_text(f"{PASS_NAMES[metric]}, "
                             f"{'higher' if SENSE[metric] > 0 else 'lower'} is better")
         if metric in RATES:
             axis.set_major_formatter(PercentFormatter(xmax=1))
