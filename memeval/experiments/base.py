@@ -258,6 +258,11 @@ class RunContext:
         yield from tqdm(items, total=total, desc=desc, disable=not self.settings.progress,
                         unit=unit, leave=False)
 
+    def bar(self, total: int, desc: str, unit: str = "entry") -> tqdm[Any]:
+        """A progress bar to update by hand, for work done in batches: it counts items."""
+        return tqdm(total=total, desc=desc, unit=unit, leave=False,
+                    disable=not self.settings.progress)
+
     def prepare(self, gate: Ingestor, entries: list[Any], batch: int = CHUNK) -> list[Any]:
         """Redact and embed in batches, with a progress bar counting entries: the one long step
         before a pass. Batches follow text length (the order is restored after), so each pads
@@ -266,8 +271,7 @@ class RunContext:
         moves as often as work is done."""
         order = sorted(range(len(entries)), key=lambda i: len(entries[i].assistant_response))
         prepared: list[Any] = []
-        with tqdm(total=len(entries), desc="embedding", unit="entry", leave=False,
-                  disable=not self.settings.progress) as bar:
+        with self.bar(len(entries), "embedding") as bar:
             for start in range(0, len(order), batch):
                 prepared += gate.prepare([entries[i] for i in order[start : start + batch]])
                 bar.update(min(batch, len(order) - start))
