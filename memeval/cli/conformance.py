@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from memeval.paths import data_path
+from memeval.reporting.table import WIDTH, wrapped
 
 DESCRIPTION = "Does memeval score memories as memledger does? (MQS and MAI)"
 
@@ -22,9 +24,13 @@ def render(report: dict[str, Any]) -> str:
             lines.append(f"{row['what']:<72} {row['agree']:>3}/{row['total']:<3} {share:>6.3f}")
         for row in rows:
             if row["disagreements"]:
-                lines.append(f"\n  {row['what']}: disagreements (a, b = as named above)")
-            lines += [f"    {d['id']:<9} {d['a']!s:<21} {d['b']!s:<21} {d['why']}"
-                      for d in row["disagreements"]]
+                lines.append("\n" + wrapped(f"{row['what']}: disagreements (a, b = as named "
+                                            f"above)", "  "))
+            for d in row["disagreements"]:  # the cause wrapped in its own column
+                lead = f"    {d['id']:<9} {d['a']!s:<21} {d['b']!s:<21} "
+                lines.append(textwrap.fill(d["why"], WIDTH, initial_indent=lead,
+                                           subsequent_indent=" " * len(lead),
+                                           break_long_words=False))
         lines.append("")
     return "\n".join(lines)
 

@@ -39,12 +39,14 @@ from memeval.quality.mai_features import (
 )
 from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs
+from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings, optional_section
 
 SCORERS = ("rubric", "learned")
 
 if TYPE_CHECKING:
+
     from memeval.results.run import Run
 
 
@@ -195,7 +197,7 @@ class MAICalibration:
                                           strict=True)}
             for view, fitted in models.items()}
         found = MaiFindings(**extra)
-        return ExperimentResult([], [], found, summary=summarise(found), tables=tables)
+        return ExperimentResult([], [], found, summary=printed(mai_blocks(found)), tables=tables)
 
     def _held_out(self, models: dict[str, LearnedMAI], cases: list[Scenario], resamples: int,
                   seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -238,54 +240,68 @@ def _ci(value: float | None, bounds: Sequence[float | None]) -> str:
         else f"{value:.3f}"
 
 
-def _lines(title: str, block: Mapping[str, Any],
-           scorers: Sequence[str] = SCORERS) -> list[str]:
-    lines = [title]
-    for scorer in scorers:
-        s = block[scorer]
-        correct = round(s["accuracy"] * s["n"])
-        lines.append(f"  {scorer:8} accuracy {_ci(s['accuracy'], s['accuracy_ci95'])} "
-                     f"({correct}/{s['n']})  macro-F1 {_ci(s['macro_f1'], s['macro_f1_ci95'])}")
-        lines.append("           recall " + ", ".join(
-            f"{label} {_ci(s['recall'][label], s['recall_ci95'][label])}"
-            for label in MAI_LABELS))
-    return lines
+LEGEND = {"learned": "learned: fitted on the development scenarios (out of fold on them)",
+          "learned_metadata": "learned_metadata: the same on metadata features only"}
+
+
+def _tables(title: str, block: Mapping[str, Any],
+            scorers: Sequence[str] = SCORERS) -> list[Block]:
+    """Accuracy and macro-F1, then recall per label: one table would not fit a terminal."""
+    scores = [(scorer, block[scorer]) for scorer in scorers]
+    overall = tuple((scorer, _ci(s["accuracy"], s["accuracy_ci95"]),
+                     f"{round(s['accuracy'] * s['n'])}/{s['n']}",
+                     _ci(s["macro_f1"], s["macro_f1_ci95"])) for scorer, s in scores)
+    recall = tuple((scorer, *(_ci(s["recall"][label], s["recall_ci95"][label])
+                              for label in MAI_LABELS)) for scorer, s in scores)
+    return [Table(title, ("scorer", "accuracy [95% CI]", "correct", "macro-F1 [95% CI]"),
+                  overall),
+            Table(f"{title}: recall per label", ("scorer", *MAI_LABELS), recall,
+                  "; ".join([*(LEGEND[s] for s in scorers if s in LEGEND), "[lo–hi]: 95% CI"]))]
 
 
 _VIEWS = {"all": "every feature",
           "metadata": "metadata features: no decision names a memory"}
 
 
-def summarise(found: MaiFindings) -> str:
+def mai_blocks(found: MaiFindings) -> list[Block]:
+    """What the run prints, and its report shows."""
     dev = found.development
-    lines = _lines(f"MAI on {dev['scenarios']} development scenarios "
-                   f"({dev['folds']}-fold out of fold for the learned models)", dev,
-                   (*SCORERS, "learned_metadata"))
-    lines.append(f"learned model for the test split: fitted on all {dev['scenarios']} development "
-                 f"scenarios, inverse L2 strength {found.chosen_c:g} (chosen by inner CV)")
+    blocks = _tables(f"MAI on {dev['scenarios']} development scenarios "
+                     f"({dev['folds']}-fold out of fold for the learned models)", dev,
+                     (*SCORERS, "learned_metadata"))
+    notes = [f"learned model for the test split: fitted on all {dev['scenarios']} development "
+             f"scenarios, inverse L2 strength {found.chosen_c:g} (chosen by inner CV)"]
     test = found.test
     if test is None:
-        lines.append("test split: skipped (experiment.test_scenarios=null)")
-    else:
-        lines += _lines(f"MAI on the test split ({test['source']['scenarios']} scenarios; "
-                        f"learned model fitted on the development scenarios, "
-                        f"{_VIEWS[test['features']]})", test)
-        lines.append("CV − test: " + "; ".join(
+        notes.append("test split: skipped (experiment.test_scenarios=null)")
+    blocks.append(Note("The learned model", "\n".join(notes)))
+    if test is not None:
+        blocks += _tables(f"MAI on the test split ({test['source']['scenarios']} scenarios; "
+                          f"learned model fitted on the development scenarios, "
+                          f"{_VIEWS[test['features']]})", test)
+        blocks.append(Note("CV − test gap", "CV − test: " + "; ".join(
             f"{scorer} accuracy {gap['accuracy']:+.3f}, macro-F1 {gap['macro_f1']:+.3f}"
-            for scorer, gap in (found.cv_minus_test or {}).items()))
+            for scorer, gap in (found.cv_minus_test or {}).items())))
     style = found.golden_style
     if style is not None:
-        lines += _lines(f"MAI on the golden-style test split ({style['source']['scenarios']} "
-                        f"scenarios, memledger's convention; {_VIEWS[style['features']]})", style)
+        blocks += _tables(f"MAI on the golden-style test split ({style['source']['scenarios']} "
+                          f"scenarios, memledger's convention; {_VIEWS[style['features']]})",
+                          style)
     golden = found.golden
     if golden is None:
-        lines.append("memledger golden set: skipped (experiment.golden=false)")
+        blocks.append(Note("memledger's golden set",
+                           "memledger golden set: skipped (experiment.golden=false)"))
     elif "skipped" in golden:
-        lines.append(f"memledger golden set: skipped: {golden['skipped']}")
+        blocks.append(Note("memledger's golden set",
+                           f"memledger golden set: skipped: {golden['skipped']}"))
     else:
-        lines += _lines(f"memledger's golden set (30 scenarios; {_VIEWS[golden['features']]})",
-                        golden)
-    return "\n".join(lines)
+        blocks += _tables(f"memledger's golden set (30 scenarios; "
+                          f"{_VIEWS[golden['features']]})", golden)
+    return blocks
+
+
+def report(run: Run) -> list[Section]:
+    return [block.section() for block in mai_blocks(run.result.of(MaiFindings))]
 
 
 def figures(run: Run) -> list[Path]:
@@ -297,6 +313,6 @@ def figures(run: Run) -> list[Path]:
                                        "golden": found.golden})
 
 
-@register("mai_calibration", MAICalibrationConfig, Outputs(MaiFindings, figures))
+@register("mai_calibration", MAICalibrationConfig, Outputs(MaiFindings, figures, report))
 def build_mai_calibration(cfg: MAICalibrationConfig) -> MAICalibration:
     return MAICalibration(cfg)

@@ -146,7 +146,8 @@ def _sets(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_the_test_split_never_reaches_the_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              fast_config: Callable[..., DictConfig]) -> None:
+                                              fast_config: Callable[..., DictConfig],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     dev, test = _sets(tmp_path)
     fitted: list[set[bytes]] = []
     fit = LearnedMAI.fit
@@ -174,6 +175,16 @@ def test_the_test_split_never_reaches_the_fit(tmp_path: Path, monkeypatch: pytes
     assert metrics["development"]["scenarios"] == 30 and metrics["test"]["learned"]["n"] == 9
     table = read_table(tmp_path / "run", "mai_test")
     assert len(table) == 9 and "contribution_intercept" in table
+    printed = capsys.readouterr().out  # tables within a terminal, each accuracy with its CI
+    assert max(len(line) for line in printed.splitlines()) <= 100
+    learned = metrics["test"]["learned"]
+    low, high = learned["accuracy_ci95"]
+    assert f"learned  {learned['accuracy']:.3f} [{low:.3f}–{high:.3f}]" in printed
+    from memeval.experiments.mai_calibration import report
+    from memeval.results.run import Run
+
+    sections = report(Run.load(tmp_path / "run"))  # the report shows what was printed
+    assert any("test split" in s.title and s.table is not None for s in sections)
     gap = metrics["cv_minus_test"]["learned"]["accuracy"]
     assert gap == pytest.approx(metrics["development"]["learned"]["accuracy"]
                                 - metrics["test"]["learned"]["accuracy"])

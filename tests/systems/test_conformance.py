@@ -56,3 +56,5 @@ def test_the_command_prints_the_tables(capsys: pytest.CaptureFixture[str]) -> No
     assert main([]) == 0
     text = capsys.readouterr().out
     assert "memledger evaluator vs ground truth (memledger's 30)" in text and "22/30" in text
+    assert max(len(line) for line in text.splitlines()) <= 100  # causes wrap in their column
+    assert "r010      39" in text and "not the weakest link" in " ".join(text.split())
