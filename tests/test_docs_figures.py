@@ -1,0 +1,519 @@
+"""Every figure the docs state about a committed artefact (a bundled data set beside its card, the
+committed example comparison, the committed leaderboard) is read off the doc and recomputed from
+the artefact, so a doc that drifts from its data fails here rather than misleading a reader.
+Figures measured by a fresh run are not here: nothing committed holds them."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+
+from memeval.config import register_resolvers
+from memeval.paths import CONF_DIR, DATA_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+# a figure as the docs write it: thousands commas, a sign (− or -), decimals
+NUMBER = r"([−+-]?\d[\d,]*(?:\.\d+)?)"
+EXAMPLE = ROOT / "reports" / "example" / "compare_default_vs_target-recall-0.90.md"
+BOARD = ROOT / "reports" / "leaderboard" / "leaderboard.json"
+
+Row = dict[str, Any]
+Test = Callable[[Row], bool]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A figure in `doc`: `pattern` (NUM marks the figure) and what the artefact says it is."""
+
+    doc: str
+    pattern: str
+    truth: Callable[[], float]
+
+    def figures(self) -> dict[str, str]:
+        """Each figure the doc states, by the words that state it (up to the figure)."""
+        regex = re.compile(self.pattern.replace("NUM", NUMBER), re.MULTILINE)
+        return {found[0][-80:]: found[1] for found in regex.finditer(text(self.doc))}
+
+
+@cache
+def text(doc: str) -> str:
+    return (ROOT / doc).read_text()
+
+
+def value(figure: str) -> float:
+    return float(figure.replace(",", "").replace("−", "-"))
+
+
+def agrees(figure: str, truth: float) -> bool:
+    """The figure is the truth rounded to the figure's own decimals (either way on a tie)."""
+    decimals = len(figure.partition(".")[2])
+    return abs(value(figure) - truth) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def cell(row: str, column: int, part: int = 0, table: str = "") -> str:
+    """The figure in a Markdown table's row starting `row` (a regex), `column` cells after the
+    first, in the `part`-th ` / `-separated piece of that cell; `table` (the start of its header
+    row) picks the table where a row title is in several."""
+    within = rf"^\| {table}[^\n]*\n(?:\|[^\n]*\n)*?" if table else ""
+    end = r"\b(?![-.])" if re.search(r"\w$", row) else ""  # `0` is not the row `0.5`
+    return (within + rf"^\| [*`]*{row}{end}[^|\n]*\|" + r"[^|\n]*\|" * (column - 1)
+            + rf"(?:[^|/\n]*/){{{part}}}[^|/\d\n]*?NUM")
+
+
+# --- the bundled data sets ---------------------------------------------------------------------
+
+@cache
+def rows(name: str) -> tuple[Row, ...]:
+    return tuple(json.loads(line) for line in (DATA_DIR / name).read_text().splitlines()
+                 if line.strip())
+
+
+def has(**fields: object) -> Test:
+    return lambda row: all(row.get(key) == wanted for key, wanted in fields.items())
+
+
+def starts(prefix: str) -> Test:
+    return lambda row: str(row.get("pair_id", "")).startswith(prefix)
+
+
+def both(*tests: Test) -> Test:
+    return lambda row: all(test(row) for test in tests)
+
+
+def count(name: str, test: Test = lambda row: True) -> Callable[[], float]:
+    return lambda: sum(map(test, rows(name)))
+
+
+def share(name: str, test: Test) -> Callable[[], float]:
+    return lambda: 100 * count(name, test)() / len(rows(name))
+
+
+def sessions(name: str, test: Test = lambda row: True) -> Callable[[], float]:
+    return lambda: len({row["session"] for row in rows(name) if test(row)})
+
+
+def total(*counts: Callable[[], float]) -> Callable[[], float]:
+    return lambda: sum(each() for each in counts)
+
+
+@cache
+def dev_sets() -> dict[str, Any]:
+    register_resolvers()
+    loaded = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "dev_sets" / "bundled.yaml"),
+                                    resolve=True)
+    assert isinstance(loaded, dict)
+    return {str(key): sets for key, sets in loaded.items()}
+
+
+def dev_lines(key: str) -> Callable[[], float]:
+    """The pooled development set memeval/conf/dev_sets/bundled.yaml names under `key`."""
+    return lambda: sum(len(rows(str(Path(path).relative_to(DATA_DIR))))
+                       for path in dev_sets()[key])
+
+
+def not_in(*splits: str) -> Test:
+    return lambda row: row["split"] not in splits
+
+
+def in_splits(*splits: str) -> Test:
+    return lambda row: row["split"] in splits
+
+
+def labelled_twice(row: Row) -> bool:
+    return row.get("second_label") is not None
+
+
+def retrieved(memories: int) -> Test:
+    return lambda row: len(row["retrieved_memories"]) == memories
+
+
+def queries(kind: str) -> Callable[[], float]:
+    """The queries of one kind (every query for "")."""
+    return count(RETRIEVAL, lambda row: kind in ("", row["kind"]))
+
+
+def relevant(grade: int | None = None) -> Callable[[str], Callable[[], float]]:
+    """Labelled (query, memory) pairs of the queries of one kind, of one grade if given."""
+    def of(kind: str) -> Callable[[], float]:
+        return lambda: sum(1 for row in rows(RETRIEVAL) if kind in ("", row["kind"])
+                           for got in row["relevant"].values() if grade in (None, got))
+    return of
+
+
+ENTIRE = "labeled/claude_code_entire_v1.jsonl"
+VSLA = "labeled/claude_code_vsla_v1.jsonl"
+RETRIEVAL = "retrieval/queries_v1.jsonl"
+BLIND = ("test4", "test5")
+LABELS = ("noise", "low_value", "substantive")
+CONFLICTS = ("none", "contradiction", "semantic", "temporal")
+KINDS = ("command", "config_value", "decision", "dependency", "flag_toggle", "other", "path",
+         "port_host_url", "preference", "process", "version")
+TRUST = ("trusted", "questionable", "untrusted")
+ATTRIBUTION = ("well_attributed", "partially_attributed", "unattributed")
+# the cards of the real agent-file pairs: one table, conflict by how the pair was drawn
+OUTSIDE_PAIRS = ("agents_md_history_codexbar_v1", "agents_md_history_fastmcp_v1",
+                 "agents_md_history_mcp_python_sdk_v1", "agents_md_history_openai_agents_v1",
+                 "agents_md_history_pydantic_ai_v1", "claude_md_history_entire_v1")
+# the later held-out conflict splits: each written in two halves, by id prefix
+HALVES = {"memory_pairs_heldout_v2": "jk", "memory_pairs_heldout_v3": "rs",
+          "memory_pairs_heldout_v4": "tu", "memory_pairs_heldout_v5": "vw"}
+
+
+def card(folder: str, stem: str) -> str:
+    return f"data/{folder}/{stem}.md"
+
+
+def heading(folder: str, stem: str) -> Claim:
+    """A card's `## Composition (N …)` heading."""
+    return Claim(card(folder, stem), r"^## Composition \(NUM ", count(f"{folder}/{stem}.jsonl"))
+
+
+def opening(folder: str, stem: str) -> Claim:
+    """A card's opening sentence: `N real …` or `N hand-labelled …`."""
+    return Claim(card(folder, stem), r"\A# [^\n]*\n\n[^\n\d]*NUM (?:real|hand-labelled) ",
+                 count(f"{folder}/{stem}.jsonl"))
+
+
+@cache
+def tally(name: str) -> Counter[tuple[str, str, str]]:
+    """A labelled-turns file's turns by (split, session, label): its card's table is 40 counts
+    of 6,219 turns, so they are counted once."""
+    return Counter((row["split"], row["session"], row["label"]) for row in rows(name))
+
+
+def split_figure(name: str, split: str | None, unit: str,
+                 label: str | None = None) -> Callable[[], float]:
+    """The `unit` ("sessions" or "turns") of a split (None: all), of one label if given."""
+    def figure() -> float:
+        picked = {key: turns for key, turns in tally(name).items()
+                  if split in (None, key[0]) and label in (None, key[2])}
+        return len({key[1] for key in picked}) if unit == "sessions" else sum(picked.values())
+    return figure
+
+
+def split_table(folder: str, stem: str, splits: tuple[str, ...]) -> list[Claim]:
+    """A labelled-turns card's table: sessions, turns and each label's turns, per split."""
+    name, doc = f"{folder}/{stem}.jsonl", card(folder, stem)
+    claims = []
+    for split in (*splits, None):
+        row = split or "total"
+        claims += [Claim(doc, cell(row, 1), split_figure(name, split, "sessions")),
+                   Claim(doc, cell(row, 2), split_figure(name, split, "turns"))]
+        claims += [Claim(doc, cell(row, 3 + index), split_figure(name, split, "turns", label))
+                   for index, label in enumerate(LABELS)]
+    return claims
+
+
+def outside_pairs(stem: str) -> list[Claim]:
+    name, doc = f"conflicts/{stem}.jsonl", card("conflicts", stem)
+    return [Claim(doc, r"\A# [^\n]*\n\nNUM pairs of real entries", count(name)),
+            Claim(doc, cell("total", 3), count(name)),
+            *(Claim(doc, cell(label, 3), count(name, has(conflict=label)))
+              for label in CONFLICTS)]
+
+
+def halves(stem: str) -> list[Claim]:
+    name, doc = f"conflicts/{stem}.jsonl", card("conflicts", stem)
+    claims = [Claim(doc, cell("total", 3), count(name)),
+              *(Claim(doc, cell("total", 1 + index), count(name, starts(prefix)))
+                for index, prefix in enumerate(HALVES[stem]))]
+    for label in CONFLICTS:
+        claims += [Claim(doc, cell(label, 3), count(name, has(conflict=label))),
+                   *(Claim(doc, cell(label, 1 + index),
+                           count(name, both(has(conflict=label), starts(prefix))))
+                     for index, prefix in enumerate(HALVES[stem]))]
+    return claims
+
+
+def kinds(stem: str) -> list[Claim]:
+    """A conflict card's table of pairs per kind (rows) and conflict type (columns)."""
+    name, doc = f"conflicts/{stem}.jsonl", card("conflicts", stem)
+    order = ("contradiction", "temporal", "semantic", "none")
+    claims = [Claim(doc, cell(kind, 5), count(name, has(kind=kind))) for kind in KINDS]
+    return claims + [Claim(doc, cell(kind, 1 + index), count(name, has(kind=kind, conflict=label)))
+                     for kind in KINDS for index, label in enumerate(order)]
+
+
+def label_column(folder: str, stem: str, field: str, labels: tuple[str, ...],
+                 shares: int | None = None, table: str = "") -> list[Claim]:
+    """A card's table with each label's count in the first column (and its share in `shares`)."""
+    name, doc = f"{folder}/{stem}.jsonl", card(folder, stem)
+    claims = [Claim(doc, cell(label, 1, table=table), count(name, has(**{field: label})))
+              for label in labels]
+    if shares is not None:
+        claims += [Claim(doc, cell(label, shares, table=table), share(name, has(**{field: label})))
+                   for label in labels]
+    return claims
+
+
+GOLDEN = "mai/attribution_scenarios_golden_style_v1.jsonl"
+DATA_CARDS: list[Claim] = [
+    *(heading(folder, stem) for folder, stem in (
+        ("conflicts", "memory_pairs_heldout_v1"), ("conflicts", "memory_pairs_v1"),
+        ("conflicts", "memory_pairs_v2"), ("labeled", "claude_code_vsla_v1"),
+        ("labeled", "write_gate_heldout_v1"), ("labeled", "write_gate_v1"),
+        ("mai", "attribution_scenarios_golden_style_v1"),
+        ("mai", "attribution_scenarios_heldout_v1"), ("mai", "attribution_scenarios_v1"),
+        ("mai", "attribution_scenarios_v2"), ("mqs", "memory_records_heldout_v1"),
+        ("mqs", "memory_records_v1"), ("mqs", "memory_records_v2"), ("retrieval", "queries_v1"))),
+    *(opening(folder, stem) for folder, stem in (
+        *(("conflicts", f"memory_pairs_heldout_v{version}") for version in range(1, 6)),
+        ("labeled", "claude_code_entire_v1"), ("mqs", "memory_records_heldout_v1"))),
+    *(claim for stem in OUTSIDE_PAIRS for claim in outside_pairs(stem)),
+    *(claim for stem in HALVES for claim in halves(stem)),
+    *label_column("conflicts", "memory_pairs_heldout_v1", "conflict", CONFLICTS, shares=2),
+    Claim(card("conflicts", "memory_pairs_heldout_v1"), cell("total", 1),
+          count("conflicts/memory_pairs_heldout_v1.jsonl")),
+    *kinds("memory_pairs_heldout_v1"),
+    *label_column("conflicts", "memory_pairs_v1", "conflict", CONFLICTS),
+    Claim(card("conflicts", "memory_pairs_v1"), cell("total", 1),
+          count("conflicts/memory_pairs_v1.jsonl")),
+    Claim(card("conflicts", "memory_pairs_v2"), r"four times larger \(NUM pairs\)",
+          count("conflicts/memory_pairs_v2.jsonl")),
+    *kinds("memory_pairs_v2"),
+    *split_table("labeled", "claude_code_entire_v1",
+                 ("learn", "validate", "test1", "test2", "test3", "test4", "test5")),
+    Claim(card("labeled", "claude_code_entire_v1"), r"turns from NUM sessions", sessions(ENTIRE)),
+    *split_table("labeled", "claude_code_vsla_v1", ("learn", "evaluate")),
+    Claim(card("labeled", "claude_code_vsla_v1"), r"^## Composition \(\d+ turns, NUM sessions",
+          sessions(VSLA)),
+    *(claim for stem in ("write_gate_v1", "write_gate_heldout_v1")
+      for claim in label_column("labeled", stem, "label", LABELS)),
+    *(claim for stem in ("attribution_scenarios_v1", "attribution_scenarios_v2",
+                         "attribution_scenarios_heldout_v1",
+                         "attribution_scenarios_golden_style_v1")
+      for claim in label_column("mai", stem, "ground_truth", ATTRIBUTION,
+                                table=r"ground_truth \| n \|")),
+    Claim(card("mai", "attribution_scenarios_v2"), r"larger \(NUM scenarios\)",
+          count("mai/attribution_scenarios_v2.jsonl")),
+    *(Claim(card("mai", "attribution_scenarios_golden_style_v1"), cell(str(memories), 1),
+            count(GOLDEN, retrieved(memories))) for memories in range(5)),
+    *(Claim(card("mai", "attribution_scenarios_golden_style_v1"),
+            cell(label, 1 + memories, table=r"ground_truth \| 0 \|"),
+            count(GOLDEN, both(has(ground_truth=label), retrieved(memories))))
+      for label in ATTRIBUTION for memories in range(5)),
+    *label_column("mqs", "memory_records_v1", "label", TRUST),
+    *(claim for stem in ("memory_records_v2", "memory_records_heldout_v1")
+      for claim in label_column("mqs", stem, "label", TRUST, shares=2,
+                                table=r"label \| n \|")),
+    *(Claim(card("retrieval", "queries_v1"), cell(kind or "total", column), figure(kind))
+      for kind in ("paraphrase", "task", "multi", "keyword", "")
+      for column, figure in ((1, queries), (3, relevant()), (4, relevant(grade=2)))),
+    *(Claim(card("retrieval", "queries_v1"), cell(kind, 2), share(RETRIEVAL, has(kind=kind)))
+      for kind in ("paraphrase", "task", "multi", "keyword")),
+    Claim(card("traces", "trace_sample_v1"), r"at NUM rows", count("traces/trace_sample_v1.jsonl")),
+    Claim(card("traces", "trace_sample_v1"), cell("empty", 1),
+          count("traces/trace_sample_v1.jsonl", has(has_empty_response=True))),
+]
+
+
+# --- the docs' figures about the bundled data ---------------------------------------------------
+
+DOCS_ON_DATA: list[Claim] = [
+    Claim("README.md", r"the same on NUM real Claude Code turns", count(ENTIRE)),
+    Claim("docs/index.md", r"claude_code_entire_v1\.jsonl`, NUM turns\)", count(ENTIRE)),
+    *(Claim(doc, r"learning on NUM sessions and evaluating on \d+ others",
+            sessions(ENTIRE, not_in(*BLIND))) for doc in ("README.md", "docs/index.md")),
+    *(Claim(doc, r"learning on \d+ sessions and evaluating on NUM others",
+            sessions(ENTIRE, in_splits(*BLIND))) for doc in ("README.md", "docs/index.md")),
+    Claim("docs/datasets.md", r"it loads\s+NUM entries \(", count(VSLA)),
+    Claim("docs/datasets.md", r"Every one of those NUM turns", count(VSLA)),
+    Claim("docs/datasets.md", r"agreement on NUM turns labelled twice",
+          count(VSLA, labelled_twice)),
+    Claim("docs/datasets.md", r"On the NUM real sessions bundled",
+          lambda: len(list((DATA_DIR / "claude_code" / "vsla").glob("*.jsonl")))),
+    *(Claim(doc, r"NUM real Claude Code turns from \d+", count(ENTIRE))
+      for doc in ("docs/datasets.md", "docs/results.md")),
+    *(Claim(doc, r"real Claude Code turns from NUM\s+sessions", sessions(ENTIRE))
+      for doc in ("docs/datasets.md", "docs/results.md")),
+    *(Claim(doc, pattern, count(ENTIRE, labelled_twice)) for doc, pattern in (
+        ("docs/datasets.md", r"labellers, NUM turns twice"),
+        ("docs/results.md", r"0\.89 on NUM turns labelled twice"))),
+    Claim("docs/results.md", r"`test4` \+ `test5`\*\* \(NUM turns",
+          count(ENTIRE, in_splits(*BLIND))),
+    Claim("docs/results.md", r"`test4` \+ `test5`\*\* \([\d,]+ turns, NUM substantive",
+          count(ENTIRE, both(in_splits(*BLIND), has(label="substantive")))),
+    *(Claim("docs/results.md", rf"`{split}` \(NUM turns", count(ENTIRE, has(split=split)))
+      for split in ("test3", "test4", "test5")),
+    *(Claim("docs/results.md", rf"`{split}` \([\d,]+ turns, NUM substantive",
+            count(ENTIRE, has(split=split, label="substantive")))
+      for split in ("test3", "test4", "test5")),
+    Claim("docs/results.md", r"blind `test4` \+ `test5`\*\*.*learn on NUM sessions",
+          sessions(ENTIRE, not_in(*BLIND))),
+    Claim("docs/results.md", r"blind `test4` \+ `test5`\*\*.*evaluate NUM others",
+          sessions(ENTIRE, in_splits(*BLIND))),
+    Claim("docs/results.md", r"`test3` \(.*learn on NUM sessions",
+          sessions(ENTIRE, not_in("test3", *BLIND))),
+    Claim("docs/results.md", r"`test3` \(.*evaluate NUM others",
+          sessions(ENTIRE, has(split="test3"))),
+    Claim("docs/results.md", r"evaluate `test1`,\s+NUM turns", count(ENTIRE, has(split="test1"))),
+    Claim("docs/results.md", r"evaluate `test1`,\s+[\d,]+ turns, NUM substantive",
+          count(ENTIRE, has(split="test1", label="substantive"))),
+    Claim("docs/results.md", r"bundled sessions \(NUM turns", count(VSLA)),
+    Claim("docs/results.md", r"bundled sessions \([\d,]+ turns, NUM sessions\)", sessions(VSLA)),
+    *(Claim("docs/results.md", rf"the NUM `{split}` sessions", sessions(VSLA, has(split=split)))
+      for split in ("learn", "evaluate")),
+    *(Claim("docs/results.md", rf"`{split}` sessions\s+\(NUM turns", count(VSLA, has(split=split)))
+      for split in ("learn", "evaluate")),
+    *(Claim("docs/results.md", rf"`evaluate` sessions \(\d+ turns:[^)]*?NUM\s+{name}\b",
+            count(VSLA, has(split="evaluate", label=label)))
+      for label, name in (("noise", "noise"), ("low_value", "low-value"),
+                          ("substantive", "substantive"))),
+    *(Claim("docs/results.md", pattern, count(VSLA, has(split="evaluate"))) for pattern in (
+        r"first set \(`claude_code_vsla_v1`, NUM turns\)", r"evaluate \d+ others \(NUM turns\)")),
+    Claim("docs/results.md", r"\(48 of NUM", count(VSLA, has(split="evaluate",
+                                                           label="substantive"))),
+    Claim("docs/results.md", r"learn on NUM sessions, evaluate \d+\b(?! others)",
+          sessions(VSLA, has(split="learn"))),
+    Claim("docs/results.md", r"learn on \d+ sessions, evaluate NUM \|",
+          sessions(VSLA, has(split="evaluate"))),
+    Claim("docs/results.md", r"all NUM entries\*\*", count("labeled/write_gate_v1.jsonl")),
+    Claim("docs/results.md", r"conflicts \(NUM pairs\)", count("conflicts/memory_pairs_v1.jsonl")),
+    Claim("docs/results.md", r"trust \(NUM records\)", count("mqs/memory_records_v1.jsonl")),
+    Claim("docs/systems.md", r"write gate, pass 3 \(NUM turns\)",
+          count("labeled/write_gate_v1.jsonl")),
+    Claim("docs/systems.md", r"trust \(NUM records\)", count("mqs/memory_records_v1.jsonl")),
+    Claim("docs/systems.md", r"conflicts \(NUM pairs\)", count("conflicts/memory_pairs_v1.jsonl")),
+    Claim("docs/systems.md", r"search \(NUM queries", count(RETRIEVAL)),
+    Claim("docs/quality.md", r"these NUM records", count("mqs/memory_records_v1.jsonl")),
+    Claim("docs/quality.md", r"on the NUM scenarios \(memledger",
+          count("mai/attribution_scenarios_v1.jsonl")),
+    *(Claim("docs/quality.md", pattern, dev_lines("memory_records"))
+      for pattern in (r"Trust score on NUM dev records", r"fitted on all NUM development records")),
+    Claim("docs/quality.md", r"dev records \(5 folds\) and NUM test records",
+          count("mqs/memory_records_heldout_v1.jsonl")),
+    *(Claim("docs/quality.md", pattern, dev_lines("conflict_pairs"))
+      for pattern in (r"nine authors, NUM pairs", r"CV on NUM development pairs")),
+    Claim("docs/quality.md", r"leave-one-file-out over its NUM files",
+          lambda: len(dev_sets()["conflict_pairs"])),
+    Claim("docs/quality.md", r"pairs: v1 \(NUM\)", count("conflicts/memory_pairs_v1.jsonl")),
+    Claim("docs/quality.md", r"pairs: v1 \(\d+\), v2 \(NUM\)",
+          count("conflicts/memory_pairs_v2.jsonl")),
+    *(Claim("docs/quality.md", r"held-out splits \(" + r"\d+, " * index + "NUM",
+            count(f"conflicts/memory_pairs_heldout_v{index + 1}.jsonl")) for index in range(4)),
+    *(Claim("docs/quality.md", pattern, count("conflicts/memory_pairs_heldout_v5.jsonl"))
+      for pattern in (r"null skips it; NUM pairs", r"test\n\s+split NUM pairs")),
+    *(Claim("docs/quality.md", pattern, total(count("mai/attribution_scenarios_v1.jsonl"),
+                                               count("mai/attribution_scenarios_v2.jsonl")))
+      for pattern in (r"the NUM development scenarios \(v1 \+ v2",
+                      r"fitted on all NUM development scenarios")),
+    Claim("docs/quality.md", r"MAI on NUM development scenarios",
+          total(count("mai/attribution_scenarios_v1.jsonl"),
+                count("mai/attribution_scenarios_v2.jsonl"))),
+    Claim("docs/quality.md", r"the test split \(NUM scenarios",
+          count("mai/attribution_scenarios_heldout_v1.jsonl")),
+    *(Claim("docs/quality.md", pattern, count("mai/attribution_scenarios_golden_style_v1.jsonl"))
+      for pattern in (r"golden-style test split \(NUM scenarios",
+                      r"golden_style_v1\.jsonl`, NUM scenarios")),
+    Claim("docs/quality.md", r"golden_style_v1\.jsonl`, \d+ scenarios, NUM per label",
+          count("mai/attribution_scenarios_golden_style_v1.jsonl",
+                has(ground_truth="well_attributed"))),
+    Claim("docs/phoenix.md", r"conflict_detection \(NUM pairs", count(
+        "conflicts/memory_pairs_v1.jsonl")),
+    Claim("docs/phoenix.md", r"mqs_calibration \(NUM records",
+          count("mqs/memory_records_v1.jsonl")),
+    Claim("docs/phoenix.md", r"mqs_calibration \(\d+ records; NUM dev", dev_lines(
+        "memory_records")),
+    Claim("docs/phoenix.md", r"mqs_calibration \(\d+ records; [\d,]+ dev, NUM test",
+          count("mqs/memory_records_heldout_v1.jsonl")),
+]
+
+
+# --- the committed example comparison and leaderboard -------------------------------------------
+
+@cache
+def example_table() -> dict[str, dict[str, str]]:
+    """The example's comparison table, one row per pass: column title → cell."""
+    section = EXAMPLE.read_text().partition("## Comparison")[2].partition("\n## ")[0]
+    header, _, *body = [[cell.strip() for cell in line.strip("|").split("|")]
+                        for line in section.splitlines() if line.startswith("|")]
+    return {line[1]: dict(zip(header, line, strict=True)) for line in body}
+
+
+def example(column: str, index: int = 0, pass_: str = "1") -> Callable[[], float]:
+    """The `index`-th figure of the example comparison's cell (pass 1 unless told)."""
+    return lambda: value(re.findall(NUMBER, example_table()[pass_][column])[index])
+
+
+@cache
+def board() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(BOARD.read_text())
+    return loaded
+
+
+def measured(system: str, benchmark: str, measure: str) -> str | None:
+    """The leaderboard column of `benchmark … / measure` the system has a figure in, if any."""
+    keys = [key for key in board()["cells"][system]
+            if key.startswith(benchmark) and key.endswith(f" / {measure}")]
+    return keys[0] if keys else None
+
+
+def score(system: str, key: str, scale: float) -> Callable[[], float]:
+    return lambda: scale * float(board()["cells"][system][key]["value"])
+
+
+RECALL = "recall b − a (pp) [95% CI]"
+JUDGE = "judge call rate b − a (pp) [95% CI]"
+EXAMPLE_CLAIMS: list[Claim] = [
+    Claim("docs/operations.md", r"keeps NUM fewer substantive entries", example(
+        "kept only by a (entries)")),
+    Claim("docs/operations.md", r"\(recall NUM% →", example("recall a (%)")),
+    Claim("docs/operations.md", r"→ NUM%, [−-]", example("recall b (%)")),
+    Claim("docs/operations.md", r"%, NUM pp \[", example(RECALL)),
+    Claim("docs/operations.md", r"pp \[NUM, ", example(RECALL, 1)),
+    Claim("docs/operations.md", r"pp \[[^,\]]+, NUM\], McNemar", example(RECALL, 2)),
+    Claim("docs/operations.md", r"McNemar p = NUM\)", example("McNemar p")),
+    Claim("docs/operations.md", r"to save NUM pp of\s+judge calls", lambda: -example(JUDGE)()),
+]
+# docs/results.md's systems × benchmarks table: its columns, then each row's figures as
+# (row, ` / `-separated piece of the cell, leaderboard benchmark and measure, scale)
+SYSTEMS = ("reference", "memledger", "mem0", "my-memory", "team-memory")
+RESULTS_ROWS = (
+    (r"LoCoMo QA \(", 0, "QA (locomo10", "F1", 1),
+    (r"LoCoMo QA: search", 0, "QA (locomo10", "search p50 ms", 1),
+    (r"LoCoMo retrieval \(", 0, "retrieval (locomo10)", "nDCG@5", 1),
+    (r"LoCoMo retrieval: recall", 0, "retrieval (locomo10)", "recall@5", 1),
+    (r"LongMemEval retrieval", 0, "retrieval (longmemeval", "nDCG@5", 1),
+    (r"write gate, three_pass", 0, "three_pass", "recall", 100),
+    (r"write gate, three_pass", 1, "three_pass", "noise stored", 1),
+    (r"write gate, three_pass", 2, "three_pass", "pre-judge", 100),
+    (r"conflicts \(", 0, "conflicts", "precision", 1),
+    (r"conflicts \(", 1, "conflicts", "recall", 1),
+    (r"trust \(", 0, "trust", "Spearman", 1), (r"trust \(", 1, "trust", "Brier", 1))
+LEADERBOARD_CLAIMS: list[Claim] = [
+    Claim("docs/results.md", cell(row, 1 + column, part), score(system, key, scale))
+    for row, part, benchmark, measure, scale in RESULTS_ROWS
+    for column, system in enumerate(SYSTEMS)
+    if (key := measured(system, benchmark, measure))]
+
+CLAIMS = [*DATA_CARDS, *DOCS_ON_DATA, *EXAMPLE_CLAIMS, *LEADERBOARD_CLAIMS]
+
+
+@pytest.mark.parametrize("doc", sorted({claim.doc for claim in CLAIMS}))
+def test_the_doc_figures_are_the_artefacts(doc: str) -> None:
+    """One test per doc, naming every claim of it that is gone or disagrees."""
+    wrong = []
+    for claim in (claim for claim in CLAIMS if claim.doc == doc):
+        figures, truth = claim.figures(), claim.truth()
+        if not figures:
+            wrong.append(f"/{claim.pattern}/ is no longer stated: update the claim")
+        wrong += [f"{said!r}: the artefact says {truth:g}"
+                  for said, figure in figures.items() if not agrees(figure, truth)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_drifted_figure_fails() -> None:
+    """The comparison catches a figure off by one in its last digit, and no rounding."""
+    assert agrees("92.0", 91.96) and agrees("6,219", 6219) and agrees("−7.1", -7.14)
+    assert not agrees("90.2", 92.0) and not agrees("450", 1273) and not agrees("0.002", 0.008)
+    assert re.findall(cell("total", 3).replace("NUM", NUMBER), "| **total** | 1 | 2 | **50** |",
+                      re.MULTILINE) == ["50"]
