@@ -105,6 +105,10 @@ def total(*counts: Callable[[], float]) -> Callable[[], float]:
     return lambda: sum(each() for each in counts)
 
 
+def times(factor: int, figure: Callable[[], float]) -> Callable[[], float]:
+    return lambda: factor * figure()
+
+
 @cache
 def dev_sets() -> dict[str, Any]:
     register_resolvers()
@@ -118,6 +122,26 @@ def dev_lines(key: str) -> Callable[[], float]:
     """The pooled development set memeval/conf/dev_sets/bundled.yaml names under `key`."""
     return lambda: sum(len(rows(str(Path(path).relative_to(DATA_DIR))))
                        for path in dev_sets()[key])
+
+
+def experiment_set(experiment: str, key: str) -> str:
+    """The bundled file an experiment's YAML names under `experiment.key`."""
+    register_resolvers()
+    path = OmegaConf.select(OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml"),
+                            f"experiment.{key}")
+    return str(Path(path).relative_to(DATA_DIR))
+
+
+PAIRS = experiment_set("conflict_detection", "pairs")
+CONFLICT_TEST = experiment_set("conflict_detection", "test_pairs")
+RECORDS = experiment_set("mqs_calibration", "records")
+RECORDS_TEST = experiment_set("mqs_calibration", "test_records")
+# a Phoenix push: a run per item and experiment. The rules (memeval's, compat) on the pairs,
+# and the learned detector beside them on dev and test; memledger's MQS and the fitted score on
+# each trust set
+CONFLICT_RUNS = total(times(2, count(PAIRS)), times(3, dev_lines("conflict_pairs")),
+                      times(3, count(CONFLICT_TEST)))
+TRUST_RUNS = times(2, total(count(RECORDS), dev_lines("memory_records"), count(RECORDS_TEST)))
 
 
 def not_in(*splits: str) -> Test:
@@ -276,7 +300,7 @@ DATA_CARDS: list[Claim] = [
     *kinds("memory_pairs_heldout_v1"),
     *label_column("conflicts", "memory_pairs_v1", "conflict", CONFLICTS),
     Claim(card("conflicts", "memory_pairs_v1"), cell("total", 1),
-          count("conflicts/memory_pairs_v1.jsonl")),
+          count(PAIRS)),
     Claim(card("conflicts", "memory_pairs_v2"), r"four times larger \(NUM pairs\)",
           count("conflicts/memory_pairs_v2.jsonl")),
     *kinds("memory_pairs_v2"),
@@ -377,30 +401,30 @@ DOCS_ON_DATA: list[Claim] = [
     Claim("docs/results.md", r"learn on \d+ sessions, evaluate NUM \|",
           sessions(VSLA, has(split="evaluate"))),
     Claim("docs/results.md", r"all NUM entries\*\*", count("labeled/write_gate_v1.jsonl")),
-    Claim("docs/results.md", r"conflicts \(NUM pairs\)", count("conflicts/memory_pairs_v1.jsonl")),
-    Claim("docs/results.md", r"trust \(NUM records\)", count("mqs/memory_records_v1.jsonl")),
+    Claim("docs/results.md", r"conflicts \(NUM pairs\)", count(PAIRS)),
+    Claim("docs/results.md", r"trust \(NUM records\)", count(RECORDS)),
     Claim("docs/systems.md", r"write gate, pass 3 \(NUM turns\)",
           count("labeled/write_gate_v1.jsonl")),
-    Claim("docs/systems.md", r"trust \(NUM records\)", count("mqs/memory_records_v1.jsonl")),
-    Claim("docs/systems.md", r"conflicts \(NUM pairs\)", count("conflicts/memory_pairs_v1.jsonl")),
+    Claim("docs/systems.md", r"trust \(NUM records\)", count(RECORDS)),
+    Claim("docs/systems.md", r"conflicts \(NUM pairs\)", count(PAIRS)),
     Claim("docs/systems.md", r"search \(NUM queries", count(RETRIEVAL)),
-    Claim("docs/quality.md", r"these NUM records", count("mqs/memory_records_v1.jsonl")),
+    Claim("docs/quality.md", r"these NUM records", count(RECORDS)),
     Claim("docs/quality.md", r"on the NUM scenarios \(memledger",
           count("mai/attribution_scenarios_v1.jsonl")),
     *(Claim("docs/quality.md", pattern, dev_lines("memory_records"))
       for pattern in (r"Trust score on NUM dev records", r"fitted on all NUM development records")),
     Claim("docs/quality.md", r"dev records \(5 folds\) and NUM test records",
-          count("mqs/memory_records_heldout_v1.jsonl")),
+          count(RECORDS_TEST)),
     *(Claim("docs/quality.md", pattern, dev_lines("conflict_pairs"))
       for pattern in (r"nine authors, NUM pairs", r"CV on NUM development pairs")),
     Claim("docs/quality.md", r"leave-one-file-out over its NUM files",
           lambda: len(dev_sets()["conflict_pairs"])),
-    Claim("docs/quality.md", r"pairs: v1 \(NUM\)", count("conflicts/memory_pairs_v1.jsonl")),
+    Claim("docs/quality.md", r"pairs: v1 \(NUM\)", count(PAIRS)),
     Claim("docs/quality.md", r"pairs: v1 \(\d+\), v2 \(NUM\)",
           count("conflicts/memory_pairs_v2.jsonl")),
     *(Claim("docs/quality.md", r"held-out splits \(" + r"\d+, " * index + "NUM",
             count(f"conflicts/memory_pairs_heldout_v{index + 1}.jsonl")) for index in range(4)),
-    *(Claim("docs/quality.md", pattern, count("conflicts/memory_pairs_heldout_v5.jsonl"))
+    *(Claim("docs/quality.md", pattern, count(CONFLICT_TEST))
       for pattern in (r"null skips it; NUM pairs", r"test\n\s+split NUM pairs")),
     *(Claim("docs/quality.md", pattern, total(count("mai/attribution_scenarios_v1.jsonl"),
                                                count("mai/attribution_scenarios_v2.jsonl")))
@@ -418,13 +442,22 @@ DOCS_ON_DATA: list[Claim] = [
           count("mai/attribution_scenarios_golden_style_v1.jsonl",
                 has(ground_truth="well_attributed"))),
     Claim("docs/phoenix.md", r"conflict_detection \(NUM pairs", count(
-        "conflicts/memory_pairs_v1.jsonl")),
+        PAIRS)),
+    Claim("docs/phoenix.md", r"conflict_detection \(\d+ pairs; NUM dev",
+          dev_lines("conflict_pairs")),
+    Claim("docs/phoenix.md", r"conflict_detection \(\d+ pairs; [\d,]+ dev, NUM test",
+          count(CONFLICT_TEST)),
+    Claim("docs/phoenix.md", r"conflict_detection \([^|]*\| NUM runs", CONFLICT_RUNS),
+    Claim("docs/phoenix.md", r"mqs_calibration \([^|]*\| NUM runs", TRUST_RUNS),
+    *(Claim("docs/phoenix.md", rf"{run} \([^|]*\| [\d,]+ runs, NUM evaluations",
+            times(2, runs)) for run, runs in (
+        ("conflict_detection", CONFLICT_RUNS), ("mqs_calibration", TRUST_RUNS))),
     Claim("docs/phoenix.md", r"mqs_calibration \(NUM records",
-          count("mqs/memory_records_v1.jsonl")),
+          count(RECORDS)),
     Claim("docs/phoenix.md", r"mqs_calibration \(\d+ records; NUM dev", dev_lines(
         "memory_records")),
     Claim("docs/phoenix.md", r"mqs_calibration \(\d+ records; [\d,]+ dev, NUM test",
-          count("mqs/memory_records_heldout_v1.jsonl")),
+          count(RECORDS_TEST)),
 ]
 
 
@@ -472,7 +505,7 @@ EXAMPLE_CLAIMS: list[Claim] = [
     Claim("docs/operations.md", r"pp \[NUM, ", example(RECALL, 1)),
     Claim("docs/operations.md", r"pp \[[^,\]]+, NUM\], McNemar", example(RECALL, 2)),
     Claim("docs/operations.md", r"McNemar p = NUM\)", example("McNemar p")),
-    Claim("docs/operations.md", r"to save NUM pp of\s+judge calls", lambda: -example(JUDGE)()),
+    Claim("docs/operations.md", r"to save NUM pp of\s+judge calls", times(-1, example(JUDGE))),
 ]
 # docs/results.md's systems × benchmarks table: its columns, then each row's figures as
 # (row, ` / `-separated piece of the cell, leaderboard benchmark and measure, scale)
