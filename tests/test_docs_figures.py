@@ -279,7 +279,63 @@ def label_column(folder: str, stem: str, field: str, labels: tuple[str, ...],
     return claims
 
 
+def record_columns(stem: str, first: int) -> list[Claim]:
+    """A trust card's columns from `first` on: cited, hedged, has `derived_from`, in a conflict,
+    and (where the table has it) used, per label."""
+    name, doc = f"mqs/{stem}.jsonl", card("mqs", stem)
+    columns: list[Test] = [lambda row: row["citation"] is not None,
+                           lambda row: bool(row["hedged"]),
+                           lambda row: bool(row["derived_from"]),
+                           lambda row: bool(row["conflicts"]),
+                           lambda row: row["success_count"] + row["failure_count"] > 0]
+    if stem == "memory_records_v1":  # no `used` column
+        columns = columns[:4]
+    return [Claim(doc, cell(label, first + index, table=r"label \| n \|"),
+                  count(name, both(has(label=label), test)))
+            for label in TRUST for index, test in enumerate(columns)]
+
+
+def memory_paths(prefix: str) -> Callable[[], float]:
+    """The memories (both sides of every pair) whose path starts with `prefix`."""
+    return lambda: sum(side["path"].startswith(prefix) for row in rows(PAIRS)
+                       for side in (row["a"], row["b"]))
+
+
+def filled(column: str) -> Test:
+    return lambda row: row[column] != ""
+
+
+def response_length(low: int, high: float) -> Test:
+    """A non-empty response of `low` to `high` characters."""
+    return lambda row: not row["has_empty_response"] and low <= len(
+        row["assistant_response"]) <= high
+
+
+def messages(test: Callable[[list[dict[str, Any]]], bool]) -> Test:
+    return lambda row: test(json.loads(row["messages_json"]))
+
+
+def json_array(row: Row) -> bool:
+    """The user prompt is a JSON array (of content blocks) serialised as a string."""
+    try:
+        return isinstance(json.loads(row["user_prompt"]), list)
+    except ValueError:
+        return False
+
+
 GOLDEN = "mai/attribution_scenarios_golden_style_v1.jsonl"
+TRACES = "traces/trace_sample_v1.jsonl"
+# the trace card's length buckets: (row title, shortest, longest)
+BUCKETS = (("< 100", 0, 99), ("100–499", 100, 499), ("500–999", 500, 999),
+           ("1,000–4,999", 1000, 4999), ("5,000–9,999", 5000, 9999),
+           ("10,000–33,000", 10000, 33000), ("> 33,000", 33001, float("inf")))
+# write_gate_v1's categories per label, as its card's table lists them
+CATEGORIES = {"noise": ("status", "navigation", "restated_requirements", "narration", "ack",
+                        "closing"),
+              "low_value": ("generic_explanation", "boilerplate", "generic_advice",
+                            "vague_summary", "speculation"),
+              "substantive": ("root_cause", "gotcha", "config", "api_behaviour", "file_location",
+                              "decision", "convention")}
 DATA_CARDS: list[Claim] = [
     *(heading(folder, stem) for folder, stem in (
         ("conflicts", "memory_pairs_heldout_v1"), ("conflicts", "memory_pairs_v1"),
@@ -334,9 +390,35 @@ DATA_CARDS: list[Claim] = [
       for column, figure in ((1, queries), (3, relevant()), (4, relevant(grade=2)))),
     *(Claim(card("retrieval", "queries_v1"), cell(kind, 2), share(RETRIEVAL, has(kind=kind)))
       for kind in ("paraphrase", "task", "multi", "keyword")),
-    Claim(card("traces", "trace_sample_v1"), r"at NUM rows", count("traces/trace_sample_v1.jsonl")),
+    *record_columns("memory_records_v1", 2), *record_columns("memory_records_v2", 3),
+    *record_columns("memory_records_heldout_v1", 4),
+    *(Claim(card("labeled", "write_gate_v1"), rf"^\| {label} \|[^|\n]*\|[^|\n]*\b{category} NUM",
+            count("labeled/write_gate_v1.jsonl", has(label=label, category=category)))
+      for label, categories in CATEGORIES.items() for category in categories),
+    Claim(card("conflicts", "memory_pairs_v1"), r"Memory locations \(NUM memories\)",
+          times(2, count(PAIRS))),
+    *(Claim(card("conflicts", "memory_pairs_v1"),
+            rf"Memory locations [^\n]*(?:\n[^\n]*)?{re.escape(where)}` NUM", memory_paths(prefix))
+      for where, prefix in (("memory/YYYY-MM-DD.md", "memory/"), ("USER.md", "USER.md"),
+                            ("MEMORY.md", "MEMORY.md"), ("AGENTS.md", "AGENTS.md"))),
+    Claim(card("traces", "trace_sample_v1"), r"at NUM rows", count(TRACES)),
     Claim(card("traces", "trace_sample_v1"), cell("empty", 1),
-          count("traces/trace_sample_v1.jsonl", has(has_empty_response=True))),
+          count(TRACES, has(has_empty_response=True))),
+    *(Claim(card("traces", "trace_sample_v1"), rf"`{model}` NUM", count(TRACES, has(model=model)))
+      for model in ("claude-sonnet-4-20250514", "claude-opus-4-20250514",
+                    "claude-3-5-haiku-20241022", "claude-3-7-sonnet-20250219")),
+    Claim(card("traces", "trace_sample_v1"), r'`"\[\]"` \(NUM rows\)',
+          count(TRACES, has(tools_json="[]"))),
+    Claim(card("traces", "trace_sample_v1"), r"in NUM rows a JSON array",
+          count(TRACES, json_array)),
+    *(Claim(card("traces", "trace_sample_v1"), rf"`{column}` [^\n]*except NUM rows",
+            count(TRACES, filled(column))) for column in ("gitdiff", "claude_log")),
+    Claim(card("traces", "trace_sample_v1"), r"optional system message \(NUM rows\)",
+          count(TRACES, messages(lambda sent: sent[0]["role"] == "system"))),
+    Claim(card("traces", "trace_sample_v1"), r"^NUM rows carry tool output as `role: tool`",
+          count(TRACES, messages(lambda sent: any(m["role"] == "tool" for m in sent)))),
+    *(Claim(card("traces", "trace_sample_v1"), cell(re.escape(bucket), 1),
+            count(TRACES, response_length(low, high))) for bucket, low, high in BUCKETS),
 ]
 
 
@@ -408,6 +490,12 @@ DOCS_ON_DATA: list[Claim] = [
     Claim("docs/systems.md", r"trust \(NUM records\)", count(RECORDS)),
     Claim("docs/systems.md", r"conflicts \(NUM pairs\)", count(PAIRS)),
     Claim("docs/systems.md", r"search \(NUM queries", count(RETRIEVAL)),
+    Claim("docs/quality.md", r"none of the NUM substantive ones",
+          count("labeled/write_gate_v1.jsonl", has(label="substantive"))),
+    Claim("docs/results.md", r"all NUM noise turns included",
+          count("labeled/write_gate_v1.jsonl", has(label="noise"))),
+    Claim("docs/operations.md", r"`data/claude_code/vsla/` \(NUM sessions\)",
+          lambda: len(list((DATA_DIR / "claude_code" / "vsla").glob("*.jsonl")))),
     Claim("docs/quality.md", r"these NUM records", count(RECORDS)),
     Claim("docs/quality.md", r"on the NUM scenarios \(memledger",
           count("mai/attribution_scenarios_v1.jsonl")),
