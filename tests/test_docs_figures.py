@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import pytest
@@ -305,6 +306,20 @@ def filled(column: str) -> Test:
     return lambda row: row[column] != ""
 
 
+def lengths(name: str, label: str, pick: Callable[[list[int]], float]) -> Callable[[], float]:
+    """`pick` (min, median, max) of the response lengths of one label's turns."""
+    return lambda: pick([len(row["assistant_response"]) for row in rows(name)
+                         if row["label"] == label])
+
+
+STATISTICS: tuple[Callable[[list[int]], float], ...] = (min, median, max)
+
+
+def short(row: Row) -> bool:
+    """Under memoryd's 80-character gate."""
+    return len(row["assistant_response"]) < 80
+
+
 def response_length(low: int, high: float) -> Test:
     """A non-empty response of `low` to `high` characters."""
     return lambda row: not row["has_empty_response"] and low <= len(
@@ -363,6 +378,31 @@ DATA_CARDS: list[Claim] = [
     *split_table("labeled", "claude_code_entire_v1",
                  ("learn", "validate", "test1", "test2", "test3", "test4", "test5")),
     Claim(card("labeled", "claude_code_entire_v1"), r"turns from NUM sessions", sessions(ENTIRE)),
+    Claim(card("labeled", "claude_code_entire_v1"), r"\(at least 1,150\): NUM\s+sessions",
+          sessions(ENTIRE, in_splits("learn", "validate", "test1"))),
+    *(Claim(card("labeled", "claude_code_entire_v1"), rf"{pattern} \(NUM more",
+            sessions(ENTIRE, has(split=split))) for pattern, split in (
+        (r"850\s+turns", "test2"), (r"to `test3`", "test3"), (r"880 turns", "test4"),
+        (r"880", "test5"))),
+    *(Claim(card("labeled", "claude_code_entire_v1"),
+            rf"min / median / max:[^.]*{label} " + r"[\d,]+ /\s" * index + "NUM",
+            lengths(ENTIRE, label, pick))
+      for label in LABELS for index, pick in enumerate(STATISTICS)),
+    Claim(card("labeled", "claude_code_entire_v1"), r"NUM turns \(\d+%\) are under 80",
+          count(ENTIRE, short)),
+    Claim(card("labeled", "claude_code_entire_v1"), r"turns \(NUM%\) are under 80",
+          share(ENTIRE, short)),
+    Claim(card("labeled", "claude_code_entire_v1"), r"are under 80 characters, NUM of them",
+          count(ENTIRE, both(short, has(label="substantive")))),
+    Claim(card("labeled", "claude_code_entire_v1"), r"` \[…\]` \(NUM rows\)",
+          count(ENTIRE, lambda row: row["user_prompt"].endswith(" […]"))),
+    Claim(card("labeled", "claude_code_entire_v1"), r"random subset of\nNUM of those turns",
+          count(ENTIRE, both(labelled_twice, in_splits("learn", "validate", "test1")))),
+    Claim(card("labeled", "claude_code_entire_v1"), r"On the NUM doubly-labelled turns",
+          count(ENTIRE, both(labelled_twice, in_splits("learn", "validate", "test1")))),
+    *(Claim(card("labeled", "claude_code_entire_v1"), rf"On `{split}`'s NUM:",
+            count(ENTIRE, both(labelled_twice, has(split=split))))
+      for split in ("test2", "test3", "test4", "test5")),
     *split_table("labeled", "claude_code_vsla_v1", ("learn", "evaluate")),
     Claim(card("labeled", "claude_code_vsla_v1"), r"^## Composition \(\d+ turns, NUM sessions",
           sessions(VSLA)),
