@@ -320,6 +320,34 @@ def short(row: Row) -> bool:
     return len(row["assistant_response"]) < 80
 
 
+def tags(row: Row) -> set[str]:
+    """A pair's tags: the `[a; b]` its note starts with."""
+    found = re.match(r"\[([^\]]*)\]", str(row.get("note", "")))
+    return {tag.strip() for tag in found[1].split(";")} if found else set()
+
+
+def with_tag(tag: str) -> Test:
+    return lambda row: tag in tags(row)
+
+
+def tag_table(stem: str) -> list[Claim]:
+    """A conflict card's tag table: the pairs with each tag the set uses, and their labels."""
+    name, doc = f"conflicts/{stem}.jsonl", card("conflicts", stem)
+    claims = []
+    for tag in sorted(set().union(*map(tags, rows(name)))):
+        row = f"`{re.escape(tag)}`"
+        claims.append(Claim(doc, cell(row, 1), count(name, with_tag(tag))))
+        claims += [Claim(doc, rf"^\| {row} \| \d+ \|[^|\n]*\b{label} NUM",
+                         count(name, both(has(conflict=label), with_tag(tag))))
+                   for label in CONFLICTS
+                   if any(pair["conflict"] == label and tag in tags(pair) for pair in rows(name))]
+    return claims
+
+
+def same_path(row: Row) -> bool:
+    return bool(row["a"]["path"] == row["b"]["path"])
+
+
 def response_length(low: int, high: float) -> Test:
     """A non-empty response of `low` to `high` characters."""
     return lambda row: not row["has_empty_response"] and low <= len(
@@ -369,6 +397,29 @@ DATA_CARDS: list[Claim] = [
     Claim(card("conflicts", "memory_pairs_heldout_v1"), cell("total", 1),
           count("conflicts/memory_pairs_heldout_v1.jsonl")),
     *kinds("memory_pairs_heldout_v1"),
+    *(claim for stem in ("memory_pairs_v1", "memory_pairs_v2", "memory_pairs_heldout_v1")
+      for claim in tag_table(stem)),
+    *(Claim(card("conflicts", stem), pattern, count(f"conflicts/{stem}.jsonl", test))
+      for stem, pattern, test in (
+          *((stem, r"newer memory is on side `a` in NUM of", has(conflict="temporal", newer="a"))
+            for stem in (*HALVES, "memory_pairs_v2")),
+          *((stem, r"newer memory is on side `a` in \d+ of the NUM", has(conflict="temporal"))
+            for stem in (*HALVES, "memory_pairs_v2")),
+          ("memory_pairs_heldout_v1", r"memory is on side `a` in NUM of",
+           has(conflict="temporal", newer="a")),
+          ("memory_pairs_heldout_v1", r"memory is on side `a` in \d+ of NUM",
+           has(conflict="temporal")),
+          ("memory_pairs_v2", r"newer memory on side `a` NUM,",
+           has(conflict="temporal", newer="a")),
+          ("memory_pairs_v2", r"newer memory on side `a` \d+, on side `b` NUM",
+           has(conflict="temporal", newer="b")),
+          ("memory_pairs_v2", r"v2 has NUM same-path pairs", same_path),
+          *((stem, r"NUM pairs keep both memories in one file", same_path)
+            for stem in ("memory_pairs_heldout_v4", "memory_pairs_heldout_v5")),
+          ("memory_pairs_heldout_v4", r"one file \(NUM in the `u` half", both(same_path,
+                                                                            starts("u"))),
+          ("memory_pairs_heldout_v5", r"one file \(NUM in the `v` half", both(same_path,
+                                                                            starts("v"))))),
     *label_column("conflicts", "memory_pairs_v1", "conflict", CONFLICTS),
     Claim(card("conflicts", "memory_pairs_v1"), cell("total", 1),
           count(PAIRS)),
