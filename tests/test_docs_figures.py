@@ -367,6 +367,7 @@ def json_array(row: Row) -> bool:
 
 
 GOLDEN = "mai/attribution_scenarios_golden_style_v1.jsonl"
+VSLA_CARD = card("labeled", "claude_code_vsla_v1")
 TRACES = "traces/trace_sample_v1.jsonl"
 # the trace card's length buckets: (row title, shortest, longest)
 BUCKETS = (("< 100", 0, 99), ("100–499", 100, 499), ("500–999", 500, 999),
@@ -435,14 +436,38 @@ DATA_CARDS: list[Claim] = [
             sessions(ENTIRE, has(split=split))) for pattern, split in (
         (r"850\s+turns", "test2"), (r"to `test3`", "test3"), (r"880 turns", "test4"),
         (r"880", "test5"))),
-    *(Claim(card("labeled", "claude_code_entire_v1"),
-            rf"min / median / max:[^.]*{label} " + r"[\d,]+ /\s" * index + "NUM",
-            lengths(ENTIRE, label, pick))
+    *(Claim(card("labeled", stem), rf"min / median / max:[^.]*{label} "
+            + r"[\d,]+ /\s" * index + "NUM", lengths(f"labeled/{stem}.jsonl", label, pick))
+      for stem in ("claude_code_entire_v1", "claude_code_vsla_v1")
       for label in LABELS for index, pick in enumerate(STATISTICS)),
-    Claim(card("labeled", "claude_code_entire_v1"), r"NUM turns \(\d+%\) are under 80",
-          count(ENTIRE, short)),
-    Claim(card("labeled", "claude_code_entire_v1"), r"turns \(NUM%\) are under 80",
-          share(ENTIRE, short)),
+    *(Claim(card("labeled", stem), r"NUM turns \(\d+%\) are under 80",
+            count(f"labeled/{stem}.jsonl", short))
+      for stem in ("claude_code_entire_v1", "claude_code_vsla_v1")),
+    *(Claim(card("labeled", stem), r"turns \(NUM%\) are under 80",
+            share(f"labeled/{stem}.jsonl", short))
+      for stem in ("claude_code_entire_v1", "claude_code_vsla_v1")),
+    *(Claim(VSLA_CARD, pattern, count(VSLA, both(short, has(label=label))))
+      for pattern, label in ((r"under 80 characters: NUM noise", "noise"),
+                             (r"under 80 characters: \d+ noise and \**NUM", "substantive"))),
+    *(Claim(VSLA_CARD, rf"NUM%\s{label}\b", share(VSLA, has(label=label)))
+      for label in LABELS),
+    Claim(VSLA_CARD, r"NUM substantive turns, \d+ of them",
+          count(VSLA, has(label="substantive"))),
+    Claim(VSLA_CARD, r"substantive turns, NUM of them in `evaluate`",
+          count(VSLA, has(label="substantive", split="evaluate"))),
+    *(Claim(VSLA_CARD, pattern, count(VSLA, labelled_twice))
+      for pattern in (r"random subset of NUM turns", r"Agreement on the NUM doubly-labelled",
+                      r"κ is measured on NUM")),
+    Claim(VSLA_CARD, r"the only one for NUM turns",
+          count(VSLA, lambda row: not labelled_twice(row))),
+    *(Claim(VSLA_CARD, rf"^- `{split}` \(NUM sessions\)",
+            sessions(VSLA, has(split=split))) for split in ("learn", "evaluate")),
+    *(Claim(card("labeled", "write_gate_v1"), cell(label, 3, part),
+            lengths("labeled/write_gate_v1.jsonl", label, pick))
+      for label in LABELS for part, pick in enumerate(STATISTICS)),
+    *(Claim(card("labeled", "write_gate_heldout_v1"), rf"^\| {label} \| \d+ \| {before}NUM",
+            lengths("labeled/write_gate_heldout_v1.jsonl", label, pick))
+      for label in LABELS for before, pick in (("", min), ("[\\d,]+–", max))),
     Claim(card("labeled", "claude_code_entire_v1"), r"are under 80 characters, NUM of them",
           count(ENTIRE, both(short, has(label="substantive")))),
     Claim(card("labeled", "claude_code_entire_v1"), r"` \[…\]` \(NUM rows\)",
@@ -455,7 +480,7 @@ DATA_CARDS: list[Claim] = [
             count(ENTIRE, both(labelled_twice, has(split=split))))
       for split in ("test2", "test3", "test4", "test5")),
     *split_table("labeled", "claude_code_vsla_v1", ("learn", "evaluate")),
-    Claim(card("labeled", "claude_code_vsla_v1"), r"^## Composition \(\d+ turns, NUM sessions",
+    Claim(VSLA_CARD, r"^## Composition \(\d+ turns, NUM sessions",
           sessions(VSLA)),
     *(claim for stem in ("write_gate_v1", "write_gate_heldout_v1")
       for claim in label_column("labeled", stem, "label", LABELS)),
