@@ -296,6 +296,52 @@ def record_columns(stem: str, first: int) -> list[Claim]:
             for label in TRUST for index, test in enumerate(columns)]
 
 
+def memories(row: Row) -> list[dict[str, Any]]:
+    return list(row["retrieved_memories"])
+
+
+def creators(row: Row, known: bool) -> int:
+    """Distinct creators of a scenario's retrieved memories (unknown, `null`, counted unless
+    `known`)."""
+    return len({memory["created_by"] for memory in memories(row)
+                if not known or memory["created_by"] is not None})
+
+
+def clean(memory: dict[str, Any]) -> bool:
+    """Known creator and session, declared confidence ≥ 0.8, unhedged."""
+    return (memory["created_by"] is not None and memory["session_id"] is not None
+            and (memory["confidence"] or 0) >= 0.8 and not memory["hedged"])
+
+
+# mai v2's table of surface signals: (row, the scenarios it counts)
+SIGNALS: tuple[tuple[str, Test], ...] = (
+    ("no memories retrieved", lambda row: not memories(row)),
+    ("some retrieved memory has an unknown creator",
+     lambda row: any(memory["created_by"] is None for memory in memories(row))),
+    ("some retrieved memory has no session",
+     lambda row: any(memory["session_id"] is None for memory in memories(row))),
+    ("some retrieved memory is hedged", lambda row: any(m["hedged"] for m in memories(row))),
+    ("some retrieved memory has confidence < 0.5 or `null`",
+     lambda row: any(m["confidence"] is None or m["confidence"] < 0.5 for m in memories(row))),
+    (r"every retrieved memory is clean \(",
+     lambda row: bool(memories(row)) and all(map(clean, memories(row)))),
+    ("has ancestor records", lambda row: bool(row["ancestors"])),
+    ("two or more distinct known creators", lambda row: creators(row, known=True) >= 2))
+
+
+def ancestors(name: str) -> Callable[[], float]:
+    return lambda: sum(len(row["ancestors"]) for row in rows(name))
+
+
+def retrieved_total(name: str) -> Callable[[], float]:
+    return lambda: sum(len(memories(row)) for row in rows(name))
+
+
+def created_by(name: str, creator: str | None) -> Callable[[], float]:
+    return lambda: sum(memory["created_by"] == creator for row in rows(name)
+                       for memory in memories(row))
+
+
 def memory_paths(prefix: str) -> Callable[[], float]:
     """The memories (both sides of every pair) whose path starts with `prefix`."""
     return lambda: sum(side["path"].startswith(prefix) for row in rows(PAIRS)
@@ -491,6 +537,36 @@ DATA_CARDS: list[Claim] = [
                                 table=r"ground_truth \| n \|")),
     Claim(card("mai", "attribution_scenarios_v2"), r"larger \(NUM scenarios\)",
           count("mai/attribution_scenarios_v2.jsonl")),
+    *(Claim(card("mai", stem), rf"Retrieved memories per scenario(?::|[^.]*,) {memories} in NUM",
+            count(f"mai/{stem}.jsonl", retrieved(memories)))
+      for stem in ("attribution_scenarios_v1", "attribution_scenarios_v2",
+                   "attribution_scenarios_heldout_v1") for memories in range(5)),
+    *(Claim(card("mai", stem), pattern, ancestors(f"mai/{stem}.jsonl"))
+      for stem, pattern in (("attribution_scenarios_v1", r"NUM ancestor records in total"),
+                            ("attribution_scenarios_v2", r"NUM ancestor records in total"),
+                            ("attribution_scenarios_heldout_v1", r"NUM ancestor records in total"),
+                            ("attribution_scenarios_golden_style_v1",
+                             r"retrieved memories and NUM ancestor records"))),
+    Claim(card("mai", "attribution_scenarios_heldout_v1"),
+          r"NUM scenarios retrieve memories from two or more distinct creators",
+          count("mai/attribution_scenarios_heldout_v1.jsonl",
+                lambda row: creators(row, known=False) >= 2)),
+    *(Claim(card("mai", stem), pattern, retrieved_total(f"mai/{stem}.jsonl"))
+      for stem, pattern in (("attribution_scenarios_v2", r"Creators of the NUM retrieved"),
+                            ("attribution_scenarios_golden_style_v1",
+                             r"^- NUM retrieved memories and"))),
+    *(Claim(card("mai", "attribution_scenarios_v2"), rf"retrieved memories:[^.]*\s{title} NUM",
+            created_by("mai/attribution_scenarios_v2.jsonl", creator))
+      for title, creator in (("claude-code", "claude-code"), ("user", "user"),
+                             ("ci-bot", "ci-bot"), (r"unknown \(`null`\)", None),
+                             ("codex-cli", "codex-cli"),
+                             ("claude-code-subagent", "claude-code-subagent"))),
+    Claim(card("mai", "attribution_scenarios_golden_style_v1"),
+          r"NUM scenarios have at least one ancestor",
+          count(GOLDEN, lambda row: bool(row["ancestors"]))),
+    *(Claim(card("mai", "attribution_scenarios_v2"), cell(signal, 1 + index),
+            count("mai/attribution_scenarios_v2.jsonl", both(has(ground_truth=label), test)))
+      for signal, test in SIGNALS for index, label in enumerate(ATTRIBUTION)),
     *(Claim(card("mai", "attribution_scenarios_golden_style_v1"), cell(str(memories), 1),
             count(GOLDEN, retrieved(memories))) for memories in range(5)),
     *(Claim(card("mai", "attribution_scenarios_golden_style_v1"),
