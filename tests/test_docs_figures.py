@@ -623,6 +623,12 @@ DOCS_ON_DATA: list[Claim] = [
             sessions(ENTIRE, not_in(*BLIND))) for doc in ("README.md", "docs/index.md")),
     *(Claim(doc, r"learning on \d+ sessions and evaluating on NUM others",
             sessions(ENTIRE, in_splits(*BLIND))) for doc in ("README.md", "docs/index.md")),
+    Claim("docs/index.md", r"`claude_code_entire` \(NUM real labelled turns\)", count(ENTIRE)),
+    Claim("docs/index.md", r"`claude_code_labeled` \(NUM more\)", count(VSLA)),
+    Claim("docs/datasets.md", r"trace_sample_v1\.jsonl`, see its card\): NUM rows", count(TRACES)),
+    *(Claim("docs/datasets.md", rf"^  - NUM {kind}", count(TRACES, test)) for kind, test in (
+        ("empty responses", has(has_empty_response=True)), ("JSON-array prompts", json_array),
+        ("responses over 32 KiB", response_length(32 * 1024 + 1, float("inf"))))),
     Claim("docs/datasets.md", r"it loads\s+NUM entries \(", count(VSLA)),
     Claim("docs/datasets.md", r"Every one of those NUM turns", count(VSLA)),
     Claim("docs/datasets.md", r"agreement on NUM turns labelled twice",
