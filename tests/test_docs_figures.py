@@ -376,6 +376,12 @@ def with_tag(tag: str) -> Test:
     return lambda row: tag in tags(row)
 
 
+def adversarial(*plain: str) -> Test:
+    """A pair with a tag other than `value:*` and the `plain` (descriptive) ones."""
+    return lambda row: any(not tag.startswith("value:") and tag not in plain
+                           for tag in tags(row))
+
+
 def tag_table(stem: str) -> list[Claim]:
     """A conflict card's tag table: the pairs with each tag the set uses, and their labels."""
     name, doc = f"conflicts/{stem}.jsonl", card("conflicts", stem)
@@ -467,6 +473,23 @@ DATA_CARDS: list[Claim] = [
                                                                             starts("u"))),
           ("memory_pairs_heldout_v5", r"one file \(NUM in the `v` half", both(same_path,
                                                                             starts("v"))))),
+    *label_column("conflicts", "memory_pairs_v2", "conflict", CONFLICTS, shares=2),
+    Claim(card("conflicts", "memory_pairs_v2"), cell("total", 1), count(
+        "conflicts/memory_pairs_v2.jsonl")),
+    *(Claim(card("conflicts", stem), cell(label or "total", column),
+            count(f"conflicts/{stem}.jsonl", both(has(conflict=label) if label else has(), test)))
+      for stem, column, test in (
+          ("memory_pairs_v1", 2, adversarial("complementary", "unrelated")),
+          ("memory_pairs_v2", 3, adversarial("complementary", "unrelated")),
+          ("memory_pairs_heldout_v1", 3, lambda row: bool(tags(row))),
+          ("memory_pairs_heldout_v1", 4,
+           adversarial("complementary", "unrelated", "order-reversed")))
+      for label in (*CONFLICTS, None)),
+    Claim(card("conflicts", "memory_pairs_v2"), r"NUM of the \d+ `none` pairs are hard",
+          count("conflicts/memory_pairs_v2.jsonl",
+                both(has(conflict="none"), adversarial("complementary", "unrelated")))),
+    Claim(card("conflicts", "memory_pairs_v2"), r"\d+ of the NUM `none` pairs are hard",
+          count("conflicts/memory_pairs_v2.jsonl", has(conflict="none"))),
     *label_column("conflicts", "memory_pairs_v1", "conflict", CONFLICTS),
     Claim(card("conflicts", "memory_pairs_v1"), cell("total", 1),
           count(PAIRS)),
