@@ -7,132 +7,55 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from statistics import median
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
 
-from memeval.config import register_resolvers
-from memeval.paths import CONF_DIR, DATA_DIR
+from tests.bundled_counts import (
+    STATISTICS,
+    Test,
+    adversarial,
+    ancestors,
+    both,
+    clean,
+    count,
+    created_by,
+    creators,
+    dev_lines,
+    dev_sets,
+    experiment_set,
+    filled,
+    has,
+    in_splits,
+    json_array,
+    labelled_twice,
+    lengths,
+    memories,
+    memory_paths,
+    messages,
+    not_in,
+    response_length,
+    retrieved,
+    retrieved_total,
+    rows,
+    same_path,
+    session_logs,
+    sessions,
+    share,
+    short,
+    split_figure,
+    starts,
+    tags,
+    times,
+    total,
+    with_tag,
+)
+from tests.doc_claims import NUMBER, ROOT, Claim, agrees, cell, value
 
-ROOT = Path(__file__).resolve().parents[1]
-# a figure as the docs write it: thousands commas, a sign (− or -), decimals
-NUMBER = r"([−+-]?\d[\d,]*(?:\.\d+)?)"
 EXAMPLE = ROOT / "reports" / "example" / "compare_default_vs_target-recall-0.90.md"
 BOARD = ROOT / "reports" / "leaderboard" / "leaderboard.json"
-
-Row = dict[str, Any]
-Test = Callable[[Row], bool]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A figure in `doc`: `pattern` (NUM marks the figure) and what the artefact says it is."""
-
-    doc: str
-    pattern: str
-    truth: Callable[[], float]
-
-    def figures(self) -> dict[str, str]:
-        """Each figure the doc states, by the words that state it (up to the figure)."""
-        regex = re.compile(self.pattern.replace("NUM", NUMBER), re.MULTILINE)
-        return {found[0][-80:]: found[1] for found in regex.finditer(text(self.doc))}
-
-
-@cache
-def text(doc: str) -> str:
-    return (ROOT / doc).read_text()
-
-
-def value(figure: str) -> float:
-    return float(figure.replace(",", "").replace("−", "-"))
-
-
-def agrees(figure: str, truth: float) -> bool:
-    """The figure is the truth rounded to the figure's own decimals (either way on a tie)."""
-    decimals = len(figure.partition(".")[2])
-    return abs(value(figure) - truth) <= 0.5 * 10 ** -decimals + 1e-9
-
-
-def cell(row: str, column: int, part: int = 0, table: str = "") -> str:
-    """The figure in a Markdown table's row starting `row` (a regex), `column` cells after the
-    first, in the `part`-th ` / `-separated piece of that cell; `table` (the start of its header
-    row) picks the table where a row title is in several."""
-    within = rf"^\| {table}[^\n]*\n(?:\|[^\n]*\n)*?" if table else ""
-    end = r"\b(?![-.])" if re.search(r"\w$", row) else ""  # `0` is not the row `0.5`
-    return (within + rf"^\| [*`]*{row}{end}[^|\n]*\|" + r"[^|\n]*\|" * (column - 1)
-            + rf"(?:[^|/\n]*/){{{part}}}[^|/\d\n]*?NUM")
-
-
-# --- the bundled data sets ---------------------------------------------------------------------
-
-@cache
-def rows(name: str) -> tuple[Row, ...]:
-    return tuple(json.loads(line) for line in (DATA_DIR / name).read_text().splitlines()
-                 if line.strip())
-
-
-def has(**fields: object) -> Test:
-    return lambda row: all(row.get(key) == wanted for key, wanted in fields.items())
-
-
-def starts(prefix: str) -> Test:
-    return lambda row: str(row.get("pair_id", "")).startswith(prefix)
-
-
-def both(*tests: Test) -> Test:
-    return lambda row: all(test(row) for test in tests)
-
-
-def count(name: str, test: Test = lambda row: True) -> Callable[[], float]:
-    return lambda: sum(map(test, rows(name)))
-
-
-def share(name: str, test: Test) -> Callable[[], float]:
-    return lambda: 100 * count(name, test)() / len(rows(name))
-
-
-def sessions(name: str, test: Test = lambda row: True) -> Callable[[], float]:
-    return lambda: len({row["session"] for row in rows(name) if test(row)})
-
-
-def total(*counts: Callable[[], float]) -> Callable[[], float]:
-    return lambda: sum(each() for each in counts)
-
-
-def times(factor: int, figure: Callable[[], float]) -> Callable[[], float]:
-    return lambda: factor * figure()
-
-
-@cache
-def dev_sets() -> dict[str, Any]:
-    register_resolvers()
-    loaded = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "dev_sets" / "bundled.yaml"),
-                                    resolve=True)
-    assert isinstance(loaded, dict)
-    return {str(key): sets for key, sets in loaded.items()}
-
-
-def dev_lines(key: str) -> Callable[[], float]:
-    """The pooled development set memeval/conf/dev_sets/bundled.yaml names under `key`."""
-    return lambda: sum(len(rows(str(Path(path).relative_to(DATA_DIR))))
-                       for path in dev_sets()[key])
-
-
-def experiment_set(experiment: str, key: str) -> str:
-    """The bundled file an experiment's YAML names under `experiment.key`."""
-    register_resolvers()
-    path = OmegaConf.select(OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml"),
-                            f"experiment.{key}")
-    return str(Path(path).relative_to(DATA_DIR))
-
-
 PAIRS = experiment_set("conflict_detection", "pairs")
 CONFLICT_TEST = experiment_set("conflict_detection", "test_pairs")
 RECORDS = experiment_set("mqs_calibration", "records")
@@ -143,22 +66,6 @@ RECORDS_TEST = experiment_set("mqs_calibration", "test_records")
 CONFLICT_RUNS = total(times(2, count(PAIRS)), times(3, dev_lines("conflict_pairs")),
                       times(3, count(CONFLICT_TEST)))
 TRUST_RUNS = times(2, total(count(RECORDS), dev_lines("memory_records"), count(RECORDS_TEST)))
-
-
-def not_in(*splits: str) -> Test:
-    return lambda row: row["split"] not in splits
-
-
-def in_splits(*splits: str) -> Test:
-    return lambda row: row["split"] in splits
-
-
-def labelled_twice(row: Row) -> bool:
-    return row.get("second_label") is not None
-
-
-def retrieved(memories: int) -> Test:
-    return lambda row: len(row["retrieved_memories"]) == memories
 
 
 def queries(kind: str) -> Callable[[], float]:
@@ -193,6 +100,8 @@ HALVES = {"memory_pairs_heldout_v2": "jk", "memory_pairs_heldout_v3": "rs",
           "memory_pairs_heldout_v4": "tu", "memory_pairs_heldout_v5": "vw"}
 
 
+# --- the data cards ----------------------------------------------------------------------------
+
 def card(folder: str, stem: str) -> str:
     return f"data/{folder}/{stem}.md"
 
@@ -206,23 +115,6 @@ def opening(folder: str, stem: str) -> Claim:
     """A card's opening sentence: `N real …` or `N hand-labelled …`."""
     return Claim(card(folder, stem), r"\A# [^\n]*\n\n[^\n\d]*NUM (?:real|hand-labelled) ",
                  count(f"{folder}/{stem}.jsonl"))
-
-
-@cache
-def tally(name: str) -> Counter[tuple[str, str, str]]:
-    """A labelled-turns file's turns by (split, session, label): its card's table is 40 counts
-    of 6,219 turns, so they are counted once."""
-    return Counter((row["split"], row["session"], row["label"]) for row in rows(name))
-
-
-def split_figure(name: str, split: str | None, unit: str,
-                 label: str | None = None) -> Callable[[], float]:
-    """The `unit` ("sessions" or "turns") of a split (None: all), of one label if given."""
-    def figure() -> float:
-        picked = {key: turns for key, turns in tally(name).items()
-                  if split in (None, key[0]) and label in (None, key[2])}
-        return len({key[1] for key in picked}) if unit == "sessions" else sum(picked.values())
-    return figure
 
 
 def split_table(folder: str, stem: str, splits: tuple[str, ...]) -> list[Claim]:
@@ -296,23 +188,6 @@ def record_columns(stem: str, first: int) -> list[Claim]:
             for label in TRUST for index, test in enumerate(columns)]
 
 
-def memories(row: Row) -> list[dict[str, Any]]:
-    return list(row["retrieved_memories"])
-
-
-def creators(row: Row, known: bool) -> int:
-    """Distinct creators of a scenario's retrieved memories (unknown, `null`, counted unless
-    `known`)."""
-    return len({memory["created_by"] for memory in memories(row)
-                if not known or memory["created_by"] is not None})
-
-
-def clean(memory: dict[str, Any]) -> bool:
-    """Known creator and session, declared confidence ≥ 0.8, unhedged."""
-    return (memory["created_by"] is not None and memory["session_id"] is not None
-            and (memory["confidence"] or 0) >= 0.8 and not memory["hedged"])
-
-
 # mai v2's table of surface signals: (row, the scenarios it counts)
 SIGNALS: tuple[tuple[str, Test], ...] = (
     ("no memories retrieved", lambda row: not memories(row)),
@@ -329,59 +204,6 @@ SIGNALS: tuple[tuple[str, Test], ...] = (
     ("two or more distinct known creators", lambda row: creators(row, known=True) >= 2))
 
 
-def ancestors(name: str) -> Callable[[], float]:
-    return lambda: sum(len(row["ancestors"]) for row in rows(name))
-
-
-def retrieved_total(name: str) -> Callable[[], float]:
-    return lambda: sum(len(memories(row)) for row in rows(name))
-
-
-def created_by(name: str, creator: str | None) -> Callable[[], float]:
-    return lambda: sum(memory["created_by"] == creator for row in rows(name)
-                       for memory in memories(row))
-
-
-def memory_paths(prefix: str) -> Callable[[], float]:
-    """The memories (both sides of every pair) whose path starts with `prefix`."""
-    return lambda: sum(side["path"].startswith(prefix) for row in rows(PAIRS)
-                       for side in (row["a"], row["b"]))
-
-
-def filled(column: str) -> Test:
-    return lambda row: row[column] != ""
-
-
-def lengths(name: str, label: str, pick: Callable[[list[int]], float]) -> Callable[[], float]:
-    """`pick` (min, median, max) of the response lengths of one label's turns."""
-    return lambda: pick([len(row["assistant_response"]) for row in rows(name)
-                         if row["label"] == label])
-
-
-STATISTICS: tuple[Callable[[list[int]], float], ...] = (min, median, max)
-
-
-def short(row: Row) -> bool:
-    """Under memoryd's 80-character gate."""
-    return len(row["assistant_response"]) < 80
-
-
-def tags(row: Row) -> set[str]:
-    """A pair's tags: the `[a; b]` its note starts with."""
-    found = re.match(r"\[([^\]]*)\]", str(row.get("note", "")))
-    return {tag.strip() for tag in found[1].split(";")} if found else set()
-
-
-def with_tag(tag: str) -> Test:
-    return lambda row: tag in tags(row)
-
-
-def adversarial(*plain: str) -> Test:
-    """A pair with a tag other than `value:*` and the `plain` (descriptive) ones."""
-    return lambda row: any(not tag.startswith("value:") and tag not in plain
-                           for tag in tags(row))
-
-
 def tag_table(stem: str) -> list[Claim]:
     """A conflict card's tag table: the pairs with each tag the set uses, and their labels."""
     name, doc = f"conflicts/{stem}.jsonl", card("conflicts", stem)
@@ -394,28 +216,6 @@ def tag_table(stem: str) -> list[Claim]:
                    for label in CONFLICTS
                    if any(pair["conflict"] == label and tag in tags(pair) for pair in rows(name))]
     return claims
-
-
-def same_path(row: Row) -> bool:
-    return bool(row["a"]["path"] == row["b"]["path"])
-
-
-def response_length(low: int, high: float) -> Test:
-    """A non-empty response of `low` to `high` characters."""
-    return lambda row: not row["has_empty_response"] and low <= len(
-        row["assistant_response"]) <= high
-
-
-def messages(test: Callable[[list[dict[str, Any]]], bool]) -> Test:
-    return lambda row: test(json.loads(row["messages_json"]))
-
-
-def json_array(row: Row) -> bool:
-    """The user prompt is a JSON array (of content blocks) serialised as a string."""
-    try:
-        return isinstance(json.loads(row["user_prompt"]), list)
-    except ValueError:
-        return False
 
 
 GOLDEN = "mai/attribution_scenarios_golden_style_v1.jsonl"
@@ -432,6 +232,8 @@ CATEGORIES = {"noise": ("status", "navigation", "restated_requirements", "narrat
                             "vague_summary", "speculation"),
               "substantive": ("root_cause", "gotcha", "config", "api_behaviour", "file_location",
                               "decision", "convention")}
+
+
 DATA_CARDS: list[Claim] = [
     *(heading(folder, stem) for folder, stem in (
         ("conflicts", "memory_pairs_heldout_v1"), ("conflicts", "memory_pairs_v1"),
@@ -613,7 +415,8 @@ DATA_CARDS: list[Claim] = [
     Claim(card("conflicts", "memory_pairs_v1"), r"Memory locations \(NUM memories\)",
           times(2, count(PAIRS))),
     *(Claim(card("conflicts", "memory_pairs_v1"),
-            rf"Memory locations [^\n]*(?:\n[^\n]*)?{re.escape(where)}` NUM", memory_paths(prefix))
+            rf"Memory locations [^\n]*(?:\n[^\n]*)?{re.escape(where)}` NUM",
+            memory_paths(PAIRS, prefix))
       for where, prefix in (("memory/YYYY-MM-DD.md", "memory/"), ("USER.md", "USER.md"),
                             ("MEMORY.md", "MEMORY.md"), ("AGENTS.md", "AGENTS.md"))),
     Claim(card("traces", "trace_sample_v1"), r"at NUM rows", count(TRACES)),
@@ -657,7 +460,7 @@ DOCS_ON_DATA: list[Claim] = [
     Claim("docs/datasets.md", r"agreement on NUM turns labelled twice",
           count(VSLA, labelled_twice)),
     Claim("docs/datasets.md", r"On the NUM real sessions bundled",
-          lambda: len(list((DATA_DIR / "claude_code" / "vsla").glob("*.jsonl")))),
+          session_logs),
     *(Claim(doc, r"NUM real Claude Code turns from \d+", count(ENTIRE))
       for doc in ("docs/datasets.md", "docs/results.md")),
     *(Claim(doc, r"real Claude Code turns from NUM\s+sessions", sessions(ENTIRE))
@@ -716,7 +519,7 @@ DOCS_ON_DATA: list[Claim] = [
     Claim("docs/results.md", r"all NUM noise turns included",
           count("labeled/write_gate_v1.jsonl", has(label="noise"))),
     Claim("docs/operations.md", r"`data/claude_code/vsla/` \(NUM sessions\)",
-          lambda: len(list((DATA_DIR / "claude_code" / "vsla").glob("*.jsonl")))),
+          session_logs),
     Claim("docs/quality.md", r"these NUM records", count(RECORDS)),
     Claim("docs/quality.md", r"on the NUM scenarios \(memledger",
           count("mai/attribution_scenarios_v1.jsonl")),
@@ -772,6 +575,7 @@ DOCS_ON_DATA: list[Claim] = [
 
 # --- the committed example comparison and leaderboard -------------------------------------------
 
+
 @cache
 def example_table() -> dict[str, dict[str, str]]:
     """The example's comparison table, one row per pass: column title → cell."""
@@ -805,6 +609,8 @@ def score(system: str, key: str, scale: float) -> Callable[[], float]:
 
 RECALL = "recall b − a (pp) [95% CI]"
 JUDGE = "judge call rate b − a (pp) [95% CI]"
+
+
 EXAMPLE_CLAIMS: list[Claim] = [
     Claim("docs/operations.md", r"keeps NUM fewer substantive entries", example(
         "kept only by a (entries)")),
@@ -816,6 +622,8 @@ EXAMPLE_CLAIMS: list[Claim] = [
     Claim("docs/operations.md", r"McNemar p = NUM\)", example("McNemar p")),
     Claim("docs/operations.md", r"to save NUM pp of\s+judge calls", times(-1, example(JUDGE))),
 ]
+
+
 # docs/results.md's systems × benchmarks table: its columns, then each row's figures as
 # (row, ` / `-separated piece of the cell, leaderboard benchmark and measure, scale)
 SYSTEMS = ("reference", "memledger", "mem0", "my-memory", "team-memory")
@@ -831,11 +639,14 @@ RESULTS_ROWS = (
     (r"conflicts \(", 0, "conflicts", "precision", 1),
     (r"conflicts \(", 1, "conflicts", "recall", 1),
     (r"trust \(", 0, "trust", "Spearman", 1), (r"trust \(", 1, "trust", "Brier", 1))
+
+
 LEADERBOARD_CLAIMS: list[Claim] = [
     Claim("docs/results.md", cell(row, 1 + column, part), score(system, key, scale))
     for row, part, benchmark, measure, scale in RESULTS_ROWS
     for column, system in enumerate(SYSTEMS)
     if (key := measured(system, benchmark, measure))]
+
 
 CLAIMS = [*DATA_CARDS, *DOCS_ON_DATA, *EXAMPLE_CLAIMS, *LEADERBOARD_CLAIMS]
 
