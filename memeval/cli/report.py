@@ -42,5 +42,5 @@ def main(args: list[str]) -> int:
     except (IncomparableRuns, UnreadableResult) as err:
         print(f"memeval report: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {html_path} (self-contained HTML) and {md_path} (Markdown)")
+    print(f"wrote {html_path}  (self-contained HTML)\n      {md_path}  (Markdown)")
     return 0
