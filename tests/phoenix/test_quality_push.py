@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
+from memeval.paths import DATA_DIR, shown_path
 from memeval.reporting.phoenix import quality_push
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR
@@ -131,6 +132,19 @@ def test_trust_scores_are_judged_against_the_grade_else_the_outcome(tmp_path: Pa
     assert trust.metrics["brier_ci95"] == CI and trust.metrics["against"] == "label"
     assert sets[0].examples[1]["metadata"]["source"] == "dev.jsonl"
     assert sets[0].examples[0]["input"]["metadata"]["record_confidence"] == 0.9
+
+
+def test_descriptions_name_data_files_from_the_repository_never_absolutely(
+        tmp_path: Path) -> None:
+    run_dir = trust_run(tmp_path / "run")
+    rows = read_table(run_dir, "trust_records")
+    rows["source"] = [str(DATA_DIR / "mqs" / "memory_records_v1.jsonl"), "/home/dana/x.jsonl"] * 2
+    rows.to_parquet(run_dir / "trust_records.parquet")
+    sets = item_sets(run_dir, json.loads((run_dir / "metrics.json").read_text()))
+    assert sets[0].description == ("memeval memory records, dev split: "
+                                   "data/mqs/memory_records_v1.jsonl, x.jsonl")
+    assert shown_path(str(DATA_DIR / "labeled" / ".." / "mqs" / "a.jsonl")) == "data/mqs/a.jsonl"
+    assert shown_path("") == ""
 
 
 @dataclass

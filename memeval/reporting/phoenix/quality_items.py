@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.quality_sets import TRUST_LABELS, trust_band
+from memeval.paths import shown_path
 from memeval.results.run_dir import jsonable, read_table
 
 Evaluation = dict[str, Any]  # {"name", "label", "score", "explanation"}
@@ -124,14 +125,14 @@ def _detector_name(mode: str) -> str:
 def conflict_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     conflicts = metrics["conflicts"]
     sets = [_conflict_set(
-        "conflicts pairs", f"memeval conflict pairs {conflicts['source']}",
+        "conflicts pairs", f"memeval conflict pairs {shown_path(conflicts['source'])}",
         _rows(run_dir, "conflict_pairs"),
         {mode: (_detector_name(mode), conflicts.get(mode)) for mode in conflicts["detectors"]})]
     learned = metrics.get("conflicts_learned")
     if learned and (run_dir / "conflict_learned.parquet").is_file():
         rows = _rows(run_dir, "conflict_learned")
-        sources = {"dev": ", ".join(d["source"] for d in learned["dev"]),
-                   "test": (learned.get("test_source") or {}).get("source", "")}
+        sources = {"dev": ", ".join(shown_path(d["source"]) for d in learned["dev"]),
+                   "test": shown_path((learned.get("test_source") or {}).get("source", ""))}
         fitted = {"dev": ("out of fold", learned.get("cv")),
                   "test": ("fitted on dev", learned.get("test"))}
         for split, (how, stats) in fitted.items():
@@ -236,7 +237,7 @@ def trust_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     if mqs and (run_dir / "mqs_records.parquet").is_file():
         own = "MQS memledger" if mqs.get("system") == "reference" else f"MQS {mqs.get('system')}"
         sets.append(_record_set(
-            "mqs records", f"memeval memory records {mqs['source']}",
+            "mqs records", f"memeval memory records {shown_path(mqs['source'])}",
             _rows(run_dir, "mqs_records"),
             [(own, mqs.get("configured"), "score", _breakdown),
              ("MQS fitted out of fold", mqs.get("fitted_out_of_fold"),
@@ -250,7 +251,7 @@ def trust_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
             figures = trust.get(split) or {}
             if not members:
                 continue
-            sources = ", ".join(sorted({str(row.get("source")) for row in members}))
+            sources = ", ".join(sorted({shown_path(str(row.get("source"))) for row in members}))
             sets.append(_record_set(
                 f"trust {split}", f"memeval memory records, {split} split: {sources}", members,
                 [(f"trust score ({how})", figures.get(scored), "score", _terms),
