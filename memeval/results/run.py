@@ -23,6 +23,23 @@ from memeval.results.run_dir import (
 )
 
 OVERRIDES = Path(".hydra") / "overrides.yaml"
+# Settings that change how a run is shown or cached, never its results: free to differ on resume,
+# and never what tells two runs' results apart.
+PRESENTATION_KEYS = ("resume", "progress", "plots", "reporting", "cache_dir")
+
+
+def read_overrides(run_dir: Path) -> dict[str, Any] | None:
+    """The job's command-line overrides as {key: value} (deletions dropped), None without
+    Hydra's `.hydra/overrides.yaml`. Hydra's own grammar parses them: `x=0.95` is a float,
+    `+experiment=y` is `experiment`."""
+    path = run_dir / OVERRIDES
+    if not path.is_file():
+        return None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    lines = yaml.safe_load(path.read_text()) or []
+    parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
+    return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
 
 
 @dataclass
@@ -55,17 +72,7 @@ class Run:
 
     @cached_property
     def overrides(self) -> dict[str, Any] | None:
-        """The job's command-line overrides as {key: value} (deletions dropped), None without
-        Hydra's `.hydra/overrides.yaml`. Hydra's own grammar parses them: `x=0.95` is a float,
-        `+experiment=y` is `experiment`."""
-        path = self.path / OVERRIDES
-        if not path.is_file():
-            return None
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        lines = yaml.safe_load(path.read_text()) or []
-        parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
-        return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
+        return read_overrides(self.path)
 
     def setting(self, key: str) -> Any:
         """A resolved config value by dotted key, e.g. `threshold.target_recall`."""
@@ -124,7 +131,7 @@ def flat_settings(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): node}
 
 
-def _varying(settings: Sequence[dict[str, Any]]) -> list[str]:
+def varying_keys(settings: Sequence[dict[str, Any]]) -> list[str]:
     """Keys whose value is not the same in every run (missing counts as a value)."""
     keys = sorted({key for s in settings for key in s})
     missing = object()
@@ -144,7 +151,7 @@ def swept_settings(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str]
     else:
         settings = [flat_settings(OmegaConf.to_container(run.config, resolve=True))
                     for run in runs]
-    swept = _varying(settings)
+    swept = varying_keys(settings)
     if not swept and overrides[0] is not None:  # one run, or identical runs: show what was set
         swept = sorted(k for k in settings[0] if k != "experiment")
     fixed = {k: v for k, v in settings[0].items() if k not in swept} if overrides[0] else {}

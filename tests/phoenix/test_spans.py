@@ -15,7 +15,6 @@ from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import judge_provider
 from memeval.reporting.phoenix.push import (
     decision_annotations,
-    fitted_name,
     redacted,
     report_run,
     run_evaluations,
@@ -142,22 +141,6 @@ def test_each_headline_metric_is_an_evaluation_on_the_entries_it_is_measured_ove
     assert set(names(label="substantive", label_source="heuristic")) == {
         "correct", "pre-judge filtered", "judge called"}  # recall counts human labels only
     assert set(names(label=None)) == {"pre-judge filtered", "judge called"}
-
-
-def test_experiment_names_lead_with_what_tells_them_apart() -> None:
-    name = fitted_name("p2", ["t0.99", "s0", "logistic", "anthropic"], "three_pass")
-    assert name == "p2 t0.99 s0 logistic anthropic | three_pass"
-    # Phoenix's list shows about 22 characters: pass, cut and seed are all inside them
-    assert name[:22] == "p2 t0.99 s0 logistic a"
-    tail_cut = fitted_name("memoryd p3", ["t0.98", "s12", "knn_margin", "openai_chat"],
-                           "compare_systems_on_a_long_experiment_name")
-    assert len(tail_cut) == 60 and tail_cut.endswith("...")
-    assert tail_cut.startswith("memoryd p3 t0.98 s12 knn_margin openai_chat | compare_")
-    squeezed = fitted_name("p1", ["t0.99", "s0", "a_very_long_scorer_name_from_a_plugin_module",
-                                  "another_long_judge_name"], "three_pass")
-    assert len(squeezed) <= 60 and squeezed.startswith("p1 t0.99 s0 a_very_long")
-    assert "..." in squeezed and "three_pass" not in squeezed  # the tail goes before settings
-    assert squeezed.isascii()  # Phoenix's downloads name their file after it, in a header
 
 
 def test_a_judge_span_carries_what_phoenix_prices_a_call_from() -> None:

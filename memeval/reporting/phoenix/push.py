@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
@@ -39,7 +40,6 @@ INGEST_TIMEOUT_S = 120.0
 CONCURRENCY = 8
 EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
                "judge called")
-NAME_CHARS = 60  # about what Phoenix's experiments list shows of a name
 
 
 class PhoenixUnavailable(ExportError):
@@ -158,27 +158,6 @@ def run_evaluations(attributes: Mapping[str, Any], judge_called: bool) -> list[d
     return out
 
 
-def fitted_name(lead: str, settings: Sequence[str], tail: str,
-                limit: int = NAME_CHARS) -> str:
-    """`lead setting setting | tail` within `limit` characters. Phoenix's experiments list shows
-    only the first twenty-odd characters of a name, so what tells a dataset's experiments apart
-    (pass, then the short settings) comes first and the experiment's name last; the tail is cut
-    first, then the longest settings (the first of equals) are shortened with "...". ASCII only:
-    Phoenix puts the name in a download's Content-Disposition header, which fails on anything
-    else."""
-    widths = [len(part) for part in settings]
-    room = limit - len(lead) - len(settings)
-    while sum(widths) > room and max(widths, default=0) > 6:
-        widths[widths.index(max(widths))] -= 1
-    parts = [p if len(p) <= w else p[: w - 3] + "..." for p, w in zip(settings, widths,
-                                                                      strict=True)]
-    body = " ".join([lead, *parts])
-    end = f" | {tail}"
-    if len(body) + len(end) > limit:
-        end = end[: max(limit - len(body) - 3, 0)] + "..." if limit - len(body) > 6 else ""
-    return (body + end)[:limit]
-
-
 def run_label(run_dir: Path) -> str:
     """The run directory as Hydra names it, date/time: an experiment's description says it."""
     return f"{run_dir.parent.name}/{run_dir.name}"
@@ -196,11 +175,27 @@ def upsert_experiment(rest: PhoenixREST, dataset_id: str, found: Mapping[str, An
     return str(found["id"])
 
 
-def experiments_of_run(rest: PhoenixREST, dataset_id: str, run_id: str,
+def experiments_of_run(experiments: Sequence[Mapping[str, Any]], run_id: str,
                        key: Callable[[Mapping[str, Any]], object]) -> dict[object, dict[str, Any]]:
-    """This run's experiments on the dataset, by `key` of their metadata (names change)."""
-    return {key(e["metadata"]): e for e in rest.experiments(dataset_id)
+    """This run's experiments among a dataset's, by `key` of their metadata (names change)."""
+    return {key(e["metadata"]): dict(e) for e in experiments
             if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
+
+
+def settings_apart(rest: PhoenixREST, experiments: Sequence[Mapping[str, Any]], run_id: str,
+                   mine: Mapping[str, Any]) -> list[str]:
+    """The settings whose value differs across the dataset's experiments and this run's (its
+    experiments' metadata `mine`); the other runs' experiments are renamed to name them too."""
+    others = [e for e in naming.memeval_experiments(experiments)
+              if e["metadata"].get("memeval_run_id") != run_id]
+    varying = naming.differing([mine, *(e["metadata"] for e in others)])
+    for other in others:
+        metadata = other["metadata"]
+        renamed = naming.name(metadata, varying, str(metadata.get("experiment")))
+        if renamed != other["name"]:
+            rest.update_experiment(other["id"], renamed, other.get("description") or "",
+                                   metadata)
+    return varying
 
 
 def record_push(folder: Path, report: PushReport) -> None:
@@ -340,40 +335,44 @@ class Pusher:
         if not grouped:
             return
         dataset_id, nodes = self._dataset()
-        existing = experiments_of_run(self.rest, dataset_id, self.report.run_id,
+        experiments = self.rest.experiments(dataset_id)
+        existing = experiments_of_run(experiments, self.report.run_id,
                                       lambda m: (m.get("arm"), m.get("pass")))
         metrics = {(arm, int(p["pass"])): p for arm, passes in passes_by_arm(self.metrics).items()
                    for p in passes}
-        settings = self._settings()
+        tokens, overrides = self._tokens(), naming.run_overrides(self.run_dir)
         experiment, run = self.metrics["experiment"], run_label(self.run_dir)
-        for (arm, pass_no), members in sorted(grouped.items()):
-            lead = f"{'' if arm == 'main' else arm + ' '}p{pass_no}"
-            name = fitted_name(lead, list(settings.values()), experiment)
+        chosen = {key: self._experiment_metadata(*key, metrics.get(key, {}), tokens, overrides)
+                  for key in sorted(grouped)}
+        varying = settings_apart(self.rest, experiments, self.report.run_id,
+                                 next(iter(chosen.values())))
+        for (arm, pass_no), metadata in chosen.items():
+            name = naming.name(metadata, varying, experiment)
             experiment_id = upsert_experiment(
                 self.rest, dataset_id, existing.get((arm, pass_no)), name,
-                f"memeval {experiment}: {arm} arm, pass {pass_no} of run {run} "
-                f"({self.report.run_id})",
-                self._experiment_metadata(arm, pass_no, metrics.get((arm, pass_no), {}),
-                                          settings))
+                f"{run}: memeval {experiment}, {arm} arm, pass {pass_no} (run "
+                f"{self.report.run_id})", metadata)
             self.report.experiments[name] = experiment_id
-            self._runs(experiment_id, members, nodes, judged)
+            self._runs(experiment_id, grouped[(arm, pass_no)], nodes, judged)
 
-    def _settings(self) -> dict[str, str]:
-        """What tells this run's configuration from another's, in the short words of an
-        experiment's name, those most often swept first: the content-score cut (`t0.99` for a
-        recall target, `cut0.5` for a fixed cut), seed (`s0`), scorer and judge, from
+    def _tokens(self) -> dict[str, str]:
+        """What every experiment's name says of its configuration, in short words, those most
+        often swept first: the content-score cut (`t0.99` for a recall target, `cut0.5` for a
+        fixed cut), seed (`s0`), embedder, scorer and judge (its model, if it names one), from
         metrics.json and the run's config.yaml."""
         cfg = self._config()
         policy = OmegaConf.select(cfg, "threshold.policy")
         threshold = (f"cut{OmegaConf.select(cfg, 'threshold.value'):g}" if policy == "fixed"
                      else f"t{OmegaConf.select(cfg, 'threshold.target_recall'):g}"
                      if policy else None)
-        # "anthropic:MODEL" is named "anthropic": the model is in the metadata, the name short
-        judge = str(self.metrics.get("judge") or "").split(":")[0]
+        # "st:all-MiniLM-L6-v2:pad16" is named "all-MiniLM-L6-v2", "anthropic:MODEL" "MODEL"
+        identity = str((self.metrics.get("embedder") or {}).get("identity") or "").split(":")
+        judge = str(self.metrics.get("judge") or "").split(":")
         values = {"threshold": threshold,
                   "seed": f"s{self.metrics['seed']}" if "seed" in self.metrics else None,
+                  "embedder": identity[min(1, len(identity) - 1)] or None,
                   "scorer": (self.metrics.get("scorer") or {}).get("name"),
-                  "judge": judge or None}
+                  "judge": judge[-1] or None}
         return {key: str(value) for key, value in values.items() if value is not None}
 
     def _config(self) -> DictConfig:
@@ -384,14 +383,17 @@ class Pusher:
         return cfg
 
     def _experiment_metadata(self, arm: str, pass_no: int, metrics: Mapping[str, Any],
-                             settings: Mapping[str, str]) -> dict[str, Any]:
+                             tokens: Mapping[str, str], overrides: Mapping[str, str]
+                             ) -> dict[str, Any]:
         headline = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
                     "prejudge_filter_rate", "judge_calls", "judge_call_saving")
         return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
                 "experiment": self.metrics["experiment"], "arm": arm, "pass": pass_no,
+                "lead": f"{'' if arm == 'main' else arm + ' '}p{pass_no}",
+                "tokens": dict(tokens), "overrides": dict(overrides),
                 "seed": self.metrics.get("seed"),
                 "embedder": (self.metrics.get("embedder") or {}).get("identity"),
-                "judge": self.metrics.get("judge"), "scorer": settings.get("scorer"),
+                "judge": self.metrics.get("judge"), "scorer": tokens.get("scorer"),
                 "threshold": OmegaConf.to_container(self._config().get("threshold", {})),
                 **{name: metrics.get(name) for name in headline}}
 

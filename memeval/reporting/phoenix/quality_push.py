@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR
 from memeval.reporting.phoenix.push import (
@@ -27,10 +28,10 @@ from memeval.reporting.phoenix.push import (
     PhoenixUnavailable,
     PushReport,
     experiments_of_run,
-    fitted_name,
     record_push,
     redacted,
     run_label,
+    settings_apart,
     upsert_experiment,
 )
 from memeval.reporting.phoenix.quality_items import VIEWS, Detector, ItemSet, item_sets
@@ -87,16 +88,18 @@ class QualityPusher:
                   "metadata": e["metadata"]} for e in examples])
         nodes = {k.split(":", 1)[1]: v for k, v in self.rest.example_node_ids(dataset_id).items()}
         run_id, experiment = self.report.run_id, self.metrics["experiment"]
-        existing = experiments_of_run(self.rest, dataset_id, run_id,
+        experiments = self.rest.experiments(dataset_id)
+        existing = experiments_of_run(experiments, run_id,
                                       lambda m: (m.get("set"), m.get("detector")))
-        for detector in item_set.detectors:
-            seed = [f"s{self.metrics['seed']}"] if "seed" in self.metrics else []
-            title = redact(fitted_name(detector.name, seed, experiment))
+        chosen = [(detector, redacted(self._metadata(item_set, detector)))
+                  for detector in item_set.detectors]
+        varying = settings_apart(self.rest, experiments, run_id, chosen[0][1])
+        for detector, metadata in chosen:
+            title = redact(naming.name(metadata, varying, experiment))
             experiment_id = upsert_experiment(
                 self.rest, dataset_id, existing.get((item_set.name, detector.name)), title,
-                redacted(f"memeval {experiment}: {detector.description}, run "
-                         f"{run_label(self.run_dir)} ({run_id})"),
-                redacted(self._metadata(item_set, detector)))
+                redacted(f"{run_label(self.run_dir)}: memeval {experiment}, "
+                         f"{detector.description} (run {run_id})"), metadata)
             self.report.experiments[f"{name}: {title}"] = experiment_id  # a title per set
             self._runs(experiment_id, item_set, detector, nodes)
         return name
@@ -104,7 +107,9 @@ class QualityPusher:
     def _metadata(self, item_set: ItemSet, detector: Detector) -> dict[str, Any]:
         return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
                 "experiment": self.metrics["experiment"],
-                "set": item_set.name, "detector": detector.name,
+                "set": item_set.name, "detector": detector.name, "lead": detector.name,
+                "tokens": {"seed": f"s{self.metrics['seed']}"} if "seed" in self.metrics else {},
+                "overrides": naming.run_overrides(self.run_dir),
                 "seed": self.metrics.get("seed"), "items": len(detector.outputs),
                 **detector.metrics}
 
