@@ -26,6 +26,7 @@ from tqdm import tqdm
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
+from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.spans import FILTER_STAGES
@@ -40,6 +41,7 @@ INGEST_TIMEOUT_S = 120.0
 CONCURRENCY = 8
 EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
                "judge called")
+PASS_HEADLINES = ("substantive_recall", "prejudge_filter_rate")
 
 
 class PhoenixUnavailable(ExportError):
@@ -346,6 +348,7 @@ class Pusher:
                   for key in sorted(grouped)}
         varying = settings_apart(self.rest, experiments, self.report.run_id,
                                  next(iter(chosen.values())))
+        declare_directions(self.rest, PASS_HEADLINES)
         for (arm, pass_no), metadata in chosen.items():
             name = naming.name(metadata, varying, experiment)
             experiment_id = upsert_experiment(
@@ -353,7 +356,9 @@ class Pusher:
                 f"{run}: memeval {experiment}, {arm} arm, pass {pass_no} (run "
                 f"{self.report.run_id})", metadata)
             self.report.experiments[name] = experiment_id
-            self._runs(experiment_id, grouped[(arm, pass_no)], nodes, judged)
+            self._runs(experiment_id, grouped[(arm, pass_no)], nodes, judged,
+                       headline_evaluations(metrics.get((arm, pass_no), {}), PASS_HEADLINES,
+                                            f"{arm} arm, pass {pass_no}"))
 
     def _tokens(self) -> dict[str, str]:
         """What every experiment's name says of its configuration, in short words, those most
@@ -398,15 +403,20 @@ class Pusher:
                 **{name: metrics.get(name) for name in headline}}
 
     def _runs(self, experiment_id: str, members: Sequence[dict[str, Any]],
-              nodes: Mapping[str, str], judged: set[str]) -> None:
+              nodes: Mapping[str, str], judged: set[str],
+              headline: Sequence[Mapping[str, Any]]) -> None:
+        """A run per entry with its evaluations; the first also carries the pass's headline
+        figures (headline.py), so each evaluation's mean is the figure."""
         done = self.rest.experiment_runs(experiment_id)
-        missing = self.rest.missing_evaluations(experiment_id, EVALUATIONS) if done else {}
+        names = [*EVALUATIONS, *(e["name"] for e in headline)]
+        missing = self.rest.missing_evaluations(experiment_id, names) if done else {}
+        anchor = members[0]["span_id"]
 
         def record(root: dict[str, Any]) -> int:
             attributes = root["attributes"]
             node = nodes[attributes["memeval.entry_id"]]
             run_id = done.get(node)
-            wanted = set(EVALUATIONS) if run_id is None else missing.get(run_id, set())
+            wanted = set(names) if run_id is None else missing.get(run_id, set())
             if run_id is None:
                 run_id = self.rest.create_run(experiment_id, {
                     "dataset_example_id": node, "repetition_number": 1,
@@ -416,8 +426,9 @@ class Pusher:
                     "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"]),
                     "trace_id": root["trace_id"]})
                 self.report.runs_created += 1
-            evaluations = [e for e in run_evaluations(attributes, root["trace_id"] in judged)
-                           if e["name"] in wanted]  # none left once an earlier push wrote them
+            mine = [*run_evaluations(attributes, root["trace_id"] in judged),
+                    *(headline if root["span_id"] == anchor else ())]
+            evaluations = [e for e in mine if e["name"] in wanted]  # none left once written
             for evaluation in evaluations:
                 self.rest.evaluate({
                     "experiment_run_id": run_id, "annotator_kind": "CODE",

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR
+from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
 from memeval.reporting.phoenix.push import (
     CONCURRENCY,
     PhoenixUnavailable,
@@ -94,6 +95,8 @@ class QualityPusher:
         chosen = [(detector, redacted(self._metadata(item_set, detector)))
                   for detector in item_set.detectors]
         varying = settings_apart(self.rest, experiments, run_id, chosen[0][1])
+        declare_directions(self.rest, sorted({n for d in item_set.detectors
+                                              for n in d.headlines}))
         for detector, metadata in chosen:
             title = redact(naming.name(metadata, varying, experiment))
             experiment_id = upsert_experiment(
@@ -115,15 +118,21 @@ class QualityPusher:
 
     def _runs(self, experiment_id: str, item_set: ItemSet, detector: Detector,
               nodes: Mapping[str, str]) -> None:
+        """A run per item with its evaluations; the first also carries the detector's headline
+        figures (headline.py), so each evaluation's mean is the figure."""
+        headline = headline_evaluations(detector.metrics, detector.headlines,
+                                        f"{detector.name} on {item_set.name}")
+        names = [*item_set.evaluation_names, *(e["name"] for e in headline)]
         done = self.rest.experiment_runs(experiment_id)
-        unfinished = self.rest.missing_evaluations(
-            experiment_id, item_set.evaluation_names) if done else {}
+        unfinished = self.rest.missing_evaluations(experiment_id, names) if done else {}
+        anchor = next(iter(detector.outputs), None)
 
         def record(key: str) -> int:
             node = nodes[key]
             run_id = done.get(node)
             if run_id is not None and run_id not in unfinished:
                 return 0  # recorded and evaluated by an earlier push
+            wanted = set(names) if run_id is None else unfinished[run_id]
             now = datetime.now(UTC).isoformat()
             if run_id is None:
                 run_id = self.rest.create_run(experiment_id, {
@@ -131,13 +140,16 @@ class QualityPusher:
                     "output": redacted(detector.outputs[key]), "start_time": now,
                     "end_time": now})
                 self.report.runs_created += 1
-            for evaluation in detector.evaluations[key]:
+            evaluations = [e for e in [*detector.evaluations[key],
+                                       *(headline if key == anchor else ())]
+                           if e["name"] in wanted]
+            for evaluation in evaluations:
                 self.rest.evaluate({
                     "experiment_run_id": run_id, "annotator_kind": "CODE",
                     "name": evaluation["name"], "start_time": now, "end_time": now,
                     "result": redacted({k: evaluation[k]
                                         for k in ("label", "score", "explanation")})})
-            return len(detector.evaluations[key])
+            return len(evaluations)
 
         bar = tqdm(total=len(detector.outputs), desc=f"phoenix {detector.name}",
                    disable=not self.progress, leave=False)

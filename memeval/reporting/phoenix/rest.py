@@ -94,6 +94,13 @@ class PhoenixREST:
         self._call("POST", "/v1/trace_annotations", params={"sync": "true"},
                    json={"data": list(annotations)})
 
+    # annotation configs: an evaluation's direction (which way is better) and bounds
+    def annotation_config_names(self) -> set[str]:
+        return {c["name"] for c in self._pages("/v1/annotation_configs", limit=1000)}
+
+    def create_annotation_config(self, config: Mapping[str, Any]) -> None:
+        self._call("POST", "/v1/annotation_configs", json=dict(config))
+
     # datasets
     def dataset_id(self, name: str) -> str | None:
         return next((d["id"] for d in self._pages("/v1/datasets", name=name)
