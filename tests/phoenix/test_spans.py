@@ -99,13 +99,26 @@ def test_a_failed_judge_call_is_an_error_span() -> None:
 
 def test_each_pass_gets_a_summary_span_with_its_metrics() -> None:
     decisions = pd.DataFrame([row(), row(entry_id="e2", started_at=1_700_000_005.0)])
-    spans = list(run_spans(RUN, decisions, {}, {"main": [{"pass": 1, "substantive_recall": 0.9,
-                                                           "judge_calls": 2}]}))
+    spans = list(run_spans(RUN, decisions, {}, {"main": [{"pass": 1, "judge_calls": 2,
+                                                           "substantive_recall": 0.57641}]}))
     summary = spans[-1]
-    assert summary["name"] == "pass 1 summary"
-    assert summary["attributes"]["memeval.metrics.substantive_recall"] == 0.9
+    assert summary["name"] == "summary p1"
+    attributes = summary["attributes"]
+    # rounded as the terminal shows it (57.6%), under a short name
+    assert attributes["memeval.metrics.recall"] == 0.576
+    assert attributes["memeval.metrics.judge_calls"] == 2
+    assert attributes["input.value"] == "three_pass, main arm, pass 1"
+    assert attributes["output.value"] == "recall 57.6%, judge_calls 2"
+    assert attributes["memeval.pass_no"] == 1 and attributes["session.id"] == RUN.session
     assert (summary["start_ns"], summary["end_ns"]) == (1_700_000_000 * 10**9,
                                                         1_700_000_005 * 10**9)
+
+
+def test_each_root_span_names_its_arm_and_pass_and_every_span_its_runs_session() -> None:
+    spans = entry_spans(RUN, row(arm="sip0001", pass_no=3), None)
+    assert spans[0]["name"] == "gate sip0001 p3"
+    assert {s["attributes"]["session.id"] for s in spans} == {"three_pass run run1"}
+    assert entry_spans(RUN, row(), None)[0]["name"] == "gate p1"
 
 
 def test_annotations_judge_each_labelled_decision() -> None:

@@ -91,6 +91,15 @@ def redacted(value: Any) -> Any:
     return value
 
 
+def current(span: dict[str, Any]) -> dict[str, Any]:
+    """A span of a run directory an older memeval wrote, with today's attribute names:
+    `memeval.pass` was one Phoenix's span filter cannot parse (`pass` is a Python keyword)."""
+    attributes = span["attributes"]
+    if "memeval.pass" in attributes:
+        attributes["memeval.pass_no"] = attributes.pop("memeval.pass")
+    return span
+
+
 def _iso(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).isoformat()
 
@@ -256,7 +265,7 @@ class Pusher:
     def _spans(self, roots: list[dict[str, Any]], deciders: dict[str, dict[str, Any]],
                judged: set[str], checkpoints: list[str]) -> None:
         traces_url = f"{self.rest.base_url}/v1/traces"
-        spans = (redacted(span) for span in read_jsonl(self.folder / SPANS))
+        spans = (redacted(current(span)) for span in read_jsonl(self.folder / SPANS))
         bar = tqdm(desc="phoenix spans", unit="span", disable=not self.progress, leave=False)
         for batch in batches(spans, self.settings.batch_spans):
             export_batch(self.rest.http, traces_url, batch, self.settings.project,
@@ -274,7 +283,7 @@ class Pusher:
                deciders: dict[str, dict[str, Any]], judged: set[str]) -> None:
         """Remember what annotations and experiments need, without the texts."""
         attributes = span["attributes"]
-        if span["name"] == "gate":
+        if span["parent_id"] is None and "memeval.entry_id" in attributes:  # an entry's root
             attributes.pop("input.value", None)
             attributes.pop("memeval.user_prompt", None)
             roots.append(span)
@@ -333,7 +342,7 @@ class Pusher:
         for root in roots:
             attributes = root["attributes"]
             if attributes["memeval.phase"] == "eval":
-                grouped[(attributes["memeval.arm"], attributes["memeval.pass"])].append(root)
+                grouped[(attributes["memeval.arm"], attributes["memeval.pass_no"])].append(root)
         if not grouped:
             return
         dataset_id, nodes = self._dataset()

@@ -4,14 +4,16 @@ Spans are plain dicts (the `spans.jsonl` a run directory keeps), built from `dec
 alone, so any run directory can be pushed later. Ids are derived from the run id and the entry,
 never random: pushing the same run twice sends the same spans, which Phoenix stores once.
 
-Attribute names (all documented in docs/phoenix.md):
+Attribute names (all documented in docs/phoenix.md; each one Phoenix's span filter accepts, so
+never a Python keyword such as `pass` as a part):
     openinference.span.kind      CHAIN (entry, pass summary), GUARDRAIL (filters), LLM (judge)
+    session.id                   the run's, so Phoenix's Sessions tab lists each run apart
     input.value / output.value   the gated text (redacted, truncated) / the outcome
-    memeval.run_id, .experiment, .arm, .pass, .phase, .entry_id, .label, .label_source,
+    memeval.run_id, .experiment, .arm, .pass_no, .phase, .entry_id, .label, .label_source,
     memeval.stage, .decision, .score, .threshold, .outcome, .retained, .embedder
     llm.model_name, llm.provider, llm.token_count.{prompt,completion,total} (what Phoenix prices
     a judge call from), memeval.judge.{cost_usd,cached,skip,error}
-    memeval.metrics.*            a pass's headline metrics on its summary span
+    memeval.metrics.*            a pass's headline metrics on its summary span, rounded
     RETRIEVER `search` spans (retrieval replays): retrieval.documents.N.document.{id,score,
     content},
     memeval.query_id, .kind, .ndcg, .recall, memeval.mqs.top.{score,confidence,usage,access,
@@ -31,8 +33,12 @@ import pandas as pd
 FILTER_STAGES = ("prefilter", "length", "content_score")
 WRITE_OUTCOMES = ("stored", "dedup", "noise_check")
 SPAN_KINDS = {"judge": "LLM", "write": "CHAIN", **{s: "GUARDRAIL" for s in FILTER_STAGES}}
-PASS_METRICS = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
-                "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
+# metrics.json's name of a pass metric -> its short name on the summary span
+PASS_METRICS = {"substantive_recall": "recall", "noise_stored": "noise_stored",
+                "low_value_filtered_rate": "low_filtered", "prejudge_filter_rate": "prejudge",
+                "judge_calls": "judge_calls", "judge_call_saving": "judge_saving",
+                "entries": "entries"}
+DIGITS = 3  # what the terminal shows of a rate (57.6%) or a figure (0.576)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,17 @@ class RunInfo:
     judge_model: str
     text_chars: int = 2000
     judge_provider: str | None = None  # OpenInference's llm.provider, e.g. anthropic
+
+    @property
+    def session(self) -> str:
+        """Phoenix's session of every span of the run: one per run, named so a user knows it."""
+        return f"{self.experiment} run {self.run_id[:8]}"
+
+
+def span_name(kind: str, arm: str, pass_no: int) -> str:
+    """A root span's name says what it is, and for which arm and pass: `gate p2`,
+    `search sip0001 p3`."""
+    return " ".join([kind, *([] if arm == "main" else [arm]), f"p{pass_no}"])
 
 
 def hex_id(length: int, *parts: object) -> str:
@@ -89,8 +106,9 @@ def entry_spans(run: RunInfo, row: Mapping[str, Any],
     """The root span and one child per stage, timed from the decision's start and latencies."""
     trace_id, root_id = trace_ids(run, row)
     start = int(float(row.get("started_at") or 0.0) * 1e9)
-    common = _attributes(**{"memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
-                            "memeval.arm": row["arm"], "memeval.pass": int(row["pass_no"]),
+    common = _attributes(**{"session.id": run.session,
+                            "memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
+                            "memeval.arm": row["arm"], "memeval.pass_no": int(row["pass_no"]),
                             "memeval.phase": row["phase"], "memeval.entry_id": row["entry_id"]})
     children, cursor = [], start
     for stage, verdict in stage_verdicts(row, run.stage_order):
@@ -105,7 +123,8 @@ def entry_spans(run: RunInfo, row: Mapping[str, Any],
         cursor += elapsed
     texts = text or {}
     root = {
-        "trace_id": trace_id, "span_id": root_id, "parent_id": None, "name": "gate",
+        "trace_id": trace_id, "span_id": root_id, "parent_id": None,
+        "name": span_name("gate", str(row["arm"]), int(row["pass_no"])),
         "start_ns": start, "end_ns": cursor, "status": "OK",
         "attributes": {**common, "openinference.span.kind": "CHAIN", **_attributes(**{
             "input.value": str(texts.get("assistant_response") or "")[: run.text_chars] or None,
@@ -147,17 +166,28 @@ def _tokens(row: Mapping[str, Any]) -> dict[str, int]:
 
 def pass_summary_span(run: RunInfo, arm: str, metrics: Mapping[str, Any],
                       start_ns: int, end_ns: int) -> dict[str, Any]:
-    """One span per evaluated pass carrying its headline metrics, where the trace list shows
-    them beside the entries."""
+    """One span per evaluated pass carrying its headline metrics, rounded as the terminal shows
+    them, where the trace list shows them beside the entries: its input says which pass of
+    which run, its output the metrics in words."""
     pass_no = int(metrics["pass"])
     trace_id = hex_id(32, run.run_id, arm, pass_no, "summary")
-    values = {f"memeval.metrics.{name}": metrics.get(name) for name in PASS_METRICS}
+    values = {short: _rounded(metrics.get(name)) for name, short in PASS_METRICS.items()}
+    told = ", ".join(f"{short} {100 * value:.1f}%" if isinstance(value, float) else
+                     f"{short} {value}" for short, value in values.items() if value is not None)
     return {"trace_id": trace_id, "span_id": hex_id(16, trace_id, "root"), "parent_id": None,
-            "name": f"pass {pass_no} summary", "start_ns": start_ns, "end_ns": end_ns,
+            "name": span_name("summary", arm, pass_no), "start_ns": start_ns, "end_ns": end_ns,
             "status": "OK", "attributes": {
-                "openinference.span.kind": "CHAIN", "memeval.run_id": run.run_id,
-                "memeval.experiment": run.experiment, "memeval.arm": arm,
-                "memeval.pass": pass_no, **_attributes(**values)}}
+                "openinference.span.kind": "CHAIN", "session.id": run.session,
+                "memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
+                "memeval.arm": arm, "memeval.pass_no": pass_no,
+                "input.value": f"{run.experiment}, {arm} arm, pass {pass_no}",
+                "output.value": told,
+                **_attributes(**{f"memeval.metrics.{short}": value
+                                 for short, value in values.items()})}}
+
+
+def _rounded(value: Any) -> Any:
+    return round(float(value), DIGITS) if isinstance(value, float) else _clean(value)
 
 
 def _rows(decisions: pd.DataFrame) -> list[dict[str, Any]]:
@@ -214,12 +244,13 @@ def search_spans(run: RunInfo, searches: pd.DataFrame,
                for term in row if str(term).startswith("top_mqs_")}
         start = int(float(row["searched_at"]) * 1e9)
         yield {"trace_id": trace_id, "span_id": hex_id(16, *key), "parent_id": None,
-               "name": "search", "start_ns": start, "end_ns": start, "status": "OK",
+               "name": span_name("search", str(row["arm"]), int(row["pass"])),
+               "start_ns": start, "end_ns": start, "status": "OK",
                "attributes": {"openinference.span.kind": "RETRIEVER", **documents,
                               **_attributes(**{
-                                  "memeval.run_id": run.run_id,
+                                  "session.id": run.session, "memeval.run_id": run.run_id,
                                   "memeval.experiment": run.experiment,
-                                  "memeval.arm": row["arm"], "memeval.pass": int(row["pass"]),
+                                  "memeval.arm": row["arm"], "memeval.pass_no": int(row["pass"]),
                                   "memeval.query_id": row["query_id"],
                                   "memeval.kind": row.get("kind"),
                                   "input.value": str(row.get("query") or "")[: run.text_chars],
