@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memeval.reporting.phoenix.naming import differing, fitted_name, name
-from memeval.reporting.phoenix.push import settings_apart
+from memeval.reporting.phoenix.naming import differing, fitted_name, name, settings_apart
 
 TOKENS = {"threshold": "t0.99", "seed": "s0", "embedder": "all-MiniLM-L6-v2",
           "scorer": "logistic", "judge": "labels"}

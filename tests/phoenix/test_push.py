@@ -275,14 +275,14 @@ def test_each_passs_headline_metrics_are_its_experiments_evaluations(pushed: tup
         assert called["count"] == figures["entries"]
         assert called["meanScore"] * called["count"] == pytest.approx(figures["judge_calls"])
         # the headline figures as the terminal prints them (57.6%), in hundredths: one run each
-        recall = means["recall % (higher is better)"]
+        recall = means["Recall % (higher is better)"]
         assert recall["count"] == 1
         assert recall["meanScore"] == round(100 * figures["substantive_recall"], 1)
-        assert means["pre-judge % (higher is better)"]["meanScore"] == round(
+        assert means["Pre-judge % (higher is better)"]["meanScore"] == round(
             100 * figures["prejudge_filter_rate"], 1)
     directions = {c["name"]: c["optimization_direction"]
                   for c in pages(client, "/v1/annotation_configs")}
-    assert directions["recall % (higher is better)"] == "MAXIMIZE"
+    assert directions["Recall % (higher is better)"] == "MAXIMIZE"
 
 
 def test_the_judges_tokens_and_cost_reach_phoenixs_cost_columns(pushed: tuple) -> None:
@@ -474,4 +474,28 @@ def test_retrieval_searches_arrive_as_retriever_spans_with_the_top_mqs(
         for rank, text in enumerate(row["served_texts"]):  # what was retrieved, not an id alone
             assert attributes[f"retrieval.documents.{rank}.document.content"] == text[:chars]
     record = json.loads((tmp_path / "run" / PHOENIX_DIR / "push.json").read_text())
-    assert record["experiments"] == {} and record["dataset"] == ""  # searches only
+    assert record["dataset"].startswith("memeval retrieval ")
+    last = metrics["passes"][-1]
+    with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+        experiments = experiments_of(client, metrics["run_id"])
+        assert sorted(e["metadata"]["arm"] for e in experiments) == sorted(arms)
+        for experiment in experiments:
+            arm = experiment["metadata"]["arm"]
+            assert experiment["name"].startswith(f"{arm} ")
+            node = graphql(client, EXPERIMENT_SUMMARY, id=experiment["id"])["node"]
+            means = {s["annotationName"]: s["meanScore"] for s in node["annotationSummaries"]}
+            assert means["nDCG@5"] == pytest.approx(last[arm]["ndcg"])
+            # the arm's nDCG@5 as the terminal prints it (0.622), in hundredths
+            assert means["nDCG@5 x100 (higher is better)"] == round(
+                100 * round(last[arm]["ndcg"], 3), 1)
+        # each served document's relevance, from which Phoenix computes its own nDCG
+        span = spans[0]
+        found = graphql(client, DOCUMENT_METRICS, id=span["id"])["node"]
+        grades = mine.loc[span["attributes"]["memeval.query_id"]]["served_grades"]
+        assert [e["score"] for e in sorted(found["documentEvaluations"],
+                                           key=lambda e: e["documentPosition"])] == \
+            [float(g) for g in grades]
+
+
+DOCUMENT_METRICS = """query ($id: ID!) { node(id: $id) { ... on Span {
+    documentEvaluations { name score documentPosition } } } }"""

@@ -19,6 +19,7 @@ from memeval.reporting.phoenix.push import (
     report_run,
     run_evaluations,
 )
+from memeval.reporting.phoenix.retrieval_push import document_annotations
 from memeval.reporting.phoenix.spans import (
     RunInfo,
     entry_spans,
@@ -180,6 +181,22 @@ def test_retrieved_documents_carry_their_text() -> None:
     assert attributes["retrieval.documents.0.document.content"] == "Retries: 3."
     assert attributes["retrieval.documents.1.document.id"] == "m1-1"
     assert "retrieval.documents.1.document.content" not in attributes  # no text known
+    assert attributes["output.value"] == "ndcg 1.000, recall 1.000: m1-0, m1-1"
+    assert span["name"] == "search on p1"
+
+
+def test_each_served_documents_relevance_becomes_its_document_evaluation() -> None:
+    searches = pd.DataFrame([{"arm": "sip0001", "pass": 3, "query_id": "q1", "query": "where?",
+                              "searched_at": 1.7e9, "ndcg": 0.5, "recall": 0.5,
+                              "served_memories": ["m1-0", "m1-1"], "served": ["e1", "e2"],
+                              "served_texts": ["a", "b"], "served_grades": [0, 2],
+                              "cosines": [0.9, 0.5]}])
+    span = next(search_spans(RUN, searches, {}))
+    notes = document_annotations(span)
+    assert [(n["document_position"], n["result"]["score"], n["result"]["label"])
+            for n in notes] == [(0, 0.0, "not relevant"), (1, 2.0, "relevant")]
+    assert {n["span_id"] for n in notes} == {span["span_id"]}
+    assert {n["name"] for n in notes} == {"relevance"}  # what Phoenix's retrieval metrics read
 
 
 def test_everything_sent_is_redacted() -> None:

@@ -11,7 +11,7 @@ same name tells Phoenix (its compare view colours a change by it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,9 @@ from memeval.reporting.phoenix.rest import PhoenixREST
 
 @dataclass(frozen=True)
 class Headline:
-    title: str  # the figure and its unit in Phoenix, e.g. "recall %"
+    # the figure and its unit in Phoenix, e.g. "Recall %": capitalised, so Phoenix, which sorts
+    # evaluations by code point, lists the headline figures before the per-item evaluations
+    title: str
     higher_is_better: bool
     percent: bool  # a rate the terminal prints as 57.6%; else a figure it prints as 0.576
     what: str
@@ -59,15 +61,16 @@ class Headline:
 
 # metrics.json's name of a figure -> how Phoenix shows it
 HEADLINES: dict[str, Headline] = {
-    "substantive_recall": Headline("recall %", True, True,
+    "substantive_recall": Headline("Recall %", True, True,
                                    "human-labelled substantive entries kept"),
-    "prejudge_filter_rate": Headline("pre-judge %", True, True,
+    "prejudge_filter_rate": Headline("Pre-judge %", True, True,
                                      "entries filtered before the judge"),
     "spearman": Headline("Spearman x100", True, False, "rank correlation with the labels",
                          lowest=-100.0),
     "brier": Headline("Brier x100", False, False, "Brier score of P(trusted)"),
     "ece": Headline("ECE x100", False, False, "expected calibration error of P(trusted)"),
     "accuracy": Headline("MAI accuracy %", True, True, "scenarios graded right"),
+    "ndcg": Headline("nDCG x100", True, False, "nDCG of the evaluation queries' searches"),
 }
 
 
@@ -79,9 +82,9 @@ def headline_evaluations(figures: Mapping[str, Any], names: Sequence[str], about
             for name in names if figures.get(name) is not None]
 
 
-def declare_directions(rest: PhoenixREST, names: Sequence[str]) -> None:
+def declare_directions(rest: PhoenixREST, headlines: Iterable[Headline]) -> None:
     """Phoenix's annotation config for each of these figures that has none yet."""
     known = rest.annotation_config_names()
-    for name in names:
-        if HEADLINES[name].name not in known:
-            rest.create_annotation_config(HEADLINES[name].config())
+    for headline in headlines:
+        if headline.name not in known:
+            rest.create_annotation_config(headline.config())

@@ -10,11 +10,13 @@ the dataset's earlier experiments when a new configuration makes one of their se
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.results.run import PRESENTATION_KEYS, read_overrides, varying_keys
 
 NAME_CHARS = 60  # about what Phoenix's experiment header shows of a name
@@ -26,6 +28,12 @@ TOKEN_OF = {"threshold.policy": "threshold", "threshold.value": "threshold",
 # or cached, which experiment it was (the name's tail), and the dataset's path (its fingerprint
 # is in the dataset's name).
 UNNAMED = (*PRESENTATION_KEYS, "experiment", "dataset", "hydra")
+
+
+def fingerprint(examples: list[dict[str, Any]]) -> str:
+    """A dataset's examples as a digest, whose first 12 digits name it: the same items, the
+    same dataset, whichever run pushes them."""
+    return hashlib.sha256(json.dumps(examples, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def fitted_name(lead: str, settings: Sequence[str], tail: str, limit: int = NAME_CHARS,
@@ -88,3 +96,38 @@ def memeval_experiments(experiments: Sequence[Mapping[str, Any]]
                         ) -> list[Mapping[str, Any]]:
     """The experiments a memeval push named from their metadata (older ones kept no lead)."""
     return [e for e in experiments if "lead" in (e.get("metadata") or {})]
+
+
+def upsert_experiment(rest: PhoenixREST, dataset_id: str, found: Mapping[str, Any] | None,
+                      name: str, description: str, metadata: Mapping[str, Any]) -> str:
+    """Create the experiment, or bring the one an earlier push made (found by its metadata) up
+    to date, e.g. renamed by an older memeval."""
+    if found is None:
+        return rest.create_experiment(dataset_id, name, description, metadata)
+    if (found["name"], found.get("description"), found.get("metadata")) != (
+            name, description, dict(metadata)):
+        rest.update_experiment(found["id"], name, description, metadata)
+    return str(found["id"])
+
+
+def experiments_of_run(experiments: Sequence[Mapping[str, Any]], run_id: str,
+                       key: Callable[[Mapping[str, Any]], object]) -> dict[object, dict[str, Any]]:
+    """This run's experiments among a dataset's, by `key` of their metadata (names change)."""
+    return {key(e["metadata"]): dict(e) for e in experiments
+            if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
+
+
+def settings_apart(rest: PhoenixREST, experiments: Sequence[Mapping[str, Any]], run_id: str,
+                   mine: Mapping[str, Any]) -> list[str]:
+    """The settings whose value differs across the dataset's experiments and this run's (its
+    experiments' metadata `mine`); the other runs' experiments are renamed to name them too."""
+    others = [e for e in memeval_experiments(experiments)
+              if e["metadata"].get("memeval_run_id") != run_id]
+    varying = differing([mine, *(e["metadata"] for e in others)])
+    for other in others:
+        metadata = other["metadata"]
+        renamed = name(metadata, varying, str(metadata.get("experiment")))
+        if renamed != other["name"]:
+            rest.update_experiment(other["id"], renamed, other.get("description") or "",
+                                   metadata)
+    return varying

@@ -26,9 +26,18 @@ from tqdm import tqdm
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
-from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
+from memeval.reporting.phoenix.headline import (
+    HEADLINES,
+    declare_directions,
+    headline_evaluations,
+)
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
-from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
+from memeval.reporting.phoenix.retrieval_push import (
+    document_annotations,
+    holds_searches,
+    push_searches,
+)
 from memeval.reporting.phoenix.spans import FILTER_STAGES
 from memeval.reporting.table import wrapped
 from memeval.results.run_dir import read_metrics
@@ -38,7 +47,7 @@ from memeval.utils.redact import redact
 PUSH_RECORD = "push.json"
 ANNOTATOR = "memeval"  # the identifier that makes re-annotation an update
 INGEST_TIMEOUT_S = 120.0
-CONCURRENCY = 8
+DOCUMENT_BATCH = 100  # Phoenix stores about 100 document evaluations a second
 EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
                "judge called")
 PASS_HEADLINES = ("substantive_recall", "prejudge_filter_rate")
@@ -72,7 +81,7 @@ class PushReport:
         if self.spans:  # a quality experiment traces nothing
             parts.append(f"{self.spans} spans ({self.spans_per_s:.0f}/s), {self.annotations} "
                          f"annotations")
-        if self.dataset:  # a retrieval replay sends its searches only
+        if self.dataset:
             parts.append(f"dataset '{self.dataset}', {len(self.experiments)} experiments "
                          f"({self.runs_created} runs new, {self.evaluations} evaluations)")
         return (f"Phoenix {self.endpoint} (project '{self.project}'): {', '.join(parts)} "
@@ -174,41 +183,6 @@ def run_label(run_dir: Path) -> str:
     return f"{run_dir.parent.name}/{run_dir.name}"
 
 
-def upsert_experiment(rest: PhoenixREST, dataset_id: str, found: Mapping[str, Any] | None,
-                      name: str, description: str, metadata: Mapping[str, Any]) -> str:
-    """Create the experiment, or bring the one an earlier push made (found by its metadata) up
-    to date, e.g. renamed by an older memeval."""
-    if found is None:
-        return rest.create_experiment(dataset_id, name, description, metadata)
-    if (found["name"], found.get("description"), found.get("metadata")) != (
-            name, description, dict(metadata)):
-        rest.update_experiment(found["id"], name, description, metadata)
-    return str(found["id"])
-
-
-def experiments_of_run(experiments: Sequence[Mapping[str, Any]], run_id: str,
-                       key: Callable[[Mapping[str, Any]], object]) -> dict[object, dict[str, Any]]:
-    """This run's experiments among a dataset's, by `key` of their metadata (names change)."""
-    return {key(e["metadata"]): dict(e) for e in experiments
-            if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
-
-
-def settings_apart(rest: PhoenixREST, experiments: Sequence[Mapping[str, Any]], run_id: str,
-                   mine: Mapping[str, Any]) -> list[str]:
-    """The settings whose value differs across the dataset's experiments and this run's (its
-    experiments' metadata `mine`); the other runs' experiments are renamed to name them too."""
-    others = [e for e in naming.memeval_experiments(experiments)
-              if e["metadata"].get("memeval_run_id") != run_id]
-    varying = naming.differing([mine, *(e["metadata"] for e in others)])
-    for other in others:
-        metadata = other["metadata"]
-        renamed = naming.name(metadata, varying, str(metadata.get("experiment")))
-        if renamed != other["name"]:
-            rest.update_experiment(other["id"], renamed, other.get("description") or "",
-                                   metadata)
-    return varying
-
-
 def record_push(folder: Path, report: PushReport) -> None:
     """What the last push sent, in RUN_DIR/phoenix/push.json."""
     folder.mkdir(exist_ok=True)
@@ -237,6 +211,7 @@ class Pusher:
         self.metrics = read_metrics(run_dir)
         self.rest = PhoenixREST(base, settings.timeout_s, settings.max_body_bytes)
         self.report = PushReport(base, settings.project, str(self.metrics["run_id"]))
+        self.documents: list[dict[str, Any]] = []  # served documents' relevance
 
     def _timed(self, phase: str, step: Callable[[], None]) -> None:
         started = time.perf_counter()
@@ -255,6 +230,8 @@ class Pusher:
             self._timed("spans", lambda: self._spans(roots, deciders, judged, checkpoints))
             # Experiments need no stored spans: recording them first hides ingestion's lag.
             self._timed("experiments", lambda: self._experiments(roots, judged))
+            if holds_searches(self.run_dir):
+                self._timed("retrieval", self._searches)
             self._timed("ingest", lambda: self._await_ingestion(checkpoints))
             self._timed("annotations", lambda: self._annotate(roots, deciders))
         finally:
@@ -272,6 +249,7 @@ class Pusher:
                          timeout_s=self.settings.timeout_s,
                          max_bytes=self.settings.max_body_bytes)
             for span in batch:
+                self.documents += document_annotations(span)
                 self._index(dict(span), roots, deciders, judged)
             checkpoints.append(batch[-1]["span_id"])
             self.report.spans += len(batch)
@@ -313,7 +291,22 @@ class Pusher:
             self.rest.annotate_spans(list(batch))
         for batch in batches(traces, 1000):
             self.rest.annotate_traces(list(batch))
-        self.report.annotations = len(spans) + len(traces)
+        for batch in batches(self.documents, DOCUMENT_BATCH):
+            self.rest.annotate_documents(list(batch))
+        self.report.annotations = len(spans) + len(traces) + len(self.documents)
+
+    def _searches(self) -> None:
+        """A retrieval replay's queries as a dataset, an experiment per arm."""
+        base = {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
+                "experiment": self.metrics["experiment"], "tokens": self._tokens(),
+                "overrides": naming.run_overrides(self.run_dir), "seed": self.metrics.get("seed"),
+                "embedder": (self.metrics.get("embedder") or {}).get("identity")}
+        name, made, (runs, evaluations) = push_searches(self.rest, self.run_dir, self.metrics,
+                                                        base, run_label(self.run_dir))
+        self.report.dataset = ", ".join(filter(None, (self.report.dataset, name)))
+        self.report.experiments |= made
+        self.report.runs_created += runs
+        self.report.evaluations += evaluations
 
     def _dataset(self) -> tuple[str, dict[str, str]]:
         """The labelled set, uploaded once per fingerprint: (dataset id, entry id -> node id)."""
@@ -337,7 +330,7 @@ class Pusher:
 
     def _experiments(self, roots: Sequence[dict[str, Any]], judged: set[str]) -> None:
         """One experiment per measured gate pass; none for a run that gated nothing (a
-        retrieval replay of a memory corpus sends its searches as traces only)."""
+        retrieval replay of a memory corpus sends its searches as their own dataset)."""
         grouped: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         for root in roots:
             attributes = root["attributes"]
@@ -347,7 +340,7 @@ class Pusher:
             return
         dataset_id, nodes = self._dataset()
         experiments = self.rest.experiments(dataset_id)
-        existing = experiments_of_run(experiments, self.report.run_id,
+        existing = naming.experiments_of_run(experiments, self.report.run_id,
                                       lambda m: (m.get("arm"), m.get("pass")))
         metrics = {(arm, int(p["pass"])): p for arm, passes in passes_by_arm(self.metrics).items()
                    for p in passes}
@@ -355,12 +348,12 @@ class Pusher:
         experiment, run = self.metrics["experiment"], run_label(self.run_dir)
         chosen = {key: self._experiment_metadata(*key, metrics.get(key, {}), tokens, overrides)
                   for key in sorted(grouped)}
-        varying = settings_apart(self.rest, experiments, self.report.run_id,
+        varying = naming.settings_apart(self.rest, experiments, self.report.run_id,
                                  next(iter(chosen.values())))
-        declare_directions(self.rest, PASS_HEADLINES)
+        declare_directions(self.rest, [HEADLINES[name] for name in PASS_HEADLINES])
         for (arm, pass_no), metadata in chosen.items():
             name = naming.name(metadata, varying, experiment)
-            experiment_id = upsert_experiment(
+            experiment_id = naming.upsert_experiment(
                 self.rest, dataset_id, existing.get((arm, pass_no)), name,
                 f"{run}: memeval {experiment}, {arm} arm, pass {pass_no} (run "
                 f"{self.report.run_id})", metadata)

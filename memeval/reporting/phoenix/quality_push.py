@@ -9,8 +9,6 @@ Every string is redacted.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -23,20 +21,26 @@ from tqdm import tqdm
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR
-from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
-from memeval.reporting.phoenix.push import (
-    CONCURRENCY,
-    PhoenixUnavailable,
-    PushReport,
+from memeval.reporting.phoenix.headline import (
+    HEADLINES,
+    declare_directions,
+    headline_evaluations,
+)
+from memeval.reporting.phoenix.naming import (
     experiments_of_run,
-    record_push,
-    redacted,
-    run_label,
+    fingerprint,
     settings_apart,
     upsert_experiment,
 )
+from memeval.reporting.phoenix.push import (
+    PhoenixUnavailable,
+    PushReport,
+    record_push,
+    redacted,
+    run_label,
+)
 from memeval.reporting.phoenix.quality_items import VIEWS, Detector, ItemSet, item_sets
-from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
 from memeval.results.run_dir import read_metrics
 from memeval.utils.redact import redact
 
@@ -44,10 +48,6 @@ from memeval.utils.redact import redact
 def holds(run_dir: Path) -> bool:
     """The run kept a quality experiment's per-item tables."""
     return any((run_dir / f"{table}.parquet").is_file() for table in VIEWS)
-
-
-def fingerprint(examples: list[dict[str, Any]]) -> str:
-    return hashlib.sha256(json.dumps(examples, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 class QualityPusher:
@@ -95,8 +95,8 @@ class QualityPusher:
         chosen = [(detector, redacted(self._metadata(item_set, detector)))
                   for detector in item_set.detectors]
         varying = settings_apart(self.rest, experiments, run_id, chosen[0][1])
-        declare_directions(self.rest, sorted({n for d in item_set.detectors
-                                              for n in d.headlines}))
+        declare_directions(self.rest, [HEADLINES[n] for n in sorted(
+            {n for d in item_set.detectors for n in d.headlines})])
         for detector, metadata in chosen:
             title = redact(naming.name(metadata, varying, experiment))
             experiment_id = upsert_experiment(

@@ -23,6 +23,7 @@ never a Python keyword such as `pass` as a part):
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -225,25 +226,29 @@ def search_spans(run: RunInfo, searches: pd.DataFrame,
     result's MQS with its breakdown (the retrieval replay's `retrieval_queries` table). A
     document's content is the memory's (redacted) text as the table holds it, or in runs that
     predate that column the text of the entry it was written from, so Phoenix shows what was
-    retrieved, not an id alone."""
+    retrieved, not an id alone; its metadata holds the labelled relevance grade (0 when not
+    relevant), which the push sends as the document's `relevance` evaluation, from which
+    Phoenix computes its retrieval metrics (nDCG, precision, hit)."""
     for row in _rows(searches):
-        key = (run.run_id, row["arm"], row["pass"], row["query_id"], "search")
-        trace_id = hex_id(32, *key)
+        trace_id, span_id = search_ids(run.run_id, str(row["arm"]), int(row["pass"]),
+                                       str(row["query_id"]))
         documents: dict[str, Any] = {}
-        served_texts = row.get("served_texts")
+        served_texts, grades = row.get("served_texts"), row.get("served_grades")
         for rank, (memory, entry, score) in enumerate(zip(
                 row["served_memories"], row["served"], row["cosines"], strict=True)):
             prefix = f"retrieval.documents.{rank}.document"
             content = str(served_texts[rank] if served_texts is not None else
                           (texts.get(str(entry)) or {}).get("assistant_response") or "")
             content = content[: run.text_chars]
-            documents |= _attributes(**{f"{prefix}.id": str(memory),
-                                        f"{prefix}.score": float(score),
-                                        f"{prefix}.content": content or None})
+            documents |= _attributes(**{
+                f"{prefix}.id": str(memory), f"{prefix}.score": float(score),
+                f"{prefix}.content": content or None,
+                f"{prefix}.metadata": None if grades is None else
+                json.dumps({"relevance": int(grades[rank])})})
         mqs = {f"memeval.mqs.top.{term.removeprefix('top_mqs_')}": row.get(term)
                for term in row if str(term).startswith("top_mqs_")}
         start = int(float(row["searched_at"]) * 1e9)
-        yield {"trace_id": trace_id, "span_id": hex_id(16, *key), "parent_id": None,
+        yield {"trace_id": trace_id, "span_id": span_id, "parent_id": None,
                "name": span_name("search", str(row["arm"]), int(row["pass"])),
                "start_ns": start, "end_ns": start, "status": "OK",
                "attributes": {"openinference.span.kind": "RETRIEVER", **documents,
@@ -254,5 +259,14 @@ def search_spans(run: RunInfo, searches: pd.DataFrame,
                                   "memeval.query_id": row["query_id"],
                                   "memeval.kind": row.get("kind"),
                                   "input.value": str(row.get("query") or "")[: run.text_chars],
+                                  "output.value": f"ndcg {row['ndcg']:.3f}, recall "
+                                                  f"{row['recall']:.3f}: "
+                                                  + ", ".join(map(str, row["served_memories"])),
                                   "memeval.ndcg": row["ndcg"], "memeval.recall": row["recall"],
                                   "memeval.mqs.top.score": row.get("top_mqs"), **mqs})}}
+
+
+def search_ids(run_id: str, arm: str, pass_no: int, query_id: str) -> tuple[str, str]:
+    """(trace id, span id) of one measured search, which its experiment run links to."""
+    key = (run_id, arm, pass_no, query_id, "search")
+    return hex_id(32, *key), hex_id(16, *key)
