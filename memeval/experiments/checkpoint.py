@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.engine.gate.gate import Decision
 from memeval.registry import ConfigError
+from memeval.results.run import PRESENTATION_KEYS
 from memeval.systems.base import Ingestor
 from memeval.utils.atomic import remove_stale_temps, write_atomic, write_text_atomic
 from memeval.utils.bounded_json import MAX_JSON_DEPTH, parse_json
@@ -37,8 +38,6 @@ CHECKPOINTS = "checkpoints"
 SETTINGS_FILE = "settings.yaml"
 MAX_SETTINGS_BYTES = 2**20  # a run's resolved settings take a few kB
 MAX_PASS_BYTES = 2**30  # a pass's metrics and table rows: megabytes for a large dataset
-# Settings that change how a run is shown or cached, never its results: free to differ on resume.
-PRESENTATION_KEYS = ("resume", "progress", "plots", "reporting", "cache_dir")
 DECISIONS_FILE = "decisions.json"  # in each pass's snapshot folder, beside the store copies
 PASS_KEYS = ("dataset_fingerprint", "gate", "metrics", "tables", "extra", "files")
 WAYS_OUT = ("restore it, or start over in a new run directory (the same command without "

@@ -269,6 +269,7 @@ class RetrievalReplay:
                 "top_memory": ranked[0] if ranked else None,
                 "top_mqs": top.score if top else None, **breakdown,
                 "served": ranked, "served_memories": ranked,
+                "served_grades": [grades.get(memory, 0) for memory in ranked],
                 "served_texts": [work.memories[i].text for i in served],
                 "cosines": [cosine[i] for i in served]}
 

@@ -26,6 +26,23 @@ from memeval.results.run_dir import (
 
 OVERRIDES = Path(".hydra") / "overrides.yaml"
 HYDRA_DAY, HYDRA_TIME = re.compile(r"\d{4}-\d{2}-\d{2}"), re.compile(r"\d{2}-\d{2}-\d{2}")
+# Settings that change how a run is shown or cached, never its results: free to differ on resume,
+# and never what tells two runs' results apart.
+PRESENTATION_KEYS = ("resume", "progress", "plots", "reporting", "cache_dir")
+
+
+def read_overrides(run_dir: Path) -> dict[str, Any] | None:
+    """The job's command-line overrides as {key: value} (deletions dropped), None without
+    Hydra's `.hydra/overrides.yaml`. Hydra's own grammar parses them: `x=0.95` is a float,
+    `+experiment=y` is `experiment`."""
+    path = run_dir / OVERRIDES
+    if not path.is_file():
+        return None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    lines = yaml.safe_load(path.read_text()) or []
+    parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
+    return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
 
 
 @dataclass
@@ -69,17 +86,7 @@ class Run:
 
     @cached_property
     def overrides(self) -> dict[str, Any] | None:
-        """The job's command-line overrides as {key: value} (deletions dropped), None without
-        Hydra's `.hydra/overrides.yaml`. Hydra's own grammar parses them: `x=0.95` is a float,
-        `+experiment=y` is `experiment`."""
-        path = self.path / OVERRIDES
-        if not path.is_file():
-            return None
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        lines = yaml.safe_load(path.read_text()) or []
-        parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
-        return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
+        return read_overrides(self.path)
 
     def setting(self, key: str) -> Any:
         """A resolved config value by dotted key, e.g. `threshold.target_recall`."""

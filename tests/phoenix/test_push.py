@@ -8,7 +8,7 @@ import io
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from memeval.runner import run_experiment
 from tests.loopback import LoopbackServer, Received, Reply
 
 CORPORA = Path(__file__).resolve().parents[1] / "data" / "corpora"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "phoenix.md"
 
 pytestmark = pytest.mark.integration
 
@@ -142,21 +143,65 @@ def test_spans_arrive_and_are_queryable_by_attribute(pushed: tuple) -> None:
     decisions = read_decisions(run_dir)
     every = run_spans(client, project, metrics["run_id"])
     assert len(every) == sum(1 for _ in read_jsonl(run_dir / PHOENIX_DIR / SPANS))
-    roots = [s for s in every if s["name"] == "gate"]
+    roots = [s for s in every if s["name"].startswith("gate p")]
     assert len(roots) == len(decisions)
+    assert {s["attributes"]["session.id"] for s in every} == {
+        f"three_pass run {metrics['run_id'][:8]}"}  # Phoenix's Sessions list a run apart
     judged = run_spans(client, project, metrics["run_id"], "memeval.stage:judge")
     assert len(judged) == int(decisions["judge_called"].sum()) > 0
     assert {s["span_kind"] for s in judged} == {"LLM"}
-    pass_two = run_spans(client, project, metrics["run_id"], "memeval.pass:2",
+    pass_two = run_spans(client, project, metrics["run_id"], "memeval.pass_no:2",
                          "memeval.stage:content_score")
-    assert pass_two and all(s["attributes"]["memeval.pass"] == 2 for s in pass_two)
+    assert pass_two and all(s["attributes"]["memeval.pass_no"] == 2 for s in pass_two)
+
+
+# Each span filter docs/phoenix.md documents, and which of a run's spans it must find.
+FILTERS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "memeval.pass_no == 2": lambda a: a.get("memeval.pass_no") == 2,
+    "memeval.stage == 'judge'": lambda a: a.get("memeval.stage") == "judge",
+    "memeval.decision == 'reject'": lambda a: a.get("memeval.decision") == "reject",
+    "memeval.label == 'substantive' and memeval.retained == False":
+        lambda a: a.get("memeval.label") == "substantive" and a.get("memeval.retained") is False,
+    "span_kind == 'LLM'": lambda a: a["openinference.span.kind"] == "LLM",
+}
+SPANS_FOUND = """query ($project: ID!, $condition: String!, $after: String) {
+  node(id: $project) { ... on Project {
+    spans(first: 1000, after: $after, filterCondition: $condition) {
+      edges { node { spanId } } pageInfo { hasNextPage endCursor } } } } }"""
+
+
+def filtered(client: httpx.Client, project: str, condition: str) -> set[str]:
+    """The span ids Phoenix's span filter (its UI's search box) finds in the project."""
+    project_id = client.get(f"/v1/projects/{project}").json()["data"]["id"]
+    found: set[str] = set()
+    after = None
+    while True:
+        page = graphql(client, SPANS_FOUND, project=project_id, condition=condition,
+                       after=after)["node"]["spans"]
+        found |= {edge["node"]["spanId"] for edge in page["edges"]}
+        if not page["pageInfo"]["hasNextPage"]:
+            return found
+        after = page["pageInfo"]["endCursor"]
+
+
+@pytest.mark.parametrize("condition", list(FILTERS))
+def test_each_documented_filter_finds_its_spans_in_phoenix(pushed: tuple, condition: str
+                                                           ) -> None:
+    run_dir, metrics, project, client = pushed
+    assert f"`{condition}`" in DOCS.read_text()
+    spans = list(read_jsonl(run_dir / PHOENIX_DIR / SPANS))
+    expected = {s["span_id"] for s in spans if FILTERS[condition](s["attributes"])}
+    run = f"memeval.run_id == '{metrics['run_id']}'"
+    assert f"`{run.replace(metrics['run_id'], 'RUN_ID')}`" in DOCS.read_text()
+    assert filtered(client, project, f"{run} and {condition}") == expected != set()
+    assert filtered(client, project, run) == {s["span_id"] for s in spans}
 
 
 def test_annotations_mark_each_decision_on_its_own_spans(pushed: tuple) -> None:
     run_dir, metrics, project, client = pushed
     decisions = read_decisions(run_dir).set_index(["pass_no", "entry_id"])
-    roots = run_spans(client, project, metrics["run_id"], "memeval.pass:1")
-    roots = [s for s in roots if s["name"] == "gate"]
+    roots = run_spans(client, project, metrics["run_id"], "memeval.pass_no:1")
+    roots = [s for s in roots if s["name"] == "gate p1"]
     notes = annotations_of(client, project, [s["context"]["span_id"] for s in roots])
     by_span = {n["span_id"]: n for n in notes if n["name"] == "gate decision"}
     assert len(by_span) == len(roots)
@@ -166,7 +211,7 @@ def test_annotations_mark_each_decision_on_its_own_spans(pushed: tuple) -> None:
         note = by_span[span["context"]["span_id"]]
         assert note["result"]["label"] == ("correct" if expected else "incorrect")
         assert note["annotator_kind"] == "CODE" and note["result"]["explanation"]
-    rejected = run_spans(client, project, metrics["run_id"], "memeval.pass:1",
+    rejected = run_spans(client, project, metrics["run_id"], "memeval.pass_no:1",
                          "memeval.decision:reject")
     stage_notes = annotations_of(client, project, [s["context"]["span_id"] for s in rejected])
     assert {n["span_id"] for n in stage_notes if n["name"] == "stage decision"} == \
@@ -197,13 +242,14 @@ def test_experiments_are_named_by_pass_and_settings_short_enough_to_read(pushed:
     for experiment in experiments:
         name = experiment["name"]
         assert len(name) <= 60 and name.isascii(), name
-        # what tells them apart first: Phoenix's list shows about 22 characters of a name
-        assert name[:22].startswith(f"p{experiment['metadata']['pass']} t0.995 s0 "), name
-        assert name.split() == [f"p{experiment['metadata']['pass']}", "t0.995", "s0",
-                                metrics["scorer"]["name"], "anthropic", "|", "three_pass"]
+        # the pass first, then every setting (those that differ from other runs' first)
+        assert name.startswith(f"p{experiment['metadata']['pass']} "), name
+        assert {"t0.995", "s0", metrics["embedder"]["identity"], metrics["scorer"]["name"],
+                JUDGE_MODEL} <= set(name.split()), name
         assert experiment["metadata"]["threshold"]["target_recall"] == 0.995
         assert metrics["run_id"] in experiment["description"]  # the run, kept out of the name
-        assert run_dir.name in experiment["description"]
+        # the list shows about 30 characters of a description: the run's date and time first
+        assert experiment["description"].startswith(f"{run_dir.parent.name}/{run_dir.name}: ")
 
 
 EXPERIMENT_SUMMARY = """query ($id: ID!) { node(id: $id) { ... on Experiment {
@@ -228,6 +274,15 @@ def test_each_passs_headline_metrics_are_its_experiments_evaluations(pushed: tup
         called = means["judge called"]
         assert called["count"] == figures["entries"]
         assert called["meanScore"] * called["count"] == pytest.approx(figures["judge_calls"])
+        # the headline figures as the terminal prints them (57.6%), in hundredths: one run each
+        recall = means["Recall % (higher is better)"]
+        assert recall["count"] == 1
+        assert recall["meanScore"] == round(100 * figures["substantive_recall"], 1)
+        assert means["Pre-judge % (higher is better)"]["meanScore"] == round(
+            100 * figures["prejudge_filter_rate"], 1)
+    directions = {c["name"]: c["optimization_direction"]
+                  for c in pages(client, "/v1/annotation_configs")}
+    assert directions["Recall % (higher is better)"] == "MAXIMIZE"
 
 
 def test_the_judges_tokens_and_cost_reach_phoenixs_cost_columns(pushed: tuple) -> None:
@@ -256,8 +311,8 @@ def test_the_judges_tokens_and_cost_reach_phoenixs_cost_columns(pushed: tuple) -
 
 def test_each_labelled_trace_is_annotated_with_its_verdict(pushed: tuple) -> None:
     _, metrics, project, client = pushed
-    roots = [s for s in run_spans(client, project, metrics["run_id"], "memeval.pass:1")
-             if s["name"] == "gate" and "memeval.label" in s["attributes"]]
+    roots = [s for s in run_spans(client, project, metrics["run_id"], "memeval.pass_no:1")
+             if s["name"].startswith("gate p") and "memeval.label" in s["attributes"]]
     trace_ids = [s["context"]["trace_id"] for s in roots]
     notes: list[dict] = []
     for start in range(0, len(trace_ids), 100):
@@ -300,7 +355,7 @@ def test_a_second_push_adds_nothing(pushed: tuple) -> None:
     experiments = experiments_of(client, metrics["run_id"])
     assert len(experiments) == 3
     assert all(e["successful_run_count"] == metrics["dataset"]["entries"] for e in experiments)
-    root = run_spans(client, project, metrics["run_id"], "memeval.pass:3")[0]
+    root = run_spans(client, project, metrics["run_id"], "memeval.pass_no:3")[0]
     names = [n["name"] for n in annotations_of(client, project, [root["context"]["span_id"]])]
     assert len(names) == len(set(names))  # upserted, not appended
 
@@ -368,7 +423,7 @@ def test_passes_stream_to_phoenix_while_the_run_goes_on(
                 for _ in range(120):  # Phoenix stores spans (and makes the project) later
                     with contextlib.suppress(httpx.HTTPStatusError):
                         held = len(run_spans(client, project, self.run().run_id,
-                                             "memeval.pass:1"))
+                                             "memeval.pass_no:1"))
                     if held:
                         break
                     time.sleep(0.5)
@@ -402,7 +457,7 @@ def test_retrieval_searches_arrive_as_retriever_spans_with_the_top_mqs(
         spans = []
         for _ in range(120):  # stored asynchronously
             spans = run_spans(client, project, metrics["run_id"], "memeval.arm:sip0001",
-                              "memeval.pass:2")
+                              "memeval.pass_no:2")
             if len(spans) == len(searches) // (2 * len(arms)):
                 break
             time.sleep(0.5)
@@ -419,4 +474,28 @@ def test_retrieval_searches_arrive_as_retriever_spans_with_the_top_mqs(
         for rank, text in enumerate(row["served_texts"]):  # what was retrieved, not an id alone
             assert attributes[f"retrieval.documents.{rank}.document.content"] == text[:chars]
     record = json.loads((tmp_path / "run" / PHOENIX_DIR / "push.json").read_text())
-    assert record["experiments"] == {} and record["dataset"] == ""  # searches only
+    assert record["dataset"].startswith("memeval retrieval ")
+    last = metrics["passes"][-1]
+    with httpx.Client(base_url=phoenix_url, timeout=30) as client:
+        experiments = experiments_of(client, metrics["run_id"])
+        assert sorted(e["metadata"]["arm"] for e in experiments) == sorted(arms)
+        for experiment in experiments:
+            arm = experiment["metadata"]["arm"]
+            assert experiment["name"].startswith(f"{arm} ")
+            node = graphql(client, EXPERIMENT_SUMMARY, id=experiment["id"])["node"]
+            means = {s["annotationName"]: s["meanScore"] for s in node["annotationSummaries"]}
+            assert means["nDCG@5"] == pytest.approx(last[arm]["ndcg"])
+            # the arm's nDCG@5 as the terminal prints it (0.622), in hundredths
+            assert means["nDCG@5 x100 (higher is better)"] == round(
+                100 * round(last[arm]["ndcg"], 3), 1)
+        # each served document's relevance, from which Phoenix computes its own nDCG
+        span = spans[0]
+        found = graphql(client, DOCUMENT_METRICS, id=span["id"])["node"]
+        grades = mine.loc[span["attributes"]["memeval.query_id"]]["served_grades"]
+        assert [e["score"] for e in sorted(found["documentEvaluations"],
+                                           key=lambda e: e["documentPosition"])] == \
+            [float(g) for g in grades]
+
+
+DOCUMENT_METRICS = """query ($id: ID!) { node(id: $id) { ... on Span {
+    documentEvaluations { name score documentPosition } } } }"""

@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 from omegaconf import DictConfig
 
+from memeval.paths import DATA_DIR, shown_path
 from memeval.reporting.phoenix import quality_push
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR
+from memeval.reporting.phoenix.headline import headline_evaluations
 from memeval.reporting.phoenix.push import PUSH_RECORD, report_run
 from memeval.reporting.phoenix.pushers import push_run
 from memeval.reporting.phoenix.quality_items import item_sets
@@ -133,6 +135,19 @@ def test_trust_scores_are_judged_against_the_grade_else_the_outcome(tmp_path: Pa
     assert sets[0].examples[0]["input"]["metadata"]["record_confidence"] == 0.9
 
 
+def test_descriptions_name_data_files_from_the_repository_never_absolutely(
+        tmp_path: Path) -> None:
+    run_dir = trust_run(tmp_path / "run")
+    rows = read_table(run_dir, "trust_records")
+    rows["source"] = [str(DATA_DIR / "mqs" / "memory_records_v1.jsonl"), "/home/dana/x.jsonl"] * 2
+    rows.to_parquet(run_dir / "trust_records.parquet")
+    sets = item_sets(run_dir, json.loads((run_dir / "metrics.json").read_text()))
+    assert sets[0].description == ("memeval memory records, dev split: "
+                                   "data/mqs/memory_records_v1.jsonl, x.jsonl")
+    assert shown_path(str(DATA_DIR / "labeled" / ".." / "mqs" / "a.jsonl")) == "data/mqs/a.jsonl"
+    assert shown_path("") == ""
+
+
 @dataclass
 class Held:
     """What the stand-in Phoenix holds, and every request body it was sent."""
@@ -141,6 +156,7 @@ class Held:
     experiments_by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs: dict[str, dict[str, str]] = field(default_factory=dict)  # experiment -> node -> run
     evaluations: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    annotation_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     sent: list[Any] = field(default_factory=list)
 
 
@@ -210,6 +226,13 @@ class StandInREST:
         self.sent.append(dict(evaluation))
         self.evaluations[(evaluation["experiment_run_id"], evaluation["name"])] = dict(evaluation)
 
+    def annotation_config_names(self) -> set[str]:
+        return set(self.held.annotation_configs)
+
+    def create_annotation_config(self, config: Mapping[str, Any]) -> None:
+        assert config["name"] not in self.held.annotation_configs
+        self.held.annotation_configs[config["name"]] = dict(config)
+
 
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> Held:
@@ -229,7 +252,9 @@ def test_a_push_sends_each_set_once_redacted_and_a_second_adds_nothing(
     runs = sum(len(d.outputs) for s in sets for d in s.detectors)
     assert len(stand_in.datasets) == len(sets)
     assert len(stand_in.experiments_by_id) == sum(len(s.detectors) for s in sets)
-    assert report.runs_created == runs and report.evaluations == 2 * runs
+    headlines = sum(len(headline_evaluations(d.metrics, d.headlines, ""))
+                    for s in sets for d in s.detectors)
+    assert report.runs_created == runs and report.evaluations == 2 * runs + headlines
     for experiment in stand_in.experiments_by_id.values():
         assert experiment["metadata"]["memeval_run_id"] == report.run_id
         assert any(k.endswith("_ci95") for k in experiment["metadata"])
@@ -270,8 +295,57 @@ def test_a_push_interrupted_before_its_evaluations_finishes_them(
     dropped = next(iter(stand_in.evaluations))
     del stand_in.evaluations[dropped]
     again = push_run(run_dir, settings, progress=False)
-    assert again.runs_created == 0 and again.evaluations == 2  # the one run, both upserted
+    assert again.runs_created == 0 and again.evaluations == 1  # the one dropped
     assert len(stand_in.evaluations) == first.evaluations
+
+
+def test_calibration_figures_are_evaluations_with_their_direction_rounded_as_printed(
+        tmp_path: Path, stand_in: Held) -> None:
+    run_dir = trust_run(tmp_path / "run")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    metrics["trust_score"]["test"]["trust"] |= {"brier": 0.0394, "ece": 0.02127}
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    push_run(run_dir, PhoenixConfig(endpoint="http://127.0.0.1:1"), progress=False)
+    trust = next(e for e in stand_in.experiments_by_id.values()
+                 if e["metadata"]["detector"] == "trust score (fitted on dev)")
+    mine = {name: e for (run, name), e in stand_in.evaluations.items()
+            if run.startswith(trust["id"] + "/")}
+    # one run carries each figure, so its mean in Phoenix is the figure; in hundredths, since
+    # Phoenix cuts a mean below 1 to two decimals (0.039 would show as 0.03)
+    assert [run for (run, name) in stand_in.evaluations if name == "Brier x100 (lower is better)"
+            and run.startswith(trust["id"] + "/")] == [f"{trust['id']}/r0"]
+    brier = mine["Brier x100 (lower is better)"]["result"]
+    assert (brier["score"], brier["label"]) == (3.9, "0.039 [0.100-0.900]")
+    assert "lower is better" in brier["explanation"]
+    assert mine["ECE x100 (lower is better)"]["result"]["score"] == 2.1
+    assert mine["Spearman x100 (higher is better)"]["result"]["score"] == 80.0
+    directions = {n: c["optimization_direction"] for n, c in stand_in.annotation_configs.items()}
+    assert directions == {"Brier x100 (lower is better)": "MINIMIZE",
+                          "ECE x100 (lower is better)": "MINIMIZE",
+                          "Spearman x100 (higher is better)": "MAXIMIZE"}
+
+
+def test_mai_scenarios_are_a_set_with_the_accuracy_as_headline(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    pd.DataFrame([{"scenario_id": "mai-001", "ground_truth": "well_attributed",
+                   "predicted": "well_attributed", "score": 0.9, "memories": 2, "note": "n",
+                   "term_sessions": 0.5},
+                  {"scenario_id": "mai-002", "ground_truth": "unattributed",
+                   "predicted": "well_attributed", "score": 0.8, "memories": 1, "note": "m",
+                   "term_sessions": None}]).to_parquet(run_dir / "mai_scenarios.parquet")
+    metrics = {"mai": {"source": str(DATA_DIR / "mai" / "s.jsonl"), "scenarios": 2,
+                       "accuracy": 0.5764, "accuracy_ci95": CI, "pass_mark": 0.7}}
+    (mai,) = item_sets(run_dir, metrics)
+    assert (mai.name, mai.description) == ("mai scenarios",
+                                           "memeval attribution scenarios data/mai/s.jsonl")
+    (detector,) = mai.detectors
+    assert detector.outputs["0"] == {"predicted": "well_attributed", "score": 0.9,
+                                     "terms": {"sessions": 0.5}}
+    assert [e["score"] for key in ("0", "1") for e in detector.evaluations[key]] == [1.0, 0.0]
+    (accuracy,) = headline_evaluations(detector.metrics, detector.headlines, "MAI")
+    assert (accuracy["name"], accuracy["score"], accuracy["label"]) == (
+        "MAI accuracy % (higher is better)", 57.6, "57.6% [10.0%-90.0%]")
 
 
 def test_a_directory_with_nothing_to_push_says_what_is_missing(tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import judge_provider
 from memeval.reporting.phoenix.push import (
     decision_annotations,
-    fitted_name,
     redacted,
     report_run,
     run_evaluations,
 )
+from memeval.reporting.phoenix.retrieval_push import document_annotations
 from memeval.reporting.phoenix.spans import (
     RunInfo,
     entry_spans,
@@ -100,13 +100,26 @@ def test_a_failed_judge_call_is_an_error_span() -> None:
 
 def test_each_pass_gets_a_summary_span_with_its_metrics() -> None:
     decisions = pd.DataFrame([row(), row(entry_id="e2", started_at=1_700_000_005.0)])
-    spans = list(run_spans(RUN, decisions, {}, {"main": [{"pass": 1, "substantive_recall": 0.9,
-                                                           "judge_calls": 2}]}))
+    spans = list(run_spans(RUN, decisions, {}, {"main": [{"pass": 1, "judge_calls": 2,
+                                                           "substantive_recall": 0.57641}]}))
     summary = spans[-1]
-    assert summary["name"] == "pass 1 summary"
-    assert summary["attributes"]["memeval.metrics.substantive_recall"] == 0.9
+    assert summary["name"] == "summary p1"
+    attributes = summary["attributes"]
+    # rounded as the terminal shows it (57.6%), under a short name
+    assert attributes["memeval.metrics.recall"] == 0.576
+    assert attributes["memeval.metrics.judge_calls"] == 2
+    assert attributes["input.value"] == "three_pass, main arm, pass 1"
+    assert attributes["output.value"] == "recall 57.6%, judge_calls 2"
+    assert attributes["memeval.pass_no"] == 1 and attributes["session.id"] == RUN.session
     assert (summary["start_ns"], summary["end_ns"]) == (1_700_000_000 * 10**9,
                                                         1_700_000_005 * 10**9)
+
+
+def test_each_root_span_names_its_arm_and_pass_and_every_span_its_runs_session() -> None:
+    spans = entry_spans(RUN, row(arm="sip0001", pass_no=3), None)
+    assert spans[0]["name"] == "gate sip0001 p3"
+    assert {s["attributes"]["session.id"] for s in spans} == {"three_pass run run1"}
+    assert entry_spans(RUN, row(), None)[0]["name"] == "gate p1"
 
 
 def test_annotations_judge_each_labelled_decision() -> None:
@@ -144,22 +157,6 @@ def test_each_headline_metric_is_an_evaluation_on_the_entries_it_is_measured_ove
     assert set(names(label=None)) == {"pre-judge filtered", "judge called"}
 
 
-def test_experiment_names_lead_with_what_tells_them_apart() -> None:
-    name = fitted_name("p2", ["t0.99", "s0", "logistic", "anthropic"], "three_pass")
-    assert name == "p2 t0.99 s0 logistic anthropic | three_pass"
-    # Phoenix's list shows about 22 characters: pass, cut and seed are all inside them
-    assert name[:22] == "p2 t0.99 s0 logistic a"
-    tail_cut = fitted_name("memoryd p3", ["t0.98", "s12", "knn_margin", "openai_chat"],
-                           "compare_systems_on_a_long_experiment_name")
-    assert len(tail_cut) == 60 and tail_cut.endswith("...")
-    assert tail_cut.startswith("memoryd p3 t0.98 s12 knn_margin openai_chat | compare_")
-    squeezed = fitted_name("p1", ["t0.99", "s0", "a_very_long_scorer_name_from_a_plugin_module",
-                                  "another_long_judge_name"], "three_pass")
-    assert len(squeezed) <= 60 and squeezed.startswith("p1 t0.99 s0 a_very_long")
-    assert "..." in squeezed and "three_pass" not in squeezed  # the tail goes before settings
-    assert squeezed.isascii()  # Phoenix's downloads name their file after it, in a header
-
-
 def test_a_judge_span_carries_what_phoenix_prices_a_call_from() -> None:
     priced = RunInfo("run1", "three_pass", ORDER, "hashing-256", "claude-haiku-4-5",
                      judge_provider="anthropic")
@@ -184,6 +181,22 @@ def test_retrieved_documents_carry_their_text() -> None:
     assert attributes["retrieval.documents.0.document.content"] == "Retries: 3."
     assert attributes["retrieval.documents.1.document.id"] == "m1-1"
     assert "retrieval.documents.1.document.content" not in attributes  # no text known
+    assert attributes["output.value"] == "ndcg 1.000, recall 1.000: m1-0, m1-1"
+    assert span["name"] == "search on p1"
+
+
+def test_each_served_documents_relevance_becomes_its_document_evaluation() -> None:
+    searches = pd.DataFrame([{"arm": "sip0001", "pass": 3, "query_id": "q1", "query": "where?",
+                              "searched_at": 1.7e9, "ndcg": 0.5, "recall": 0.5,
+                              "served_memories": ["m1-0", "m1-1"], "served": ["e1", "e2"],
+                              "served_texts": ["a", "b"], "served_grades": [0, 2],
+                              "cosines": [0.9, 0.5]}])
+    span = next(search_spans(RUN, searches, {}))
+    notes = document_annotations(span)
+    assert [(n["document_position"], n["result"]["score"], n["result"]["label"])
+            for n in notes] == [(0, 0.0, "not relevant"), (1, 2.0, "relevant")]
+    assert {n["span_id"] for n in notes} == {span["span_id"]}
+    assert {n["name"] for n in notes} == {"relevance"}  # what Phoenix's retrieval metrics read
 
 
 def test_everything_sent_is_redacted() -> None:

@@ -23,10 +23,21 @@ from typing import Any, TextIO
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
+from memeval.reporting.phoenix.headline import (
+    HEADLINES,
+    declare_directions,
+    headline_evaluations,
+)
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
-from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
+from memeval.reporting.phoenix.retrieval_push import (
+    document_annotations,
+    holds_searches,
+    push_searches,
+)
 from memeval.reporting.phoenix.spans import FILTER_STAGES
 from memeval.reporting.table import wrapped
 from memeval.results.run_dir import read_metrics
@@ -36,10 +47,10 @@ from memeval.utils.redact import redact
 PUSH_RECORD = "push.json"
 ANNOTATOR = "memeval"  # the identifier that makes re-annotation an update
 INGEST_TIMEOUT_S = 120.0
-CONCURRENCY = 8
+DOCUMENT_BATCH = 100  # Phoenix stores about 100 document evaluations a second
 EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
                "judge called")
-NAME_CHARS = 60  # about what Phoenix's experiments list shows of a name
+PASS_HEADLINES = ("substantive_recall", "prejudge_filter_rate")
 
 
 class PhoenixUnavailable(ExportError):
@@ -70,7 +81,7 @@ class PushReport:
         if self.spans:  # a quality experiment traces nothing
             parts.append(f"{self.spans} spans ({self.spans_per_s:.0f}/s), {self.annotations} "
                          f"annotations")
-        if self.dataset:  # a retrieval replay sends its searches only
+        if self.dataset:
             parts.append(f"dataset '{self.dataset}', {len(self.experiments)} experiments "
                          f"({self.runs_created} runs new, {self.evaluations} evaluations)")
         return (f"Phoenix {self.endpoint} (project '{self.project}'): {', '.join(parts)} "
@@ -87,6 +98,15 @@ def redacted(value: Any) -> Any:
     if isinstance(value, list):
         return [redacted(v) for v in value]
     return value
+
+
+def current(span: dict[str, Any]) -> dict[str, Any]:
+    """A span of a run directory an older memeval wrote, with today's attribute names:
+    `memeval.pass` was one Phoenix's span filter cannot parse (`pass` is a Python keyword)."""
+    attributes = span["attributes"]
+    if "memeval.pass" in attributes:
+        attributes["memeval.pass_no"] = attributes.pop("memeval.pass")
+    return span
 
 
 def _iso(ns: int) -> str:
@@ -158,49 +178,9 @@ def run_evaluations(attributes: Mapping[str, Any], judge_called: bool) -> list[d
     return out
 
 
-def fitted_name(lead: str, settings: Sequence[str], tail: str,
-                limit: int = NAME_CHARS) -> str:
-    """`lead setting setting | tail` within `limit` characters. Phoenix's experiments list shows
-    only the first twenty-odd characters of a name, so what tells a dataset's experiments apart
-    (pass, then the short settings) comes first and the experiment's name last; the tail is cut
-    first, then the longest settings (the first of equals) are shortened with "...". ASCII only:
-    Phoenix puts the name in a download's Content-Disposition header, which fails on anything
-    else."""
-    widths = [len(part) for part in settings]
-    room = limit - len(lead) - len(settings)
-    while sum(widths) > room and max(widths, default=0) > 6:
-        widths[widths.index(max(widths))] -= 1
-    parts = [p if len(p) <= w else p[: w - 3] + "..." for p, w in zip(settings, widths,
-                                                                      strict=True)]
-    body = " ".join([lead, *parts])
-    end = f" | {tail}"
-    if len(body) + len(end) > limit:
-        end = end[: max(limit - len(body) - 3, 0)] + "..." if limit - len(body) > 6 else ""
-    return (body + end)[:limit]
-
-
 def run_label(run_dir: Path) -> str:
     """The run directory as Hydra names it, date/time: an experiment's description says it."""
     return f"{run_dir.parent.name}/{run_dir.name}"
-
-
-def upsert_experiment(rest: PhoenixREST, dataset_id: str, found: Mapping[str, Any] | None,
-                      name: str, description: str, metadata: Mapping[str, Any]) -> str:
-    """Create the experiment, or bring the one an earlier push made (found by its metadata) up
-    to date, e.g. renamed by an older memeval."""
-    if found is None:
-        return rest.create_experiment(dataset_id, name, description, metadata)
-    if (found["name"], found.get("description"), found.get("metadata")) != (
-            name, description, dict(metadata)):
-        rest.update_experiment(found["id"], name, description, metadata)
-    return str(found["id"])
-
-
-def experiments_of_run(rest: PhoenixREST, dataset_id: str, run_id: str,
-                       key: Callable[[Mapping[str, Any]], object]) -> dict[object, dict[str, Any]]:
-    """This run's experiments on the dataset, by `key` of their metadata (names change)."""
-    return {key(e["metadata"]): e for e in rest.experiments(dataset_id)
-            if (e.get("metadata") or {}).get("memeval_run_id") == run_id}
 
 
 def record_push(folder: Path, report: PushReport) -> None:
@@ -231,6 +211,7 @@ class Pusher:
         self.metrics = read_metrics(run_dir)
         self.rest = PhoenixREST(base, settings.timeout_s, settings.max_body_bytes)
         self.report = PushReport(base, settings.project, str(self.metrics["run_id"]))
+        self.documents: list[dict[str, Any]] = []  # served documents' relevance
 
     def _timed(self, phase: str, step: Callable[[], None]) -> None:
         started = time.perf_counter()
@@ -249,6 +230,8 @@ class Pusher:
             self._timed("spans", lambda: self._spans(roots, deciders, judged, checkpoints))
             # Experiments need no stored spans: recording them first hides ingestion's lag.
             self._timed("experiments", lambda: self._experiments(roots, judged))
+            if holds_searches(self.run_dir):
+                self._timed("retrieval", self._searches)
             self._timed("ingest", lambda: self._await_ingestion(checkpoints))
             self._timed("annotations", lambda: self._annotate(roots, deciders))
         finally:
@@ -259,13 +242,14 @@ class Pusher:
     def _spans(self, roots: list[dict[str, Any]], deciders: dict[str, dict[str, Any]],
                judged: set[str], checkpoints: list[str]) -> None:
         traces_url = f"{self.rest.base_url}/v1/traces"
-        spans = (redacted(span) for span in read_jsonl(self.folder / SPANS))
+        spans = (redacted(current(span)) for span in read_jsonl(self.folder / SPANS))
         bar = tqdm(desc="phoenix spans", unit="span", disable=not self.progress, leave=False)
         for batch in batches(spans, self.settings.batch_spans):
             export_batch(self.rest.http, traces_url, batch, self.settings.project,
                          timeout_s=self.settings.timeout_s,
                          max_bytes=self.settings.max_body_bytes)
             for span in batch:
+                self.documents += document_annotations(span)
                 self._index(dict(span), roots, deciders, judged)
             checkpoints.append(batch[-1]["span_id"])
             self.report.spans += len(batch)
@@ -277,7 +261,7 @@ class Pusher:
                deciders: dict[str, dict[str, Any]], judged: set[str]) -> None:
         """Remember what annotations and experiments need, without the texts."""
         attributes = span["attributes"]
-        if span["name"] == "gate":
+        if span["parent_id"] is None and "memeval.entry_id" in attributes:  # an entry's root
             attributes.pop("input.value", None)
             attributes.pop("memeval.user_prompt", None)
             roots.append(span)
@@ -307,7 +291,22 @@ class Pusher:
             self.rest.annotate_spans(list(batch))
         for batch in batches(traces, 1000):
             self.rest.annotate_traces(list(batch))
-        self.report.annotations = len(spans) + len(traces)
+        for batch in batches(self.documents, DOCUMENT_BATCH):
+            self.rest.annotate_documents(list(batch))
+        self.report.annotations = len(spans) + len(traces) + len(self.documents)
+
+    def _searches(self) -> None:
+        """A retrieval replay's queries as a dataset, an experiment per arm."""
+        base = {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
+                "experiment": self.metrics["experiment"], "tokens": self._tokens(),
+                "overrides": naming.run_overrides(self.run_dir), "seed": self.metrics.get("seed"),
+                "embedder": (self.metrics.get("embedder") or {}).get("identity")}
+        name, made, (runs, evaluations) = push_searches(self.rest, self.run_dir, self.metrics,
+                                                        base, run_label(self.run_dir))
+        self.report.dataset = ", ".join(filter(None, (self.report.dataset, name)))
+        self.report.experiments |= made
+        self.report.runs_created += runs
+        self.report.evaluations += evaluations
 
     def _dataset(self) -> tuple[str, dict[str, str]]:
         """The labelled set, uploaded once per fingerprint: (dataset id, entry id -> node id)."""
@@ -331,49 +330,56 @@ class Pusher:
 
     def _experiments(self, roots: Sequence[dict[str, Any]], judged: set[str]) -> None:
         """One experiment per measured gate pass; none for a run that gated nothing (a
-        retrieval replay of a memory corpus sends its searches as traces only)."""
+        retrieval replay of a memory corpus sends its searches as their own dataset)."""
         grouped: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         for root in roots:
             attributes = root["attributes"]
             if attributes["memeval.phase"] == "eval":
-                grouped[(attributes["memeval.arm"], attributes["memeval.pass"])].append(root)
+                grouped[(attributes["memeval.arm"], attributes["memeval.pass_no"])].append(root)
         if not grouped:
             return
         dataset_id, nodes = self._dataset()
-        existing = experiments_of_run(self.rest, dataset_id, self.report.run_id,
+        experiments = self.rest.experiments(dataset_id)
+        existing = naming.experiments_of_run(experiments, self.report.run_id,
                                       lambda m: (m.get("arm"), m.get("pass")))
         metrics = {(arm, int(p["pass"])): p for arm, passes in passes_by_arm(self.metrics).items()
                    for p in passes}
-        settings = self._settings()
+        tokens, overrides = self._tokens(), naming.run_overrides(self.run_dir)
         experiment, run = self.metrics["experiment"], run_label(self.run_dir)
-        for (arm, pass_no), members in sorted(grouped.items()):
-            lead = f"{'' if arm == 'main' else arm + ' '}p{pass_no}"
-            name = fitted_name(lead, list(settings.values()), experiment)
-            experiment_id = upsert_experiment(
+        chosen = {key: self._experiment_metadata(*key, metrics.get(key, {}), tokens, overrides)
+                  for key in sorted(grouped)}
+        varying = naming.settings_apart(self.rest, experiments, self.report.run_id,
+                                 next(iter(chosen.values())))
+        declare_directions(self.rest, [HEADLINES[name] for name in PASS_HEADLINES])
+        for (arm, pass_no), metadata in chosen.items():
+            name = naming.name(metadata, varying, experiment)
+            experiment_id = naming.upsert_experiment(
                 self.rest, dataset_id, existing.get((arm, pass_no)), name,
-                f"memeval {experiment}: {arm} arm, pass {pass_no} of run {run} "
-                f"({self.report.run_id})",
-                self._experiment_metadata(arm, pass_no, metrics.get((arm, pass_no), {}),
-                                          settings))
+                f"{run}: memeval {experiment}, {arm} arm, pass {pass_no} (run "
+                f"{self.report.run_id})", metadata)
             self.report.experiments[name] = experiment_id
-            self._runs(experiment_id, members, nodes, judged)
+            self._runs(experiment_id, grouped[(arm, pass_no)], nodes, judged,
+                       headline_evaluations(metrics.get((arm, pass_no), {}), PASS_HEADLINES,
+                                            f"{arm} arm, pass {pass_no}"))
 
-    def _settings(self) -> dict[str, str]:
-        """What tells this run's configuration from another's, in the short words of an
-        experiment's name, those most often swept first: the content-score cut (`t0.99` for a
-        recall target, `cut0.5` for a fixed cut), seed (`s0`), scorer and judge, from
+    def _tokens(self) -> dict[str, str]:
+        """What every experiment's name says of its configuration, in short words, those most
+        often swept first: the content-score cut (`t0.99` for a recall target, `cut0.5` for a
+        fixed cut), seed (`s0`), embedder, scorer and judge (its model, if it names one), from
         metrics.json and the run's config.yaml."""
         cfg = self._config()
         policy = OmegaConf.select(cfg, "threshold.policy")
         threshold = (f"cut{OmegaConf.select(cfg, 'threshold.value'):g}" if policy == "fixed"
                      else f"t{OmegaConf.select(cfg, 'threshold.target_recall'):g}"
                      if policy else None)
-        # "anthropic:MODEL" is named "anthropic": the model is in the metadata, the name short
-        judge = str(self.metrics.get("judge") or "").split(":")[0]
+        # "st:all-MiniLM-L6-v2:pad16" is named "all-MiniLM-L6-v2", "anthropic:MODEL" "MODEL"
+        identity = str((self.metrics.get("embedder") or {}).get("identity") or "").split(":")
+        judge = str(self.metrics.get("judge") or "").split(":")
         values = {"threshold": threshold,
                   "seed": f"s{self.metrics['seed']}" if "seed" in self.metrics else None,
+                  "embedder": identity[min(1, len(identity) - 1)] or None,
                   "scorer": (self.metrics.get("scorer") or {}).get("name"),
-                  "judge": judge or None}
+                  "judge": judge[-1] or None}
         return {key: str(value) for key, value in values.items() if value is not None}
 
     def _config(self) -> DictConfig:
@@ -384,27 +390,35 @@ class Pusher:
         return cfg
 
     def _experiment_metadata(self, arm: str, pass_no: int, metrics: Mapping[str, Any],
-                             settings: Mapping[str, str]) -> dict[str, Any]:
+                             tokens: Mapping[str, str], overrides: Mapping[str, str]
+                             ) -> dict[str, Any]:
         headline = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
                     "prejudge_filter_rate", "judge_calls", "judge_call_saving")
         return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
                 "experiment": self.metrics["experiment"], "arm": arm, "pass": pass_no,
+                "lead": f"{'' if arm == 'main' else arm + ' '}p{pass_no}",
+                "tokens": dict(tokens), "overrides": dict(overrides),
                 "seed": self.metrics.get("seed"),
                 "embedder": (self.metrics.get("embedder") or {}).get("identity"),
-                "judge": self.metrics.get("judge"), "scorer": settings.get("scorer"),
+                "judge": self.metrics.get("judge"), "scorer": tokens.get("scorer"),
                 "threshold": OmegaConf.to_container(self._config().get("threshold", {})),
                 **{name: metrics.get(name) for name in headline}}
 
     def _runs(self, experiment_id: str, members: Sequence[dict[str, Any]],
-              nodes: Mapping[str, str], judged: set[str]) -> None:
+              nodes: Mapping[str, str], judged: set[str],
+              headline: Sequence[Mapping[str, Any]]) -> None:
+        """A run per entry with its evaluations; the first also carries the pass's headline
+        figures (headline.py), so each evaluation's mean is the figure."""
         done = self.rest.experiment_runs(experiment_id)
-        missing = self.rest.missing_evaluations(experiment_id, EVALUATIONS) if done else {}
+        names = [*EVALUATIONS, *(e["name"] for e in headline)]
+        missing = self.rest.missing_evaluations(experiment_id, names) if done else {}
+        anchor = members[0]["span_id"]
 
         def record(root: dict[str, Any]) -> int:
             attributes = root["attributes"]
             node = nodes[attributes["memeval.entry_id"]]
             run_id = done.get(node)
-            wanted = set(EVALUATIONS) if run_id is None else missing.get(run_id, set())
+            wanted = set(names) if run_id is None else missing.get(run_id, set())
             if run_id is None:
                 run_id = self.rest.create_run(experiment_id, {
                     "dataset_example_id": node, "repetition_number": 1,
@@ -414,8 +428,9 @@ class Pusher:
                     "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"]),
                     "trace_id": root["trace_id"]})
                 self.report.runs_created += 1
-            evaluations = [e for e in run_evaluations(attributes, root["trace_id"] in judged)
-                           if e["name"] in wanted]  # none left once an earlier push wrote them
+            mine = [*run_evaluations(attributes, root["trace_id"] in judged),
+                    *(headline if root["span_id"] == anchor else ())]
+            evaluations = [e for e in mine if e["name"] in wanted]  # none left once written
             for evaluation in evaluations:
                 self.rest.evaluate({
                     "experiment_run_id": run_id, "annotator_kind": "CODE",

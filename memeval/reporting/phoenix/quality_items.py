@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.quality_sets import TRUST_LABELS, trust_band
+from memeval.paths import shown_path
 from memeval.results.run_dir import jsonable, read_table
 
 Evaluation = dict[str, Any]  # {"name", "label", "score", "explanation"}
@@ -30,6 +31,7 @@ class Detector:
     metrics: dict[str, Any]
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # item key -> output
     evaluations: dict[str, list[Evaluation]] = field(default_factory=dict)  # item key -> CODE
+    headlines: tuple[str, ...] = ()  # figures of `metrics` pushed as evaluations (headline.py)
 
 
 @dataclass
@@ -124,14 +126,14 @@ def _detector_name(mode: str) -> str:
 def conflict_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     conflicts = metrics["conflicts"]
     sets = [_conflict_set(
-        "conflicts pairs", f"memeval conflict pairs {conflicts['source']}",
+        "conflicts pairs", f"memeval conflict pairs {shown_path(conflicts['source'])}",
         _rows(run_dir, "conflict_pairs"),
         {mode: (_detector_name(mode), conflicts.get(mode)) for mode in conflicts["detectors"]})]
     learned = metrics.get("conflicts_learned")
     if learned and (run_dir / "conflict_learned.parquet").is_file():
         rows = _rows(run_dir, "conflict_learned")
-        sources = {"dev": ", ".join(d["source"] for d in learned["dev"]),
-                   "test": (learned.get("test_source") or {}).get("source", "")}
+        sources = {"dev": ", ".join(shown_path(d["source"]) for d in learned["dev"]),
+                   "test": shown_path((learned.get("test_source") or {}).get("source", ""))}
         fitted = {"dev": ("out of fold", learned.get("cv")),
                   "test": ("fitted on dev", learned.get("test"))}
         for split, (how, stats) in fitted.items():
@@ -156,6 +158,7 @@ BREAKDOWN = ("declared_confidence", "effective_confidence", "confidence_basis", 
              "usage", "access", "conflict_penalty", "hedged_penalty", "raw", "missing_ancestors",
              "chain_truncated", "gate_action")
 TRUST_METRICS = ("spearman", "kendall", "brier", "ece")
+CALIBRATION_HEADLINES = ("spearman", "brier", "ece")
 
 
 def trust_headline(stats: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -202,7 +205,8 @@ def _record_set(name: str, description: str, rows: Sequence[Mapping[str, Any]],
     """`scorers`: (experiment name, its figures, the score's column, the run's extra output)."""
     found = []
     for title, stats, column, details in scorers:
-        detector = Detector(title, f"{title} on {name}", trust_headline(stats))
+        detector = Detector(title, f"{title} on {name}", trust_headline(stats),
+                            headlines=CALIBRATION_HEADLINES)
         for i, row in enumerate(rows):
             if row.get(column) is None:
                 continue  # e.g. no out-of-fold score for a record graded only
@@ -236,7 +240,7 @@ def trust_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     if mqs and (run_dir / "mqs_records.parquet").is_file():
         own = "MQS memledger" if mqs.get("system") == "reference" else f"MQS {mqs.get('system')}"
         sets.append(_record_set(
-            "mqs records", f"memeval memory records {mqs['source']}",
+            "mqs records", f"memeval memory records {shown_path(mqs['source'])}",
             _rows(run_dir, "mqs_records"),
             [(own, mqs.get("configured"), "score", _breakdown),
              ("MQS fitted out of fold", mqs.get("fitted_out_of_fold"),
@@ -250,7 +254,7 @@ def trust_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
             figures = trust.get(split) or {}
             if not members:
                 continue
-            sources = ", ".join(sorted({str(row.get("source")) for row in members}))
+            sources = ", ".join(sorted({shown_path(str(row.get("source"))) for row in members}))
             sets.append(_record_set(
                 f"trust {split}", f"memeval memory records, {split} split: {sources}", members,
                 [(f"trust score ({how})", figures.get(scored), "score", _terms),
@@ -258,11 +262,46 @@ def trust_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     return sets
 
 
+# mqs_calibration's attribution scenarios
+
+def _mai_evaluation(row: Mapping[str, Any]) -> list[Evaluation]:
+    right = row["predicted"] == row["ground_truth"]
+    return [{"name": "correct", "label": "correct" if right else "incorrect",
+             "score": float(right),
+             "explanation": f"graded {row['predicted']}, labelled {row['ground_truth']}"}]
+
+
+def mai_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
+    """The attribution scenarios and MAI's grade of each, with its accuracy as the headline."""
+    mai = metrics.get("mai")
+    if not mai:
+        return []
+    rows = _rows(run_dir, "mai_scenarios")
+    system = (metrics.get("system") or {}).get("name", "reference")
+    title = "MAI memledger" if system == "reference" else f"MAI {system}"
+    detector = Detector(title, f"{title} on mai scenarios",
+                        {"scenarios": mai.get("scenarios"), "pass_mark": mai.get("pass_mark"),
+                         **_ci_headline(mai, ("accuracy",))}, headlines=("accuracy",))
+    for i, row in enumerate(rows):
+        detector.outputs[_key(i)] = {
+            "predicted": row["predicted"], "score": row["score"],
+            "terms": {k.removeprefix("term_"): v for k, v in row.items()
+                      if k.startswith("term_") and v is not None}}
+        detector.evaluations[_key(i)] = _mai_evaluation(row)
+    examples = [{"key": _key(i), "input": {"scenario": row.get("note"),
+                                           "memories": row.get("memories")},
+                 "output": {"ground_truth": row["ground_truth"]},
+                 "metadata": {"scenario_id": row["scenario_id"]}} for i, row in enumerate(rows)]
+    return [ItemSet("mai scenarios", f"memeval attribution scenarios {shown_path(mai['source'])}",
+                    examples, [detector], ("correct",))]
+
+
 # The table that marks a view's run -> the labelled sets it holds.
 VIEWS: dict[str, Callable[[Path, Mapping[str, Any]], list[ItemSet]]] = {
     "conflict_pairs": conflict_sets,
     "mqs_records": trust_sets,
     "trust_records": trust_sets,
+    "mai_scenarios": mai_sets,
 }
 
 

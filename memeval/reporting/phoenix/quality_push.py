@@ -9,8 +9,6 @@ Every string is redacted.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -20,21 +18,29 @@ from typing import Any
 
 from tqdm import tqdm
 
+from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import PHOENIX_DIR
+from memeval.reporting.phoenix.headline import (
+    HEADLINES,
+    declare_directions,
+    headline_evaluations,
+)
+from memeval.reporting.phoenix.naming import (
+    experiments_of_run,
+    fingerprint,
+    settings_apart,
+    upsert_experiment,
+)
 from memeval.reporting.phoenix.push import (
-    CONCURRENCY,
     PhoenixUnavailable,
     PushReport,
-    experiments_of_run,
-    fitted_name,
     record_push,
     redacted,
     run_label,
-    upsert_experiment,
 )
 from memeval.reporting.phoenix.quality_items import VIEWS, Detector, ItemSet, item_sets
-from memeval.reporting.phoenix.rest import PhoenixREST
+from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
 from memeval.results.run_dir import read_metrics
 from memeval.utils.redact import redact
 
@@ -42,10 +48,6 @@ from memeval.utils.redact import redact
 def holds(run_dir: Path) -> bool:
     """The run kept a quality experiment's per-item tables."""
     return any((run_dir / f"{table}.parquet").is_file() for table in VIEWS)
-
-
-def fingerprint(examples: list[dict[str, Any]]) -> str:
-    return hashlib.sha256(json.dumps(examples, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 class QualityPusher:
@@ -87,16 +89,20 @@ class QualityPusher:
                   "metadata": e["metadata"]} for e in examples])
         nodes = {k.split(":", 1)[1]: v for k, v in self.rest.example_node_ids(dataset_id).items()}
         run_id, experiment = self.report.run_id, self.metrics["experiment"]
-        existing = experiments_of_run(self.rest, dataset_id, run_id,
+        experiments = self.rest.experiments(dataset_id)
+        existing = experiments_of_run(experiments, run_id,
                                       lambda m: (m.get("set"), m.get("detector")))
-        for detector in item_set.detectors:
-            seed = [f"s{self.metrics['seed']}"] if "seed" in self.metrics else []
-            title = redact(fitted_name(detector.name, seed, experiment))
+        chosen = [(detector, redacted(self._metadata(item_set, detector)))
+                  for detector in item_set.detectors]
+        varying = settings_apart(self.rest, experiments, run_id, chosen[0][1])
+        declare_directions(self.rest, [HEADLINES[n] for n in sorted(
+            {n for d in item_set.detectors for n in d.headlines})])
+        for detector, metadata in chosen:
+            title = redact(naming.name(metadata, varying, experiment))
             experiment_id = upsert_experiment(
                 self.rest, dataset_id, existing.get((item_set.name, detector.name)), title,
-                redacted(f"memeval {experiment}: {detector.description}, run "
-                         f"{run_label(self.run_dir)} ({run_id})"),
-                redacted(self._metadata(item_set, detector)))
+                redacted(f"{run_label(self.run_dir)}: memeval {experiment}, "
+                         f"{detector.description} (run {run_id})"), metadata)
             self.report.experiments[f"{name}: {title}"] = experiment_id  # a title per set
             self._runs(experiment_id, item_set, detector, nodes)
         return name
@@ -104,21 +110,29 @@ class QualityPusher:
     def _metadata(self, item_set: ItemSet, detector: Detector) -> dict[str, Any]:
         return {"memeval_run_id": self.report.run_id, "run": run_label(self.run_dir),
                 "experiment": self.metrics["experiment"],
-                "set": item_set.name, "detector": detector.name,
+                "set": item_set.name, "detector": detector.name, "lead": detector.name,
+                "tokens": {"seed": f"s{self.metrics['seed']}"} if "seed" in self.metrics else {},
+                "overrides": naming.run_overrides(self.run_dir),
                 "seed": self.metrics.get("seed"), "items": len(detector.outputs),
                 **detector.metrics}
 
     def _runs(self, experiment_id: str, item_set: ItemSet, detector: Detector,
               nodes: Mapping[str, str]) -> None:
+        """A run per item with its evaluations; the first also carries the detector's headline
+        figures (headline.py), so each evaluation's mean is the figure."""
+        headline = headline_evaluations(detector.metrics, detector.headlines,
+                                        f"{detector.name} on {item_set.name}")
+        names = [*item_set.evaluation_names, *(e["name"] for e in headline)]
         done = self.rest.experiment_runs(experiment_id)
-        unfinished = self.rest.missing_evaluations(
-            experiment_id, item_set.evaluation_names) if done else {}
+        unfinished = self.rest.missing_evaluations(experiment_id, names) if done else {}
+        anchor = next(iter(detector.outputs), None)
 
         def record(key: str) -> int:
             node = nodes[key]
             run_id = done.get(node)
             if run_id is not None and run_id not in unfinished:
                 return 0  # recorded and evaluated by an earlier push
+            wanted = set(names) if run_id is None else unfinished[run_id]
             now = datetime.now(UTC).isoformat()
             if run_id is None:
                 run_id = self.rest.create_run(experiment_id, {
@@ -126,13 +140,16 @@ class QualityPusher:
                     "output": redacted(detector.outputs[key]), "start_time": now,
                     "end_time": now})
                 self.report.runs_created += 1
-            for evaluation in detector.evaluations[key]:
+            evaluations = [e for e in [*detector.evaluations[key],
+                                       *(headline if key == anchor else ())]
+                           if e["name"] in wanted]
+            for evaluation in evaluations:
                 self.rest.evaluate({
                     "experiment_run_id": run_id, "annotator_kind": "CODE",
                     "name": evaluation["name"], "start_time": now, "end_time": now,
                     "result": redacted({k: evaluation[k]
                                         for k in ("label", "score", "explanation")})})
-            return len(detector.evaluations[key])
+            return len(evaluations)
 
         bar = tqdm(total=len(detector.outputs), desc=f"phoenix {detector.name}",
                    disable=not self.progress, leave=False)

@@ -16,6 +16,8 @@ from memeval.reporting.phoenix.otlp import ExportError
 from memeval.utils.bounded_json import parse_json
 from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, read_whole
 
+CONCURRENCY = 8  # requests a push keeps in flight: Phoenix answers each in a few milliseconds
+
 # httpx logs every request at INFO: thousands of lines per push, drowning the run's own output.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -93,6 +95,19 @@ class PhoenixREST:
         annotation columns read a trace's annotations, not its root span's."""
         self._call("POST", "/v1/trace_annotations", params={"sync": "true"},
                    json={"data": list(annotations)})
+
+    def annotate_documents(self, annotations: Sequence[Mapping[str, Any]]) -> None:
+        """A retriever span's documents' evaluations (Phoenix computes nDCG, precision and hit
+        from them); upserted by name, span and position."""
+        self._call("POST", "/v1/document_annotations", params={"sync": "true"},
+                   json={"data": list(annotations)})
+
+    # annotation configs: an evaluation's direction (which way is better) and bounds
+    def annotation_config_names(self) -> set[str]:
+        return {c["name"] for c in self._pages("/v1/annotation_configs", limit=1000)}
+
+    def create_annotation_config(self, config: Mapping[str, Any]) -> None:
+        self._call("POST", "/v1/annotation_configs", json=dict(config))
 
     # datasets
     def dataset_id(self, name: str) -> str | None:

@@ -4,14 +4,16 @@ Spans are plain dicts (the `spans.jsonl` a run directory keeps), built from `dec
 alone, so any run directory can be pushed later. Ids are derived from the run id and the entry,
 never random: pushing the same run twice sends the same spans, which Phoenix stores once.
 
-Attribute names (all documented in docs/phoenix.md):
+Attribute names (all documented in docs/phoenix.md; each one Phoenix's span filter accepts, so
+never a Python keyword such as `pass` as a part):
     openinference.span.kind      CHAIN (entry, pass summary), GUARDRAIL (filters), LLM (judge)
+    session.id                   the run's, so Phoenix's Sessions tab lists each run apart
     input.value / output.value   the gated text (redacted, truncated) / the outcome
-    memeval.run_id, .experiment, .arm, .pass, .phase, .entry_id, .label, .label_source,
+    memeval.run_id, .experiment, .arm, .pass_no, .phase, .entry_id, .label, .label_source,
     memeval.stage, .decision, .score, .threshold, .outcome, .retained, .embedder
     llm.model_name, llm.provider, llm.token_count.{prompt,completion,total} (what Phoenix prices
     a judge call from), memeval.judge.{cost_usd,cached,skip,error}
-    memeval.metrics.*            a pass's headline metrics on its summary span
+    memeval.metrics.*            a pass's headline metrics on its summary span, rounded
     RETRIEVER `search` spans (retrieval replays): retrieval.documents.N.document.{id,score,
     content},
     memeval.query_id, .kind, .ndcg, .recall, memeval.mqs.top.{score,confidence,usage,access,
@@ -21,6 +23,7 @@ Attribute names (all documented in docs/phoenix.md):
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +34,12 @@ import pandas as pd
 FILTER_STAGES = ("prefilter", "length", "content_score")
 WRITE_OUTCOMES = ("stored", "dedup", "noise_check")
 SPAN_KINDS = {"judge": "LLM", "write": "CHAIN", **{s: "GUARDRAIL" for s in FILTER_STAGES}}
-PASS_METRICS = ("substantive_recall", "noise_stored", "low_value_filtered_rate",
-                "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
+# metrics.json's name of a pass metric -> its short name on the summary span
+PASS_METRICS = {"substantive_recall": "recall", "noise_stored": "noise_stored",
+                "low_value_filtered_rate": "low_filtered", "prejudge_filter_rate": "prejudge",
+                "judge_calls": "judge_calls", "judge_call_saving": "judge_saving",
+                "entries": "entries"}
+DIGITS = 3  # what the terminal shows of a rate (57.6%) or a figure (0.576)
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,17 @@ class RunInfo:
     judge_model: str
     text_chars: int = 2000
     judge_provider: str | None = None  # OpenInference's llm.provider, e.g. anthropic
+
+    @property
+    def session(self) -> str:
+        """Phoenix's session of every span of the run: one per run, named so a user knows it."""
+        return f"{self.experiment} run {self.run_id[:8]}"
+
+
+def span_name(kind: str, arm: str, pass_no: int) -> str:
+    """A root span's name says what it is, and for which arm and pass: `gate p2`,
+    `search sip0001 p3`."""
+    return " ".join([kind, *([] if arm == "main" else [arm]), f"p{pass_no}"])
 
 
 def hex_id(length: int, *parts: object) -> str:
@@ -89,8 +107,9 @@ def entry_spans(run: RunInfo, row: Mapping[str, Any],
     """The root span and one child per stage, timed from the decision's start and latencies."""
     trace_id, root_id = trace_ids(run, row)
     start = int(float(row.get("started_at") or 0.0) * 1e9)
-    common = _attributes(**{"memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
-                            "memeval.arm": row["arm"], "memeval.pass": int(row["pass_no"]),
+    common = _attributes(**{"session.id": run.session,
+                            "memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
+                            "memeval.arm": row["arm"], "memeval.pass_no": int(row["pass_no"]),
                             "memeval.phase": row["phase"], "memeval.entry_id": row["entry_id"]})
     children, cursor = [], start
     for stage, verdict in stage_verdicts(row, run.stage_order):
@@ -105,7 +124,8 @@ def entry_spans(run: RunInfo, row: Mapping[str, Any],
         cursor += elapsed
     texts = text or {}
     root = {
-        "trace_id": trace_id, "span_id": root_id, "parent_id": None, "name": "gate",
+        "trace_id": trace_id, "span_id": root_id, "parent_id": None,
+        "name": span_name("gate", str(row["arm"]), int(row["pass_no"])),
         "start_ns": start, "end_ns": cursor, "status": "OK",
         "attributes": {**common, "openinference.span.kind": "CHAIN", **_attributes(**{
             "input.value": str(texts.get("assistant_response") or "")[: run.text_chars] or None,
@@ -147,17 +167,28 @@ def _tokens(row: Mapping[str, Any]) -> dict[str, int]:
 
 def pass_summary_span(run: RunInfo, arm: str, metrics: Mapping[str, Any],
                       start_ns: int, end_ns: int) -> dict[str, Any]:
-    """One span per evaluated pass carrying its headline metrics, where the trace list shows
-    them beside the entries."""
+    """One span per evaluated pass carrying its headline metrics, rounded as the terminal shows
+    them, where the trace list shows them beside the entries: its input says which pass of
+    which run, its output the metrics in words."""
     pass_no = int(metrics["pass"])
     trace_id = hex_id(32, run.run_id, arm, pass_no, "summary")
-    values = {f"memeval.metrics.{name}": metrics.get(name) for name in PASS_METRICS}
+    values = {short: _rounded(metrics.get(name)) for name, short in PASS_METRICS.items()}
+    told = ", ".join(f"{short} {100 * value:.1f}%" if isinstance(value, float) else
+                     f"{short} {value}" for short, value in values.items() if value is not None)
     return {"trace_id": trace_id, "span_id": hex_id(16, trace_id, "root"), "parent_id": None,
-            "name": f"pass {pass_no} summary", "start_ns": start_ns, "end_ns": end_ns,
+            "name": span_name("summary", arm, pass_no), "start_ns": start_ns, "end_ns": end_ns,
             "status": "OK", "attributes": {
-                "openinference.span.kind": "CHAIN", "memeval.run_id": run.run_id,
-                "memeval.experiment": run.experiment, "memeval.arm": arm,
-                "memeval.pass": pass_no, **_attributes(**values)}}
+                "openinference.span.kind": "CHAIN", "session.id": run.session,
+                "memeval.run_id": run.run_id, "memeval.experiment": run.experiment,
+                "memeval.arm": arm, "memeval.pass_no": pass_no,
+                "input.value": f"{run.experiment}, {arm} arm, pass {pass_no}",
+                "output.value": told,
+                **_attributes(**{f"memeval.metrics.{short}": value
+                                 for short, value in values.items()})}}
+
+
+def _rounded(value: Any) -> Any:
+    return round(float(value), DIGITS) if isinstance(value, float) else _clean(value)
 
 
 def _rows(decisions: pd.DataFrame) -> list[dict[str, Any]]:
@@ -195,33 +226,47 @@ def search_spans(run: RunInfo, searches: pd.DataFrame,
     result's MQS with its breakdown (the retrieval replay's `retrieval_queries` table). A
     document's content is the memory's (redacted) text as the table holds it, or in runs that
     predate that column the text of the entry it was written from, so Phoenix shows what was
-    retrieved, not an id alone."""
+    retrieved, not an id alone; its metadata holds the labelled relevance grade (0 when not
+    relevant), which the push sends as the document's `relevance` evaluation, from which
+    Phoenix computes its retrieval metrics (nDCG, precision, hit)."""
     for row in _rows(searches):
-        key = (run.run_id, row["arm"], row["pass"], row["query_id"], "search")
-        trace_id = hex_id(32, *key)
+        trace_id, span_id = search_ids(run.run_id, str(row["arm"]), int(row["pass"]),
+                                       str(row["query_id"]))
         documents: dict[str, Any] = {}
-        served_texts = row.get("served_texts")
+        served_texts, grades = row.get("served_texts"), row.get("served_grades")
         for rank, (memory, entry, score) in enumerate(zip(
                 row["served_memories"], row["served"], row["cosines"], strict=True)):
             prefix = f"retrieval.documents.{rank}.document"
             content = str(served_texts[rank] if served_texts is not None else
                           (texts.get(str(entry)) or {}).get("assistant_response") or "")
             content = content[: run.text_chars]
-            documents |= _attributes(**{f"{prefix}.id": str(memory),
-                                        f"{prefix}.score": float(score),
-                                        f"{prefix}.content": content or None})
+            documents |= _attributes(**{
+                f"{prefix}.id": str(memory), f"{prefix}.score": float(score),
+                f"{prefix}.content": content or None,
+                f"{prefix}.metadata": None if grades is None else
+                json.dumps({"relevance": int(grades[rank])})})
         mqs = {f"memeval.mqs.top.{term.removeprefix('top_mqs_')}": row.get(term)
                for term in row if str(term).startswith("top_mqs_")}
         start = int(float(row["searched_at"]) * 1e9)
-        yield {"trace_id": trace_id, "span_id": hex_id(16, *key), "parent_id": None,
-               "name": "search", "start_ns": start, "end_ns": start, "status": "OK",
+        yield {"trace_id": trace_id, "span_id": span_id, "parent_id": None,
+               "name": span_name("search", str(row["arm"]), int(row["pass"])),
+               "start_ns": start, "end_ns": start, "status": "OK",
                "attributes": {"openinference.span.kind": "RETRIEVER", **documents,
                               **_attributes(**{
-                                  "memeval.run_id": run.run_id,
+                                  "session.id": run.session, "memeval.run_id": run.run_id,
                                   "memeval.experiment": run.experiment,
-                                  "memeval.arm": row["arm"], "memeval.pass": int(row["pass"]),
+                                  "memeval.arm": row["arm"], "memeval.pass_no": int(row["pass"]),
                                   "memeval.query_id": row["query_id"],
                                   "memeval.kind": row.get("kind"),
                                   "input.value": str(row.get("query") or "")[: run.text_chars],
+                                  "output.value": f"ndcg {row['ndcg']:.3f}, recall "
+                                                  f"{row['recall']:.3f}: "
+                                                  + ", ".join(map(str, row["served_memories"])),
                                   "memeval.ndcg": row["ndcg"], "memeval.recall": row["recall"],
                                   "memeval.mqs.top.score": row.get("top_mqs"), **mqs})}}
+
+
+def search_ids(run_id: str, arm: str, pass_no: int, query_id: str) -> tuple[str, str]:
+    """(trace id, span id) of one measured search, which its experiment run links to."""
+    key = (run_id, arm, pass_no, query_id, "search")
+    return hex_id(32, *key), hex_id(16, *key)

@@ -1,0 +1,158 @@
+"""A retrieval replay's measured searches in Phoenix: the evaluation queries as a dataset, each
+arm's last pass as an experiment (a run per query, linked to its search's trace, with nDCG@k
+and recall@k as CODE evaluations and the arm's nDCG@k as its headline figure), so the compare
+view sets the ranking policies side by side; and each served document's labelled relevance as
+the document evaluation Phoenix computes its own retrieval metrics from.
+
+Read from the run directory alone (`retrieval_queries`, metrics.json), like the other pushes,
+and idempotent like them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memeval.paths import shown_path
+from memeval.reporting.phoenix import naming
+from memeval.reporting.phoenix.files import SEARCHES
+from memeval.reporting.phoenix.headline import HEADLINES, declare_directions
+from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
+from memeval.reporting.phoenix.spans import search_ids
+from memeval.results.run_dir import read_table
+
+RELEVANCE = "relevance"  # the document evaluation's name, Phoenix's own for retrieval
+
+
+def holds_searches(run_dir: Path) -> bool:
+    """The run measured searches (a retrieval replay)."""
+    return (run_dir / f"{SEARCHES}.parquet").is_file()
+
+
+def document_annotations(span: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each served document's labelled relevance grade (0: not relevant), from its metadata."""
+    attributes, found = span["attributes"], []
+    for key, value in attributes.items():
+        if key.startswith("retrieval.documents.") and key.endswith(".document.metadata"):
+            grade = int(json.loads(value).get(RELEVANCE, 0))
+            found.append({"span_id": span["span_id"], "name": RELEVANCE,
+                          "annotator_kind": "CODE", "document_position": int(key.split(".")[2]),
+                          "result": {"label": "relevant" if grade else "not relevant",
+                                     "score": float(grade),
+                                     "explanation": f"graded {grade} in the labelled queries"}})
+    return found
+
+
+@dataclass
+class SearchRun:
+    """One query's run in an arm's experiment."""
+
+    query_id: str
+    output: dict[str, Any]
+    trace_id: str
+    at: str
+    evaluations: list[dict[str, Any]]
+
+
+def _evaluation(name: str, value: float) -> dict[str, Any]:
+    return {"name": name, "label": f"{value:.3f}", "score": float(value),
+            "explanation": f"{name} of this query's served memories"}
+
+
+def push_searches(rest: PhoenixREST, run_dir: Path, metrics: Mapping[str, Any],
+                  metadata: Mapping[str, Any], run: str
+                  ) -> tuple[str, dict[str, str], tuple[int, int]]:
+    """The queries' dataset and an experiment per arm: (the dataset's name, {experiment name:
+    id}, (runs, evaluations) written). `metadata`: what every experiment's carries (run id,
+    tokens, overrides)."""
+    table = read_table(run_dir, SEARCHES)
+    last = int(table["pass"].max())
+    rows = table[table["pass"] == last].sort_values("query_id").to_dict("records")
+    settings = (metrics.get("retrieval") or {}).get("settings") or {}
+    k = int(settings.get("k", 5))
+    examples = {str(r["query_id"]): {"input": {"query": r["query"], "kind": r.get("kind")},
+                                     "output": {}, "metadata": {"query_id": r["query_id"]}}
+                for r in rows}
+    dataset, dataset_id, nodes = _dataset(rest, examples, metrics)
+    experiments = rest.experiments(dataset_id)
+    run_id = str(metrics["run_id"])
+    existing = naming.experiments_of_run(experiments, run_id, lambda m: m.get("arm"))
+    figures = next(p for p in metrics["passes"] if int(p["pass"]) == last)
+    headline = replace(HEADLINES["ndcg"], title=f"nDCG@{k} x100")
+    chosen = {arm: {**metadata, "arm": arm, "pass": last, "lead": arm,
+                    **{f"{m}{s}": figures[arm].get(f"{m}{s}") for m in ("ndcg", "recall")
+                       for s in ("", "_ci95")}}
+              for arm in figures["arms"]}
+    varying = naming.settings_apart(rest, experiments, run_id, next(iter(chosen.values())))
+    declare_directions(rest, [headline])
+    made, written = {}, (0, 0)
+    for arm, meta in chosen.items():
+        title = naming.name(meta, varying, str(metrics["experiment"]))
+        experiment_id = naming.upsert_experiment(
+            rest, dataset_id, existing.get(arm), title,
+            f"{run}: memeval {metrics['experiment']}, {arm} arm, pass {last} (run {run_id})",
+            meta)
+        made[title] = experiment_id
+        mine = [r for r in rows if r["arm"] == arm]
+        runs = [SearchRun(str(r["query_id"]), {
+            "served": list(map(str, r["served_memories"])), "ndcg": r["ndcg"],
+            "recall": r["recall"]}, search_ids(run_id, arm, last, str(r["query_id"]))[0],
+            datetime.fromtimestamp(float(r["searched_at"]), UTC).isoformat(),
+            [_evaluation(f"nDCG@{k}", r["ndcg"]), _evaluation(f"recall@{k}", r["recall"])])
+            for r in mine]
+        if runs:
+            runs[0].evaluations.append(headline.evaluation(
+                float(figures[arm]["ndcg"]), figures[arm].get("ndcg_ci95"),
+                f"{arm} arm, pass {last}"))
+        runs_written, evaluations = _record(rest, experiment_id, runs, nodes)
+        written = (written[0] + runs_written, written[1] + evaluations)
+    return dataset, made, written
+
+
+def _dataset(rest: PhoenixREST, examples: Mapping[str, Mapping[str, Any]],
+             metrics: Mapping[str, Any]) -> tuple[str, str, dict[str, str]]:
+    prefix = naming.fingerprint([{"key": key, **value} for key, value in examples.items()])[:12]
+    name = f"memeval retrieval {prefix}"
+    dataset_id = rest.dataset_id(name)
+    if dataset_id is None:
+        workload = (metrics.get("retrieval") or {}).get("workload") or {}
+        dataset_id = rest.create_dataset(
+            name, f"memeval retrieval replay: the {len(examples)} evaluation queries of "
+                  f"{shown_path(str(workload.get('queries_file') or ''))}, fingerprint {prefix}",
+            [{"id": f"{prefix}:{key}", **value} for key, value in examples.items()])
+    nodes = rest.example_node_ids(dataset_id)
+    return name, dataset_id, {k.split(":", 1)[1]: v for k, v in nodes.items()}
+
+
+def _record(rest: PhoenixREST, experiment_id: str, runs: Sequence[SearchRun],
+            nodes: Mapping[str, str]) -> tuple[int, int]:
+    """A run per query and its evaluations, those an earlier push wrote left alone: how many
+    runs and evaluations it wrote."""
+    done = rest.experiment_runs(experiment_id)
+    names = sorted({e["name"] for r in runs for e in r.evaluations})
+    missing = rest.missing_evaluations(experiment_id, names) if done else {}
+
+    def record(one: SearchRun) -> tuple[int, int]:
+        node = nodes[one.query_id]
+        run_id = done.get(node)
+        wanted: Iterable[str] = names if run_id is None else missing.get(run_id, set())
+        if run_id is None:
+            run_id = rest.create_run(experiment_id, {
+                "dataset_example_id": node, "repetition_number": 1, "output": one.output,
+                "start_time": one.at, "end_time": one.at, "trace_id": one.trace_id})
+        evaluations = [e for e in one.evaluations if e["name"] in set(wanted)]
+        for evaluation in evaluations:
+            rest.evaluate({"experiment_run_id": run_id, "annotator_kind": "CODE",
+                           "name": evaluation["name"], "start_time": one.at,
+                           "end_time": one.at, "result": {
+                               k: evaluation[k] for k in ("label", "score", "explanation")}})
+        return int(node not in done), len(evaluations)
+
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        counts = list(pool.map(record, runs))
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
