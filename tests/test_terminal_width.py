@@ -145,3 +145,15 @@ def test_error_messages_wrap_within_the_width(capsys: pytest.CaptureFixture[str]
     complain("memeval: " + "word " * 60 + "~system@experiment.systems.memledger")
     err = capsys.readouterr().err
     assert too_wide(err) == [] and err.rstrip().endswith("~system@experiment.systems.memledger")
+
+
+def test_the_phoenix_push_summary_wraps_within_the_width() -> None:
+    from memeval.reporting.phoenix.push import PushReport
+
+    report = PushReport("http://127.0.0.1:6006", "memeval three_pass run e7333943", "e7333943",
+                        spans=945, annotations=2000, dataset="memeval write_gate_v1 1d2bf5b8a948",
+                        experiments={"p1": "1", "p2": "2", "p3": "3"}, runs_created=864,
+                        evaluations=4000, seconds={"spans": 3.2})
+    summary = report.summary()
+    assert too_wide(summary) == [] and len(summary.splitlines()) > 1
+    assert "945 spans (295/s)" in summary and summary.endswith("in 3.2 s")

@@ -84,8 +84,8 @@ class PushReport:
         if self.dataset:
             parts.append(f"dataset '{self.dataset}', {len(self.experiments)} experiments "
                          f"({self.runs_created} runs new, {self.evaluations} evaluations)")
-        return (f"Phoenix {self.endpoint} (project '{self.project}'): {', '.join(parts)} "
-                f"in {sum(self.seconds.values()):.1f} s")
+        return wrapped(f"Phoenix {self.endpoint} (project '{self.project}'): "
+                       f"{', '.join(parts)} in {sum(self.seconds.values()):.1f} s")
 
 
 def redacted(value: Any) -> Any:
