@@ -17,7 +17,7 @@ class PhoenixConfig:
     endpoint: str | None = "http://127.0.0.1:6006"
     project: str = "memeval"
     text_chars: int = bounded(2000, 0)
-    timeout_s: float = bounded(10.0, above=0)  # for each whole answer
+    timeout_s: float = bounded(60.0, above=0)  # for each whole answer
     max_body_mb: float = bounded(64.0, above=0)  # an answer larger than this is refused
     batch_spans: int = bounded(1000, 1)
 

@@ -59,10 +59,14 @@ class PassStreamer:
         self.http.close()
 
 
+HEALTH_TIMEOUT_S = 5.0  # a healthy server answers at once: a hung one must not hold up the run
+
+
 def reachable(settings: PhoenixConfig) -> bool:
     if not settings.base_url:
         return False
-    rest = PhoenixREST(settings.base_url, settings.timeout_s, settings.max_body_bytes)
+    rest = PhoenixREST(settings.base_url, min(settings.timeout_s, HEALTH_TIMEOUT_S),
+                       settings.max_body_bytes)
     try:
         return rest.healthy()
     finally:
