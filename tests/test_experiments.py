@@ -155,6 +155,11 @@ def test_feedback_loop_only_self_feeding_arm_learns_from_content_score(
                     "self_feeding3"]
     last = metrics["arms"]["self_feeding"][-1]
     assert (f"self_feeding {last['rejection_store_size']} (" in printed.replace("\n  ", " "))
+    from memeval.experiments.feedback_loop import report
+    from memeval.results.run import Run
+
+    [stores] = report(Run.load(run))  # the report carries the stores the terminal printed
+    assert stores.text in printed.replace("\n  ", " ")
 
 
 def test_any_labelled_file_runs_by_override(tmp_path: Path,

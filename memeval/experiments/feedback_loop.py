@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memeval.engine.gate.base import Candidate
 from memeval.experiments.base import (
@@ -24,12 +24,15 @@ from memeval.experiments.base import (
 )
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
-from memeval.reporting.outputs import Outputs
-from memeval.reporting.table import pass_table, pct, wrapped
+from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.table import Note, pass_blocks, pct, printed
 from memeval.results.findings import Findings
 from memeval.results.result import PassMetrics
 from memeval.systems.base import Ingestor
 from memeval.systems.reference.system import reference_ingestor
+
+if TYPE_CHECKING:
+    from memeval.results.run import Run
 
 
 @dataclass
@@ -81,20 +84,29 @@ class FeedbackLoop:
 
 
 def _summary(per_arm: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
-    """Both arms pass by pass, then what each rejection store holds at the end: the loop's
-    evidence is the substantive texts the self-feeding store took in."""
-    table = pass_table([PassMetrics.from_dict(m) for passes in per_arm.values() for m in passes])
+    """Both arms pass by pass, then what each rejection store holds at the end."""
+    return printed([*pass_blocks([PassMetrics.from_dict(m) for passes in per_arm.values()
+                                  for m in passes]), _stores(per_arm)])
+
+
+def _stores(per_arm: Mapping[str, Sequence[Mapping[str, Any]]]) -> Note:
+    """The loop's evidence: recall over the passes, and the substantive texts the self-feeding
+    store took in."""
     stores = []
     for arm, passes in per_arm.items():
         held = passes[-1].get("rejection_store_by_label") or {}
         parts = ", ".join(f"{n} {label}" for label, n in sorted(held.items()))
         stores.append(f"{arm} {passes[-1].get('rejection_store_size')} ({parts})")
-    first, last = (per_arm["clean"][0], per_arm["clean"][-1]), per_arm["self_feeding"]
-    return "\n\n".join([table, wrapped(
-        f"recall, pass 1 → {len(last)}: clean {pct(first[0]['substantive_recall'])} → "
-        f"{pct(first[1]['substantive_recall'])}, self-feeding "
-        f"{pct(last[0]['substantive_recall'])} → {pct(last[-1]['substantive_recall'])}; "
-        f"rejection stores after the last pass: {'; '.join(stores)}")])
+    clean, looping = per_arm["clean"], per_arm["self_feeding"]
+    return Note("Recall and rejection stores", (
+        f"recall, pass 1 → {len(looping)}: clean {pct(clean[0]['substantive_recall'])} → "
+        f"{pct(clean[-1]['substantive_recall'])}, self-feeding "
+        f"{pct(looping[0]['substantive_recall'])} → {pct(looping[-1]['substantive_recall'])}; "
+        f"rejection stores after the last pass: {'; '.join(stores)}"))
+
+
+def report(run: Run) -> list[Section]:
+    return [_stores(run.result.of(FeedbackFindings).arms).section()]
 
 
 def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
@@ -104,6 +116,6 @@ def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
     return PassRecord({"arm": arm, **ctx.measure(rows, gate, pass_no)}, rows)
 
 
-@register("feedback_loop", FeedbackLoopConfig, Outputs(FeedbackFindings, gate_figures))
+@register("feedback_loop", FeedbackLoopConfig, Outputs(FeedbackFindings, gate_figures, report))
 def build_feedback_loop(cfg: FeedbackLoopConfig) -> FeedbackLoop:
     return FeedbackLoop(cfg)
