@@ -35,6 +35,7 @@ from memeval.utils.cache_shards import (
     write_shards,
 )
 from memeval.utils.kvcache import SqliteKV, content_key
+from tests.test_cli import unwrapped
 
 TEXTS = [f"fact number {i} about {word}" for i, word in enumerate(["tea", "rust", "git"] * 15)]
 
@@ -363,10 +364,10 @@ def test_the_cli_refuses_a_named_cache_without_shards_and_writes_nothing(
     argv = ["cache", "--dir", str(fresh), "import", str(shards), "judge", "embeddings"]
     assert memeval_main(argv) == 2
     assert (f"no shards in {shards / 'embeddings'}: nothing imported"
-            in capsys.readouterr().err)
+            in unwrapped(capsys.readouterr().err))
     assert not fresh.exists()
     assert memeval_main(["cache", "--dir", str(fresh), "import", str(tmp_path / "empty")]) == 2
-    assert f"no shards in {tmp_path / 'empty'}" in capsys.readouterr().err
+    assert f"no shards in {tmp_path / 'empty'}" in unwrapped(capsys.readouterr().err)
     assert not fresh.exists()
 
 
@@ -382,7 +383,7 @@ def test_the_cli_exports_a_missing_cache_only_if_unnamed(
         f"embeddings: no cache at {folder / CACHE_FILE}, nothing exported")
     assert memeval_main(["cache", "--dir", str(folder), "export", str(tmp_path / "other"),
                          "judge", "embeddings"]) == 2
-    assert f"no cache at {folder / CACHE_FILE}" in capsys.readouterr().err
+    assert f"no cache at {folder / CACHE_FILE}" in unwrapped(capsys.readouterr().err)
     assert not (tmp_path / "other").exists()
     with pytest.raises(SystemExit) as stop:
         memeval_main(["cache", "--dir", str(folder), "import", str(shards), "models"])

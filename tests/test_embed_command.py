@@ -11,6 +11,7 @@ from memeval.__main__ import main as memeval_main
 from memeval.backends.embedders.cache import chunked
 from memeval.config import compose
 from memeval.runner import run_experiment
+from tests.test_cli import unwrapped
 
 RUN = ["+experiment=three_pass", "embedder=hashing", "dataset.limit=60", "plots=false",
        "progress=false", "reporting.phoenix.enabled=false", "bootstrap=50"]
@@ -86,6 +87,6 @@ def test_a_loopback_cluster_without_ray_s_loopback_switch_is_named(
     monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
     assert memeval_main(["embed", "--ray", "--address", "127.0.0.1:6379", *RUN,
                          f"cache_dir={tmp_path}"]) == 2
-    err = capsys.readouterr().err
+    err = unwrapped(capsys.readouterr().err)
     assert "needs RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" in err and "127.0.0.1:6379" in err
     assert not (tmp_path / "shards").exists()

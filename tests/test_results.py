@@ -35,6 +35,7 @@ from memeval.results.result import (
 from memeval.results.run import Run
 from memeval.results.run_dir import read_metrics, write_run
 from memeval.sweep.summary import summarise
+from tests.test_cli import unwrapped
 
 RUNS = Path(__file__).parent / "data" / "runs"
 THREE_PASS = RUNS / "schema1_three_pass"  # written before the typed result, by three_pass
@@ -144,7 +145,7 @@ def test_a_newer_schema_is_refused_naming_the_file_and_the_versions_read(
         read_metrics(run_dir)
     assert report_main([str(run_dir)]) == 2
     assert sweep_main([str(tmp_path)]) == 2
-    err = capsys.readouterr().err
+    err = unwrapped(capsys.readouterr().err)
     assert err.count(message) == 2 and "Traceback" not in err
 
 

@@ -15,6 +15,7 @@ import yaml
 from memeval.cli.runs import default_folder, main
 from memeval.reporting.table import WIDTH, clipped, column_blocks
 from memeval.runner import run_experiment
+from tests.test_cli import unwrapped
 
 pytestmark = pytest.mark.slow  # runs whole experiments: not the quick tier
 
@@ -133,12 +134,12 @@ def test_an_experiment_filter_and_an_empty_folder(
     assert main([str(runs), "--experiment", "three_pass"]) == 0
     assert "3 runs under" in capsys.readouterr().out
     assert main([str(runs), "--experiment", "mqs_calibration"]) == 1
-    assert "no runs of experiment 'mqs_calibration'" in capsys.readouterr().err
+    assert "no runs of experiment 'mqs_calibration'" in unwrapped(capsys.readouterr().err)
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty")]) == 1
-    assert "no runs under" in capsys.readouterr().err
+    assert "no runs under" in unwrapped(capsys.readouterr().err)
     assert main([str(tmp_path / "missing")]) == 1
-    assert "not a directory" in capsys.readouterr().err
+    assert "not a directory" in unwrapped(capsys.readouterr().err)
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "1 when FOLDER holds no run" in capsys.readouterr().out

@@ -25,6 +25,7 @@ from memeval.runner import run_experiment
 from tests.backends.test_http_judges import BLANK, FAILURES, anthropic_reply
 from tests.faults.common import chat_verdict
 from tests.loopback import LoopbackServer, Received, Reply
+from tests.test_cli import unwrapped
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
@@ -206,7 +207,7 @@ def test_cli_no_api_key_exits_2_naming_the_variable_before_any_request(tmp_path:
             capture_output=True, text=True, timeout=600)
         assert server.hits == 0
     assert done.returncode == 2, done.stderr
-    assert "environment variable ANTHROPIC_API_KEY is not set" in done.stderr
+    assert "environment variable ANTHROPIC_API_KEY is not set" in unwrapped(done.stderr)
     assert "Traceback" not in done.stderr and not (tmp_path / "run" / METRICS).exists()
 
 
@@ -219,7 +220,7 @@ def test_cli_a_refused_key_exits_2_naming_its_variable(tmp_path: Path) -> None:
                            env={"ANTHROPIC_API_KEY": "sk-wrong"})
     assert done.returncode == 2, done.stderr
     assert (f"HTTP 401 Unauthorized from {server.base_url}/v1/messages: check the key in "
-            f"ANTHROPIC_API_KEY") in done.stderr
+            f"ANTHROPIC_API_KEY") in unwrapped(done.stderr)
 
 
 @pytest.mark.bad_input
@@ -230,7 +231,8 @@ def test_cli_an_unreachable_embedder_exits_2_naming_the_url(tmp_path: Path) -> N
     done = memeval_run(tmp_path, "embedder=openai_http", f"embedder.base_url={url}",
                        "embedder.max_retries=0")
     assert done.returncode == 2, done.stderr
-    assert f"{url}/embeddings: is the server running? check embedder.base_url" in done.stderr
+    said = unwrapped(done.stderr)
+    assert f"{url}/embeddings: is the server running? check embedder.base_url" in said
     assert "Traceback" not in done.stderr
 
 

@@ -25,6 +25,7 @@ from memeval.results.run_dir import read_metrics
 from memeval.runner import run_experiment
 from tests.faults.common import chat_verdict, decisions_without_clock, without_clock
 from tests.loopback import LoopbackServer, Received, Reply
+from tests.test_cli import unwrapped
 
 pytestmark = pytest.mark.faults
 
@@ -290,7 +291,7 @@ def test_a_damaged_checkpoint_exits_2_on_the_command_line_without_a_traceback(
         env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
-    assert f"{run_dir}/checkpoints/pass-2/rejection_store.jsonl differs" in done.stderr
+    assert f"{run_dir}/checkpoints/pass-2/rejection_store.jsonl differs" in unwrapped(done.stderr)
 
 
 # --- SIGTERM unwinds like Ctrl-C; temp files of a SIGKILL are cleared on resume ---
@@ -322,7 +323,7 @@ def test_sigterm_prints_the_resume_hint_and_exits_143(
         with pytest.raises(SystemExit) as stopped:
             run_experiment(fast_config(*SMALL), run_dir)
     assert stopped.value.code == 143
-    assert "add resume=true" in capsys.readouterr().err
+    assert "add resume=true" in unwrapped(capsys.readouterr().err)
     assert signal.getsignal(signal.SIGTERM) is handler  # restored
     assert not list(run_dir.rglob("*.tmp"))
     # what a SIGKILL mid-rewrite leaves (no handler runs): removed on resume, never read
@@ -366,7 +367,7 @@ def test_a_cli_run_stopped_by_a_signal_says_how_to_resume_without_a_traceback(
         _, stderr = child.communicate(timeout=60)
         assert child.returncode == code, stderr[-2000:]
         assert "Traceback" not in stderr
-        assert f"add resume=true hydra.run.dir={run_dir} to the same command" in stderr
+        assert f"add resume=true hydra.run.dir={run_dir} to the same command" in unwrapped(stderr)
         assert not list(run_dir.rglob("*.tmp"))
         done = subprocess.run(command(server, "resume=true"), env=env, capture_output=True,
                               text=True, timeout=600)

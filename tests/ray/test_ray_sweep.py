@@ -21,7 +21,7 @@ POINTS = ["+experiment=three_pass", "embedder=hashing", "dataset.limit=60", "exp
           "plots=false", "progress=false", "reporting.phoenix.enabled=false", "bootstrap=50",
           "threshold.target_recall=0.9,0.99", "seed=0,1"]
 # What differs between two runs of the same job: its id, clocks, and how warm the cache was.
-RUN_SPECIFIC = ("run_id", "wall_seconds", "timing")
+RUN_SPECIFIC = ("run_id", "started_at", "wall_seconds", "timing")
 PASS_CLOCKS = "latency"
 CACHE_USE = ("cache_hits", "cache_misses")
 
