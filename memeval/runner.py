@@ -239,8 +239,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         except Exception:
             log.exception("plots failed; the run's results are intact in %s", run_dir)
     print(f"run directory: {run_dir}")
-    print(f"next: python -m memeval report {run_dir}  (this run as HTML and Markdown)\n"
-          "      python -m memeval runs  (every run as one table)")
+    print(wrapped("next: `python -m memeval report RUN_DIR` with the directory above, for this "
+                  "run as HTML and Markdown; `python -m memeval runs`, for every run as one table"))
     for failure in failures[1:]:
         complain(f"memeval: {failure}")
     if failures:
