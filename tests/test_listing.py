@@ -80,11 +80,12 @@ def test_every_group_is_listed_and_each_mounted_override_composes(
         if group not in listed["components"]:
             assert [o["name"] for o in entry["options"]] == config_groups()[group]
             assert all(o["description"] for o in entry["options"])
-        for where in entry["mounted"]:
-            for option in config_groups()[group]:  # the override shown picks any option
-                cfg = compose([f"+experiment={where['experiment']}",
-                               f"{where['override']}={option}"], with_hydra=True)
-                assert cfg.hydra.runtime.choices[where["override"]] == option
+        for where in entry["mounted"]:  # the override shown picks another option
+            option = next((o for o in config_groups()[group] if o != where["default"]),
+                          where["default"])
+            cfg = compose([f"+experiment={where['experiment']}",
+                           f"{where['override']}={option}"], with_hydra=True)
+            assert cfg.hydra.runtime.choices[where["override"]] == option
 
 
 def test_list_datasets_shows_each_setting_and_its_default(
