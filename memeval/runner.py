@@ -31,9 +31,11 @@ from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import run_failures
 from memeval.registry import ConfigError
+from memeval.reporting.outputs import outputs_of
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
+from memeval.results.run import Run
 from memeval.results.run_dir import METRICS, write_run
 from memeval.threads import size_pools
 from memeval.user_errors import complain
@@ -238,6 +240,9 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             make_figures(run_dir)
         except Exception:
             log.exception("plots failed; the run's results are intact in %s", run_dir)
+    finding = outputs_of(chosen.name).headline(Run(run_dir, written))
+    if finding:  # the sentence the report opens with
+        print(wrapped(f"found: {finding}"))
     print(f"run directory: {run_dir}")
     print(wrapped("next: `python -m memeval report RUN_DIR` with the directory above, for this "
                   "run as HTML and Markdown; `python -m memeval runs`, for every run as one table"))

@@ -36,8 +36,9 @@ def test_run_writes_the_chosen_run_directory(tmp_path: Path) -> None:
                    "plots=false", f"hydra.run.dir={out}", cwd=tmp_path, cache=tmp_path / "c")
     assert done.returncode == 0, done.stderr
     assert "recall [95% CI]" in done.stdout and f"run directory: {out}" in done.stdout
-    assert "next: `python -m memeval report RUN_DIR` with the directory above" in \
-        unwrapped(done.stdout)  # what to do next
+    said = unwrapped(done.stdout)
+    assert "next: `python -m memeval report RUN_DIR` with the directory above" in said
+    assert "found: Pass 3 kept " in said  # the finding the report opens with
     metrics = json.loads((out / "metrics.json").read_text())
     assert [p["pass"] for p in metrics["passes"]] == [1, 2, 3]
     assert (out / "decisions.parquet").is_file() and (out / ".hydra" / "config.yaml").is_file()
