@@ -14,7 +14,6 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ from tqdm import tqdm
 
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
 from memeval.reporting.phoenix.headline import (
     HEADLINES,
@@ -32,7 +32,7 @@ from memeval.reporting.phoenix.headline import (
     headline_evaluations,
 )
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
-from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
+from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.retrieval_push import (
     document_annotations,
     holds_searches,
@@ -409,43 +409,23 @@ class Pusher:
               headline: Sequence[Mapping[str, Any]]) -> None:
         """A run per entry with its evaluations; the first also carries the pass's headline
         figures (headline.py), so each evaluation's mean is the figure."""
-        done = self.rest.experiment_runs(experiment_id)
-        names = [*EVALUATIONS, *(e["name"] for e in headline)]
-        missing = self.rest.missing_evaluations(experiment_id, names) if done else {}
         anchor = members[0]["span_id"]
-
-        def record(root: dict[str, Any]) -> int:
-            attributes = root["attributes"]
-            node = nodes[attributes["memeval.entry_id"]]
-            run_id = done.get(node)
-            wanted = set(names) if run_id is None else missing.get(run_id, set())
-            if run_id is None:
-                run_id = self.rest.create_run(experiment_id, {
-                    "dataset_example_id": node, "repetition_number": 1,
-                    "output": {"outcome": attributes["memeval.outcome"],
-                               "retained": attributes["memeval.retained"],
-                               "judge_called": root["trace_id"] in judged},
-                    "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"]),
-                    "trace_id": root["trace_id"]})
-                self.report.runs_created += 1
-            mine = [*run_evaluations(attributes, root["trace_id"] in judged),
-                    *(headline if root["span_id"] == anchor else ())]
-            evaluations = [e for e in mine if e["name"] in wanted]  # none left once written
-            for evaluation in evaluations:
-                self.rest.evaluate({
-                    "experiment_run_id": run_id, "annotator_kind": "CODE",
-                    "name": evaluation["name"], "result": {
-                        k: evaluation[k] for k in ("label", "score", "explanation")},
-                    "start_time": _iso(root["start_ns"]), "end_time": _iso(root["end_ns"])})
-            return len(evaluations)
-
+        runs = [ExperimentRun(
+            nodes[root["attributes"]["memeval.entry_id"]],
+            {"outcome": root["attributes"]["memeval.outcome"],
+             "retained": root["attributes"]["memeval.retained"],
+             "judge_called": root["trace_id"] in judged},
+            _iso(root["start_ns"]), _iso(root["end_ns"]),
+            [*run_evaluations(root["attributes"], root["trace_id"] in judged),
+             *(headline if root["span_id"] == anchor else ())], root["trace_id"])
+            for root in members]
         bar = tqdm(total=len(members), desc="phoenix runs", disable=not self.progress,
                    leave=False)
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
-            for count in pool.map(record, members):
-                self.report.evaluations += count
-                bar.update()
+        created, written = record_runs(self.rest, experiment_id, runs,
+                                       [*EVALUATIONS, *(e["name"] for e in headline)], bar)
         bar.close()
+        self.report.runs_created += created
+        self.report.evaluations += written
 
 
 def push_run(run_dir: str | Path, settings: PhoenixConfig, progress: bool = True) -> PushReport:

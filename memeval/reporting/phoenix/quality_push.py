@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from tqdm import tqdm
 
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
 from memeval.reporting.phoenix.files import PHOENIX_DIR
 from memeval.reporting.phoenix.headline import (
     HEADLINES,
@@ -40,7 +40,7 @@ from memeval.reporting.phoenix.push import (
     run_label,
 )
 from memeval.reporting.phoenix.quality_items import VIEWS, Detector, ItemSet, item_sets
-from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
+from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.results.run_dir import read_metrics
 from memeval.utils.redact import redact
 
@@ -122,42 +122,20 @@ class QualityPusher:
         figures (headline.py), so each evaluation's mean is the figure."""
         headline = headline_evaluations(detector.metrics, detector.headlines,
                                         f"{detector.name} on {item_set.name}")
-        names = [*item_set.evaluation_names, *(e["name"] for e in headline)]
-        done = self.rest.experiment_runs(experiment_id)
-        unfinished = self.rest.missing_evaluations(experiment_id, names) if done else {}
         anchor = next(iter(detector.outputs), None)
-
-        def record(key: str) -> int:
-            node = nodes[key]
-            run_id = done.get(node)
-            if run_id is not None and run_id not in unfinished:
-                return 0  # recorded and evaluated by an earlier push
-            wanted = set(names) if run_id is None else unfinished[run_id]
-            now = datetime.now(UTC).isoformat()
-            if run_id is None:
-                run_id = self.rest.create_run(experiment_id, {
-                    "dataset_example_id": node, "repetition_number": 1,
-                    "output": redacted(detector.outputs[key]), "start_time": now,
-                    "end_time": now})
-                self.report.runs_created += 1
-            evaluations = [e for e in [*detector.evaluations[key],
-                                       *(headline if key == anchor else ())]
-                           if e["name"] in wanted]
-            for evaluation in evaluations:
-                self.rest.evaluate({
-                    "experiment_run_id": run_id, "annotator_kind": "CODE",
-                    "name": evaluation["name"], "start_time": now, "end_time": now,
-                    "result": redacted({k: evaluation[k]
-                                        for k in ("label", "score", "explanation")})})
-            return len(evaluations)
-
-        bar = tqdm(total=len(detector.outputs), desc=f"phoenix {detector.name}",
-                   disable=not self.progress, leave=False)
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
-            for count in pool.map(record, list(detector.outputs)):
-                self.report.evaluations += count
-                bar.update()
+        now = datetime.now(UTC).isoformat()
+        runs = [ExperimentRun(nodes[key], redacted(output), now, now, [
+            redacted(e) for e in (*detector.evaluations[key], *(headline if key == anchor
+                                                                else ()))])
+            for key, output in detector.outputs.items()]
+        bar = tqdm(total=len(runs), desc=f"phoenix {detector.name}", disable=not self.progress,
+                   leave=False)
+        created, written = record_runs(
+            self.rest, experiment_id, runs,
+            [*item_set.evaluation_names, *(e["name"] for e in headline)], bar)
         bar.close()
+        self.report.runs_created += created
+        self.report.evaluations += written
 
 
 def push_quality(run_dir: Path, settings: PhoenixConfig, progress: bool = True) -> PushReport:

@@ -11,18 +11,18 @@ and idempotent like them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memeval.paths import shown_path
 from memeval.reporting.phoenix import naming
+from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
 from memeval.reporting.phoenix.files import SEARCHES
 from memeval.reporting.phoenix.headline import HEADLINES, declare_directions
-from memeval.reporting.phoenix.rest import CONCURRENCY, PhoenixREST
+from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.spans import search_ids
 from memeval.results.run_dir import read_table
 
@@ -46,17 +46,6 @@ def document_annotations(span: Mapping[str, Any]) -> list[dict[str, Any]]:
                                      "score": float(grade),
                                      "explanation": f"graded {grade} in the labelled queries"}})
     return found
-
-
-@dataclass
-class SearchRun:
-    """One query's run in an arm's experiment."""
-
-    query_id: str
-    output: dict[str, Any]
-    trace_id: str
-    at: str
-    evaluations: list[dict[str, Any]]
 
 
 def _evaluation(name: str, value: float) -> dict[str, Any]:
@@ -99,18 +88,20 @@ def push_searches(rest: PhoenixREST, run_dir: Path, metrics: Mapping[str, Any],
             meta)
         made[title] = experiment_id
         mine = [r for r in rows if r["arm"] == arm]
-        runs = [SearchRun(str(r["query_id"]), {
-            "served": list(map(str, r["served_memories"])), "ndcg": r["ndcg"],
-            "recall": r["recall"]}, search_ids(run_id, arm, last, str(r["query_id"]))[0],
-            datetime.fromtimestamp(float(r["searched_at"]), UTC).isoformat(),
-            [_evaluation(f"nDCG@{k}", r["ndcg"]), _evaluation(f"recall@{k}", r["recall"])])
-            for r in mine]
-        if runs:
-            runs[0].evaluations.append(headline.evaluation(
-                float(figures[arm]["ndcg"]), figures[arm].get("ndcg_ci95"),
-                f"{arm} arm, pass {last}"))
-        runs_written, evaluations = _record(rest, experiment_id, runs, nodes)
-        written = (written[0] + runs_written, written[1] + evaluations)
+        top = [headline.evaluation(float(figures[arm]["ndcg"]), figures[arm].get("ndcg_ci95"),
+                                   f"{arm} arm, pass {last}")]
+        runs = []
+        for i, r in enumerate(mine):  # the first run carries the arm's headline figure
+            at = datetime.fromtimestamp(float(r["searched_at"]), UTC).isoformat()
+            runs.append(ExperimentRun(
+                nodes[str(r["query_id"])], {"served": list(map(str, r["served_memories"])),
+                                            "ndcg": r["ndcg"], "recall": r["recall"]}, at, at,
+                [_evaluation(f"nDCG@{k}", r["ndcg"]), _evaluation(f"recall@{k}", r["recall"]),
+                 *(top if i == 0 else ())],
+                search_ids(run_id, arm, last, str(r["query_id"]))[0]))
+        names = [f"nDCG@{k}", f"recall@{k}", top[0]["name"]]
+        created, evaluations = record_runs(rest, experiment_id, runs, names)
+        written = (written[0] + created, written[1] + evaluations)
     return dataset, made, written
 
 
@@ -127,32 +118,3 @@ def _dataset(rest: PhoenixREST, examples: Mapping[str, Mapping[str, Any]],
             [{"id": f"{prefix}:{key}", **value} for key, value in examples.items()])
     nodes = rest.example_node_ids(dataset_id)
     return name, dataset_id, {k.split(":", 1)[1]: v for k, v in nodes.items()}
-
-
-def _record(rest: PhoenixREST, experiment_id: str, runs: Sequence[SearchRun],
-            nodes: Mapping[str, str]) -> tuple[int, int]:
-    """A run per query and its evaluations, those an earlier push wrote left alone: how many
-    runs and evaluations it wrote."""
-    done = rest.experiment_runs(experiment_id)
-    names = sorted({e["name"] for r in runs for e in r.evaluations})
-    missing = rest.missing_evaluations(experiment_id, names) if done else {}
-
-    def record(one: SearchRun) -> tuple[int, int]:
-        node = nodes[one.query_id]
-        run_id = done.get(node)
-        wanted: Iterable[str] = names if run_id is None else missing.get(run_id, set())
-        if run_id is None:
-            run_id = rest.create_run(experiment_id, {
-                "dataset_example_id": node, "repetition_number": 1, "output": one.output,
-                "start_time": one.at, "end_time": one.at, "trace_id": one.trace_id})
-        evaluations = [e for e in one.evaluations if e["name"] in set(wanted)]
-        for evaluation in evaluations:
-            rest.evaluate({"experiment_run_id": run_id, "annotator_kind": "CODE",
-                           "name": evaluation["name"], "start_time": one.at,
-                           "end_time": one.at, "result": {
-                               k: evaluation[k] for k in ("label", "score", "explanation")}})
-        return int(node not in done), len(evaluations)
-
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
-        counts = list(pool.map(record, runs))
-    return sum(c[0] for c in counts), sum(c[1] for c in counts)
