@@ -22,7 +22,7 @@ from typing import Any
 from memeval.config import check_overrides, compose, expand_targets, quote_values
 from memeval.results.run import Run
 from memeval.runner import run_experiment
-from memeval.systems.factory import checked_system
+from memeval.systems.boundary import checked_system
 
 _system: ContextVar[Any] = ContextVar("memeval_system")
 

@@ -29,7 +29,7 @@ from memeval.experiments.base import (
 )
 from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.experiments.settings import Validated
-from memeval.metrics.gate_metrics import run_failures
+from memeval.metrics.gate_metrics import SystemFailure, run_failures
 from memeval.registry import ConfigError
 from memeval.reporting.outputs import outputs_of
 from memeval.reporting.phoenix.config import PhoenixConfig
@@ -37,10 +37,11 @@ from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run import Run
 from memeval.results.run_dir import METRICS, write_run
+from memeval.systems.deadline import described
 from memeval.threads import size_pools
 from memeval.user_errors import complain
 from memeval.utils.disk import disk_full, no_space
-from memeval.utils.redact import redact
+from memeval.utils.redact import redact, redacted
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,7 @@ def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
         system = ctx.system
         sections["system"] = {"name": system.name,
                                "capabilities": sorted(system.capabilities),
-                               "notes": {k: redact(v) if isinstance(v, str) else v
-                                         for k, v in system.notes.items()}}
+                               "notes": redacted(system.notes)}
     if ctx.built("judge"):
         sections["judge"] = ctx.judge.name
         sections["scorer"] = {"name": checked.scorer.name,
@@ -131,6 +131,8 @@ def _run_resumably(ctx: RunContext, name: str, experiment: Experiment,
     except BaseException as err:
         if not ctx.checkpoints.started or isinstance(err, ConfigError):
             raise
+        if isinstance(err, SystemFailure) and not ctx.checkpoints.saved:
+            raise  # the system's fault, in one line: no pass of it to go on from
         complain(f"memeval: run interrupted with {ctx.checkpoints.saved} finished pass(es) "
                  f"saved in {ctx.checkpoints.dir}; add resume=true hydra.run.dir={ctx.run_dir} "
                  f"to the same command to finish it")
@@ -155,6 +157,23 @@ def _sigterm_unwinds() -> Iterator[None]:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _close_systems(ctx: RunContext) -> list[Exception]:
+    """Every system the run built, closed once its work is done, and what went wrong after the
+    work (a failing close, notes JSON cannot hold): the results are written first, then the run
+    fails on these."""
+    failures: list[Exception] = []
+    if ctx.built("system") and ctx.system not in ctx.bounded_systems:  # the reference engine
+        try:
+            ctx.system.close()
+        except Exception as err:
+            failures.append(SystemFailure(f"system '{ctx.system.name}' failed in close: "
+                                          f"{described(err)}"))
+    for system in ctx.bounded_systems:
+        system.close()
+        failures += system.deferred
+    return failures
 
 
 def run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
@@ -188,8 +207,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     finally:
         if streamer is not None:
             streamer.close()
-        if ctx.built("system"):
-            ctx.system.close()
+        closing = _close_systems(ctx)
     experiment_s = time.perf_counter() - running - ctx.loading.seconds
     timing = {"dataset_load_s": round(ctx.loading.seconds, 3),
               "experiment_s": round(experiment_s, 3)}
@@ -208,7 +226,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     failures: list[Exception] = [
         *run_failures(result.decisions, checked.gate,
                       getattr(checked.system.params, "max_error_share", 1.0)),
-        *result.failures]
+        *result.failures, *ctx.deferred, *closing]
+    failures = list({str(failure): failure for failure in failures}.values())  # once each
     metrics: dict[str, Any] = {
         "run_id": run_id,
         "started_at": started_at,
@@ -240,7 +259,12 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             make_figures(run_dir)
         except Exception:
             log.exception("plots failed; the run's results are intact in %s", run_dir)
-    finding = outputs_of(chosen.name).headline(Run(run_dir, written))
+    try:
+        finding = outputs_of(chosen.name).headline(Run(run_dir, written))
+    except Exception:  # a report's sentence: the results are written whatever it meets
+        log.exception("the headline could not be made; the run's results are intact in %s",
+                      run_dir)
+        finding = ""
     if finding:  # the sentence the report opens with
         print(wrapped(f"found: {finding}"))
     print(f"run directory: {run_dir}")

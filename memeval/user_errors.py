@@ -6,16 +6,11 @@ import sys
 
 
 def user_error_types() -> tuple[type[Exception], ...]:
-    """Mistakes in a user's settings, data or environment: a one-line message, never a
-    traceback (a traceback is for memeval's own faults)."""
-    from memeval.backends.embedders.base import EmbeddingError
-    from memeval.backends.judges.base import JudgeError
-    from memeval.data.base import DatasetError
-    from memeval.metrics.gate_metrics import SystemFailure
-    from memeval.registry import ConfigError
-    from memeval.utils.disk import DiskFull
+    """Mistakes in a user's settings, data or environment, and a failing service or system: a
+    one-line message, never a traceback (a traceback is for memeval's own faults)."""
+    from memeval.systems.deadline import named_errors
 
-    return ConfigError, DatasetError, DiskFull, EmbeddingError, JudgeError, SystemFailure
+    return named_errors()
 
 
 def complain(message: str) -> None:

@@ -32,13 +32,14 @@ from memeval.data.memory_corpus import redacted_corpus
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Settings, Validated
-from memeval.metrics.gate_metrics import check_outcome, pass_metrics
+from memeval.metrics.gate_metrics import SystemFailure, pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
 from memeval.reporting.outputs import Outputs, Score, declare
 from memeval.reporting.table import headline
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
-from memeval.systems.reference.system import ReferenceSystem
+from memeval.systems.boundary import GuardedSystem, as_system, guarded, limits_of
+from memeval.systems.reference.system import REFERENCE, ReferenceSystem
 from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
 from memeval.utils.kvcache import check_writable_directory
@@ -117,6 +118,8 @@ class RunContext:
         self.loading, self.scoring, self.measuring = Stopwatch(), Stopwatch(), Stopwatch()
         # Called with each measured pass's decisions as it ends (e.g. to stream spans).
         self.pass_listeners: list[Callable[[list[Decision]], None]] = []
+        self.bounded_systems: list[GuardedSystem] = []  # closed, their problems told, at the end
+        self.deferred: list[SystemFailure] = []  # found beside the work: fail once it is written
 
     @cached_property
     def cache_dir(self) -> Path:
@@ -228,12 +231,23 @@ class RunContext:
     @cached_property
     def system(self) -> System:
         """The memory system under test (`system=`, default the reference engine)."""
-        return SYSTEMS.make(self.validated.system, ctx=self.components)
+        return self._built(self.validated.system)
 
     def build_system(self, node: Mapping[str, Any] | DictConfig) -> System:
         """A system from its settings (a memeval/conf/system option), sharing this run's
         components."""
-        return SYSTEMS.build(node, ctx=self.components)
+        return self._built(SYSTEMS.choose(node))
+
+    def _built(self, chosen: Chosen) -> System:
+        """Any system but memeval's own reference engine behind the boundary: built, called
+        and answered within deadlines, its answers checked (systems/boundary.py)."""
+        if chosen.name == REFERENCE:
+            return SYSTEMS.make(chosen, ctx=self.components)
+        shown = getattr(chosen.params, "target", chosen.name)  # system=module:callable's target
+        system = guarded(lambda: SYSTEMS.make(chosen, ctx=self.components), shown,
+                         limits_of(chosen.params))
+        self.bounded_systems.append(system)
+        return as_system(system)
 
     @property
     def components(self) -> Components:
@@ -287,7 +301,23 @@ class RunContext:
             for listener in self.pass_listeners:
                 listener(decisions)
             labels = {e.id: e.label for e in self.dataset.entries}
-            return {"pass": pass_no, **metrics, **gate.pass_state(labels)}
+            return {"pass": pass_no, **metrics, **self._pass_state(gate, labels, metrics)}
+
+    def _pass_state(self, gate: Ingestor, labels: Mapping[str, str | None],
+                    metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """The facts a system adds to a pass's row, never in place of memeval's figures; a
+        problem with them fails the run once its results are written."""
+        try:
+            state = gate.pass_state(labels)
+        except SystemFailure as err:
+            self.deferred.append(err)
+            return {}
+        clash = sorted(key for key in state if key in metrics or key == "pass")
+        if clash:
+            self.deferred.append(SystemFailure(
+                f"system '{self.system.name}' answered pass_state with {', '.join(clash)}, "
+                f"which memeval measures itself: its values were left out (docs/protocol.md)"))
+        return {key: value for key, value in state.items() if key not in clash}
 
 
 class Runs(StrEnum):
@@ -330,13 +360,12 @@ def register(name: str, schema: type, outputs: Outputs
 
 
 def replay(ctx: RunContext, gate: Ingestor, entries: list[Any], pass_no: int, phase: str,
-           arm: str = "main", system: str | None = None) -> list[Decision]:
-    """Run one pass of prepared candidates through the gate, with a progress bar; a decision
-    outside the protocol fails the run, naming `system` (default: the system under test)."""
+           arm: str = "main") -> list[Decision]:
+    """Run one pass of prepared candidates through the gate, with a progress bar (a system
+    behind the boundary has each decision checked there)."""
     decisions = []
     for decision in ctx.progress(gate.run_pass(entries, pass_no, phase), len(entries),
                                  f"{arm} pass {pass_no} ({phase})"):
-        check_outcome(decision, system or ctx.system.name)
         decision.arm = arm
         decisions.append(decision)
     return decisions

@@ -46,13 +46,13 @@ from memeval.reporting.outputs import Outputs, Section
 from memeval.reporting.systems_table import systems_blocks, systems_summary
 from memeval.results.findings import Findings
 from memeval.results.sections import Comparison
+from memeval.systems.answers import conflict_answer
 from memeval.systems.base import (
     SYSTEMS,
     Capability,
     IndexedMemory,
     Ingestor,
     System,
-    conflict_answer,
 )
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ class CompareSystems:
         hits: dict[str, np.ndarray] = {}
         for name, system in systems.items():
             try:
-                found = [conflict_answer(system, system.detect_conflict(p.a.content,
+                found = [conflict_answer(system.name, system.detect_conflict(p.a.content,
                                                                         p.b.content),
                                          f"pair '{p.id}'") for p in pairs]
             except SystemFailure as err:
@@ -249,7 +249,7 @@ class CompareSystems:
 def _pass(ctx: RunContext, ingestor: Ingestor, items: list[Any], pass_no: int,
           name: str) -> PassRecord:
     ingestor.restart(wipe_memories=True)
-    rows = replay(ctx, ingestor, items, pass_no, "eval", arm=name, system=name)
+    rows = replay(ctx, ingestor, items, pass_no, "eval", arm=name)
     return PassRecord({"arm": name, **ctx.measure(rows, ingestor, pass_no)}, rows)
 
 

@@ -37,7 +37,8 @@ from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings, optional_section
 from memeval.results.result import as_ci
 from memeval.results.sections import Conflicts
-from memeval.systems.base import Capability, conflict_answer, require
+from memeval.systems.answers import conflict_answer
+from memeval.systems.base import Capability, require
 from memeval.systems.reference.stored_models import labelled_sides
 from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.folds import Split, held_out_splits
@@ -264,7 +265,7 @@ class ConflictDetection:
         if isinstance(system, ReferenceSystem):
             return reasons, guesses
         require(system, [Capability.CONFLICTS], "conflict_detection")
-        theirs = [conflict_answer(system, system.detect_conflict(p.a.content, p.b.content),
+        theirs = [conflict_answer(system.name, system.detect_conflict(p.a.content, p.b.content),
                                   f"pair '{p.id}'")
                   for p in ctx.progress(pairs, len(pairs), f"{system.name} conflicts", "pair")]
         return ({system.name: [""] * len(pairs), "reference": reasons["memeval"]},

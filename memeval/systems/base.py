@@ -27,7 +27,6 @@ from memeval.backends.embedders.base import Embedder
 from memeval.backends.judges.base import Judge
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.entry import Entry
-from memeval.metrics.gate_metrics import SystemFailure
 from memeval.quality.record import MemoryRecord
 from memeval.registry import Chosen, ConfigError, Registry
 from memeval.utils.redact import redact
@@ -224,18 +223,6 @@ class Components(Protocol):
 
 
 SYSTEMS: Registry[System] = Registry("system")
-
-
-def conflict_answer(system: System, answer: str | None, where: str) -> str:
-    """The system's answer for a pair as a label (`none` for None); an answer outside the
-    protocol fails the run, naming it, instead of counting as a wrong guess."""
-    if answer is None:
-        return "none"
-    if answer in (*CONFLICT_TYPES, UNTYPED_CONFLICT):
-        return answer
-    raise SystemFailure(f"system '{system.name}' answered {where} with conflict type {answer!r}, "
-                        f"which is not one of {', '.join(CONFLICT_TYPES)}, {UNTYPED_CONFLICT} or "
-                        f"None: fix the system's detect_conflict (docs/protocol.md)")
 
 
 def require(system: System, needed: Sequence[Capability], experiment: str) -> None:

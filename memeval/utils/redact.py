@@ -54,7 +54,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from memeval.utils.text_memo import TextMemo
 
@@ -1015,3 +1015,14 @@ _REMEMBERED = TextMemo(DEFAULT_REDACTOR.redact, max_chars=8_000_000)
 def redact(text: str) -> str:
     """Redact with the default patterns; the one call every outbound path should make."""
     return _REMEMBERED(text)
+
+
+def redacted(value: Any) -> Any:
+    """Every string in a JSON-like value redacted (keys stay: they are memeval's own names)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redacted(v) for v in value]
+    return value

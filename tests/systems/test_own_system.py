@@ -94,10 +94,10 @@ def test_the_check_names_every_answer_outside_the_protocol(
     (tmp_path / "broken_memory.py").write_text(BROKEN)
     done = memeval(tmp_path, capsys, "check", "system=broken_memory:build")
     assert done.returncode == 1, done.stdout + done.stderr
-    out = done.stdout
+    out = " ".join(done.stdout.split())  # wrapped to the terminal: read unwrapped
     assert "with outcome 'dropped', which is not one of prefilter" in out
-    assert "with memory ids ['never-given'] it was not given" in out
-    assert "score 150.0 is not a number in [0, 100]" in out
+    assert "with memory id 'never-given', which it was not given" in out
+    assert "score 150.0 for record 'r001', not a number in [0, 100]" in out
     assert "with conflict type 'clash'" in out
 
 

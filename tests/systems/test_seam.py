@@ -160,8 +160,8 @@ def test_a_search_answer_naming_a_memory_never_given_fails_the_run(
 
     if "foreign-ids" not in SYSTEMS.names():
         SYSTEMS.register("foreign-ids", KeepAllConfig)(lambda cfg, **_: ForeignIds())
-    with pytest.raises(SystemFailure, match=r"answered query '.+' with memory ids "
-                                            r"\['not-given'\] it was not given"):
+    with pytest.raises(SystemFailure, match=r"answered search\('.+', k=\d+\) with memory id "
+                                            r"'not-given', which it was not given"):
         run_experiment(fast_config("+experiment=retrieval_replay", "dataset=locomo",
                                    f"dataset.path={LOCOMO}", "system.name=foreign-ids"),
                        tmp_path / "run")

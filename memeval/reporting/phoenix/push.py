@@ -42,7 +42,7 @@ from memeval.reporting.phoenix.spans import FILTER_STAGES
 from memeval.reporting.table import wrapped
 from memeval.results.run_dir import read_metrics
 from memeval.utils.atomic import write_text_atomic
-from memeval.utils.redact import redact
+from memeval.utils.redact import redacted
 
 PUSH_RECORD = "push.json"
 ANNOTATOR = "memeval"  # the identifier that makes re-annotation an update
@@ -86,18 +86,6 @@ class PushReport:
                          f"({self.runs_created} runs new, {self.evaluations} evaluations)")
         return wrapped(f"Phoenix {self.endpoint} (project '{self.project}'): "
                        f"{', '.join(parts)} in {sum(self.seconds.values()):.1f} s")
-
-
-def redacted(value: Any) -> Any:
-    """Every string in a JSON-like value redacted: nothing leaves unredacted, even from a run
-    directory written by an older memeval."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {k: redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redacted(v) for v in value]
-    return value
 
 
 def current(span: dict[str, Any]) -> dict[str, Any]:

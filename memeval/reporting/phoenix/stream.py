@@ -21,11 +21,10 @@ from memeval.engine.gate.gate import Decision
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.files import examples, run_info
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
-from memeval.reporting.phoenix.push import redacted
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.spans import RunInfo, decision_spans
 from memeval.results.run_dir import decisions_frame
-from memeval.utils.redact import redact
+from memeval.utils.redact import redact, redacted
 
 log = logging.getLogger(__name__)
 

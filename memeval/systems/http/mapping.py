@@ -26,6 +26,7 @@ import yaml
 from memeval.metrics.gate_metrics import OUTCOMES
 from memeval.registry import bounded
 from memeval.systems.base import Capability
+from memeval.systems.boundary import CallLimits
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -167,7 +168,7 @@ class IndexRoute(Route):
 
 
 @dataclass
-class HttpSystemConfig:
+class HttpSystemConfig(CallLimits):
     """A memory daemon over HTTP. Requests go only to `base_url` (no redirects are followed);
     `max_concurrency` turns in flight at once (1: each verdict may change what the next turn
     meets, as in an agent's session); `breaker_after` failed turns in a row and nothing more is

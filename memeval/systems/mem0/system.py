@@ -42,6 +42,7 @@ from memeval.systems.base import (
     Turn,
     Undeclared,
 )
+from memeval.systems.boundary import CallLimits
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ TURNS = "memeval-turns"  # and the ingested turns
 
 
 @dataclass
-class Mem0SystemConfig:
+class Mem0SystemConfig(CallLimits):
     infer: bool = False  # true: mem0's LLM decides what each turn adds (needs `llm_base_url`)
     llm_base_url: str | None = None  # an OpenAI-compatible chat endpoint, for infer: true
     llm_model: str = "gpt-4o-mini"

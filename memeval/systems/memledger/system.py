@@ -34,6 +34,7 @@ from memeval.systems.base import (
     KeepsItsOwnState,
     Turn,
 )
+from memeval.systems.boundary import CallLimits
 from memeval.systems.memledger.records import UNDECLARED, ledger_scores
 from memeval.systems.memledger.runtime import (
     SEARCH_PATHS,
@@ -50,7 +51,7 @@ EMBEDDINGS = ("memeval", "litellm")
 
 
 @dataclass
-class MemledgerSystemConfig:
+class MemledgerSystemConfig(CallLimits):
     """`embeddings`: memeval (the run's embedder, in process) or litellm (an OpenAI-compatible
     /v1/embeddings at `embeddings_base_url`, e.g. `python -m memeval serve embeddings`)."""
 

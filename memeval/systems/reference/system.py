@@ -38,6 +38,8 @@ from memeval.systems.reference.stored_models import StoredModels, stored_model_q
 from memeval.systems.reference.stored_quality import stored_memory_quality
 from memeval.utils.redact import redact
 
+REFERENCE = "reference"  # its option name: memeval's own engine, run without the boundary
+
 
 class ReferenceIngestor(Gate):
     """The write gate, plus what the reference engine can say about a pass beyond decisions."""
@@ -122,6 +124,6 @@ def reference_ingestor(system: System, state_dir: Path, experiment: str,
     return system.ingestor(state_dir, gate_cfg)
 
 
-@SYSTEMS.register("reference", ReferenceConfig)
+@SYSTEMS.register(REFERENCE, ReferenceConfig)
 def build_reference(cfg: ReferenceConfig, *, ctx: Components) -> ReferenceSystem:
     return ReferenceSystem(ctx)
