@@ -7,6 +7,7 @@ receives (path, headers, JSON body) and answers with whatever the responder retu
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -150,6 +151,52 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class HeaderTrickler:
+    """A raw socket server on 127.0.0.1 that starts every answer ("HTTP/1.1 200 OK") and then
+    sends one header line every `every_s`, never ending the headers: httpx's per-read timeout
+    never fires on it, so only a deadline on the whole exchange ends a request."""
+
+    def __init__(self, every_s: float = 0.5) -> None:
+        self.every_s = every_s
+        self.hits = 0
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # the listener closed
+                return
+            self.hits += 1
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                line = 0
+                while not self._stop.wait(self.every_s):
+                    conn.sendall(f"x-still-coming-{line}: 1\r\n".encode())
+                    line += 1
+            except OSError:
+                pass  # the client gave up, as it should
+
+    def __enter__(self) -> HeaderTrickler:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() waiting on it
+        except OSError:
+            pass
+        self._listener.close()
 
 
 # The start of a script run in a process of its own: every connection it then tries to anything
