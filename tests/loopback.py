@@ -6,6 +6,7 @@ receives (path, headers, JSON body) and answers with whatever the responder retu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -192,10 +193,8 @@ class HeaderTrickler:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        try:
+        with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() waiting on it
-        except OSError:
-            pass
         self._listener.close()
 
 
