@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -157,10 +157,13 @@ class LoopbackServer:
 class HeaderTrickler:
     """A raw socket server on 127.0.0.1 that starts every answer ("HTTP/1.1 200 OK") and then
     sends one header line every `every_s`, never ending the headers: httpx's per-read timeout
-    never fires on it, so only a deadline on the whole exchange ends a request."""
+    never fires on it, so only a deadline on the whole exchange ends a request. The first
+    connections are given the whole `first` answers instead (e.g. a probe a client sends before
+    its work), one each, and closed."""
 
-    def __init__(self, every_s: float = 0.5) -> None:
+    def __init__(self, every_s: float = 0.5, first: Sequence[Any] = ()) -> None:
         self.every_s = every_s
+        self.first = list(first)  # JSON bodies
         self.hits = 0
         self._stop = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -172,13 +175,20 @@ class HeaderTrickler:
                 conn, _ = self._listener.accept()
             except OSError:  # the listener closed
                 return
+            answer = self.first[self.hits] if self.hits < len(self.first) else None
             self.hits += 1
-            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._trickle, args=(conn, answer), daemon=True).start()
 
-    def _trickle(self, conn: socket.socket) -> None:
+    def _trickle(self, conn: socket.socket, answer: Any = None) -> None:
         with conn:
             try:
                 conn.recv(65536)
+                if answer is not None:
+                    body = json.dumps(answer).encode()
+                    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                                 b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+                                 % (len(body), body))
+                    return
                 conn.sendall(b"HTTP/1.1 200 OK\r\n")
                 line = 0
                 while not self._stop.wait(self.every_s):
