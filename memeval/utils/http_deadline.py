@@ -2,12 +2,12 @@
 
 httpx's `timeout` bounds each socket operation, not the exchange: a server that sends a header
 line (or a body byte) every second, never finishing, resets it on every read and holds a run for
-ever. A BoundedClient takes a request's timeout (its largest phase) as the budget
-for the whole exchange instead: from the moment the request is sent, every connect, TLS
-handshake, write and read of its connection is given only the time left, and the first one to
-start or time out past the deadline raises httpx's own timeout error (ConnectTimeout, WriteTimeout
-or ReadTimeout) saying "no whole answer within N s". No thread or timer is involved: the budget
-rides with the request in a context variable, which the connection's socket operations read.
+ever. A BoundedClient takes a request's timeout (its largest phase) as the budget for the whole
+exchange instead: from the moment the request is sent, every connect, TLS handshake, write and
+read of its connection is given only the time left, and the first one to start or time out past
+the deadline raises httpx's own timeout error (ConnectTimeout, WriteTimeout or ReadTimeout)
+saying "no whole answer within N s". No thread or timer is involved: the deadline rides with the
+request in a context variable, which the connection's socket operations read.
 
 Every client memeval owns is one: judges, answerers, embedders, daemons, Phoenix, and the OpenAI
 clients memeval hands to mem0.
@@ -40,9 +40,8 @@ _T = TypeVar("_T")
 
 @contextmanager
 def _bounded_by(deadline: _Deadline) -> Iterator[None]:
-    """Socket operations in this block end by `deadline` (or an earlier one already set)."""
-    outer = _CURRENT.get()
-    token = _CURRENT.set(deadline if outer is None or deadline.at < outer.at else outer)
+    """Socket operations in this block end by `deadline`."""
+    token = _CURRENT.set(deadline)
     try:
         yield
     finally:
@@ -141,7 +140,7 @@ class _DeadlineTransport(httpx.BaseTransport):
     def __init__(self, inner: httpx.BaseTransport) -> None:
         self.inner = inner
         if isinstance(inner, httpx.HTTPTransport):  # a mock transport has no sockets to bound
-            pool = inner._pool
+            pool = inner._pool  # every connection it opens takes its backend from here
             pool._network_backend = _DeadlineBackend(pool._network_backend)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
