@@ -196,6 +196,6 @@ def test_a_nan_vector_from_memeval_s_embedder_never_reaches_a_mem0_search(
 def test_a_search_answer_mem0_cannot_give_is_one_system_failure(tmp_path: Path) -> None:
     system = mem0(tmp_path)
     system.memory.search = lambda *_, **__: {"results": [{"metadata": {}, "score": None}]}
-    with pytest.raises(SystemFailure, match=r"^system 'mem0': reading search\(\)'s answer "
-                                            r".* failed: TypeError: float\(\) argument"):
+    with pytest.raises(SystemFailure, match=r"^system 'mem0': search\(\) answered .*, which is "
+                                            r"not a list of scored memories: TypeError"):
         system.search("the cache key", 2)

@@ -162,13 +162,18 @@ class Mem0System(Undeclared):
         with mem0_call("search()"):
             found = self.memory.search(redact(query), top_k=k,
                                        filters={"user_id": SEARCH_POOL}, threshold=0.0)
-        with mem0_call(f"reading search()'s answer {str(found)[:120]!r}"):
+        try:
             hits = [Hit(str((r.get("metadata") or {}).get("memeval_id")), float(r["score"]))
                     for r in found.get("results", [])]
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise SystemFailure(one_line(f"system 'mem0': search() answered {str(found)[:120]!r}, "
+                                         f"which is not a list of scored memories: "
+                                         f"{type(err).__name__}: {err}")) from None
         return hits[:k]  # mem0 may return more than it was asked for
 
     def close(self) -> None:
-        """mem0's FAISS index and history database live in the run directory."""
+        """The HTTP client closed; mem0's FAISS index and history database stay in the run
+        directory."""
         self.http.close()
 
 
