@@ -17,7 +17,7 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.gate.threshold import threshold_settings
 from memeval.engine.scorers.base import SCORERS
 from memeval.experiments.base import EXPERIMENTS
-from memeval.experiments.settings import Settings, Validated
+from memeval.experiments.settings import ChecksInputs, Settings, Validated
 from memeval.paths import data_path
 from memeval.registry import ConfigError, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
@@ -225,7 +225,7 @@ def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     top = {k: v for k, v in resolved.items() if not isinstance(v, dict)}
-    return Validated(
+    checked = Validated(
         settings=to_dataclass(Settings, top, "the top level", key=""),
         experiment=(EXPERIMENTS.choose(resolved["experiment"], key="experiment")
                     if "experiment" in resolved else None),
@@ -239,3 +239,7 @@ def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
                              key="reporting.phoenix"),
         system=SYSTEMS.choose(resolved["system"], key="system"),
     )
+    chosen = checked.experiment
+    if chosen is not None and isinstance(chosen.params, ChecksInputs):
+        chosen.params.check_inputs(checked.dataset)
+    return checked

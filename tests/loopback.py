@@ -6,10 +6,12 @@ receives (path, headers, JSON body) and answers with whatever the responder retu
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -150,6 +152,60 @@ class LoopbackServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class HeaderTrickler:
+    """A raw socket server on 127.0.0.1 that starts every answer ("HTTP/1.1 200 OK") and then
+    sends one header line every `every_s`, never ending the headers: httpx's per-read timeout
+    never fires on it, so only a deadline on the whole exchange ends a request. The first
+    connections are given the whole `first` answers instead (e.g. a probe a client sends before
+    its work), one each, and closed."""
+
+    def __init__(self, every_s: float = 0.5, first: Sequence[Any] = ()) -> None:
+        self.every_s = every_s
+        self.first = list(first)  # JSON bodies
+        self.hits = 0
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # the listener closed
+                return
+            answer = self.first[self.hits] if self.hits < len(self.first) else None
+            self.hits += 1
+            threading.Thread(target=self._trickle, args=(conn, answer), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket, answer: Any = None) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                if answer is not None:
+                    body = json.dumps(answer).encode()
+                    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                                 b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+                                 % (len(body), body))
+                    return
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                line = 0
+                while not self._stop.wait(self.every_s):
+                    conn.sendall(f"x-still-coming-{line}: 1\r\n".encode())
+                    line += 1
+            except OSError:
+                pass  # the client gave up, as it should
+
+    def __enter__(self) -> HeaderTrickler:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() waiting on it
+        self._listener.close()
 
 
 # The start of a script run in a process of its own: every connection it then tries to anything

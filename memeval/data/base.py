@@ -171,6 +171,12 @@ class ChosenInput:
     def name(self) -> str:
         return self.chosen.name
 
+    @property
+    def gold_answers(self) -> bool:
+        """Whether its queries can carry gold answers: a corpus's settings say they cannot with
+        `gold_answers: ClassVar[bool] = False` (memory_jsonl)."""
+        return self.kind == CORPUS and getattr(self.chosen.params, "gold_answers", True)
+
 
 class Inputs:
     """The `dataset` config group: every option names a component of one kind's registry."""

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from memeval.data.base import (
     CORPORA,
@@ -39,6 +39,7 @@ QUERY_FIELDS = {"id", "query", "relevant", "asked_at", "category", "scope"}
 
 @dataclass
 class MemoryJsonlConfig:
+    gold_answers: ClassVar[bool] = False  # a query line has no 'answer' (QUERY_FIELDS)
     memories: str = "???"
     queries: str = "???"
     on_error: str = "skip"

@@ -14,7 +14,8 @@ error.
 
 Memory QA reads every question with a gold answer, evidence or not: `answer` as written (a
 number read as text); an adversarial question (category 5) has none to give, so it is
-`unanswerable`, scored as LoCoMo scores it (experiments/memory_qa.py).
+`unanswerable`, scored as LoCoMo scores it (experiments/memory_qa.py). Any other question whose
+`answer` is not text or a number is left out of memory QA and counted (data/gold.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from memeval.data.base import CORPORA, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
 from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
+from memeval.data.gold import UnscoredGold
 from memeval.data.jsonl import check_read_settings, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
 
@@ -168,7 +170,7 @@ class _Sample:
 
 
 def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
-           keep: set[int] | None) -> CorpusQuery | None:
+           keep: set[int] | None, golds: UnscoredGold) -> CorpusQuery | None:
     """The qa item as a query, or None when it is filtered out or has no usable evidence."""
     report, ref = sample.report, f"{sample.sample_id}:q{index}"
     if not isinstance(item, dict) or not isinstance(item.get("question"), str) \
@@ -196,9 +198,8 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
                     f"evidence '{evidence}' {reason}", sample.on_error)
             continue
         relevant[memory] = 2
-    answer = item.get("answer")
-    gold = None if answer is None or isinstance(answer, bool | dict | list) else str(answer)
     unanswerable = category == ADVERSARIAL
+    gold = None if unanswerable else golds.text(item.get("answer"), ref)
     if not relevant:
         count(report, "no_evidence")
         if gold is None and not unanswerable:
@@ -206,8 +207,7 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
     name = category_name(category)
     count(report, f"queries:{name}")
     return CorpusQuery(id=ref, text=item["question"].strip(), relevant=relevant,
-                       category=name, scope=scope, answer=None if unanswerable else gold,
-                       unanswerable=unanswerable)
+                       category=name, scope=scope, answer=gold, unanswerable=unanswerable)
 
 
 def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | None = None,
@@ -219,6 +219,7 @@ def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | No
     memories: list[CorpusMemory] = []
     queries: list[CorpusQuery] = []
     seen: set[str] = set()
+    golds = UnscoredGold(report, str(file), on_error)
     for position, raw in enumerate(samples):
         where = f"{file}: sample {position}"
         if not isinstance(raw, dict) or not isinstance(raw.get("conversation"), dict):
@@ -240,9 +241,10 @@ def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | No
         scope = tuple(m.id for m in sample.memories)
         qa = raw.get("qa")
         for index, item in enumerate(qa if isinstance(qa, list) else []):
-            query = _query(sample, index, item, scope, keep)
+            query = _query(sample, index, item, scope, keep, golds)
             if query is not None:
                 queries.append(query)
+    golds.close()
     if not memories or not queries:
         raise nothing_usable(f"{file}: no usable LoCoMo {'queries' if memories else 'samples'} "
                              f"({report.skipped} problems, stats {report.stats})", report)

@@ -12,7 +12,9 @@ memory. Should an id carry different text, the later one is kept apart as
 `{session_id}#{question_id}` and counted, so no question searches another's text.
 
 Abstention questions (`_abs`) have no answer session to retrieve, and a question whose answer
-sessions are missing from its haystack cannot be scored: both are skipped and counted.
+sessions are missing from its haystack cannot be scored: both are skipped and counted. A question
+whose gold `answer` is not text or a number is kept for retrieval, left out of memory QA and
+counted (data/gold.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from memeval.data.base import CORPORA, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
 from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
+from memeval.data.gold import UnscoredGold
 from memeval.data.jsonl import check_read_settings, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
 from memeval.registry import bounded
@@ -82,7 +85,7 @@ class _Question:
     date: str | None
     haystack: dict[str, tuple[str, Any]]  # session id -> (text, date as written); first kept
     answers: list[str]
-    answer: str | None  # the gold answer, for memory QA
+    gold: Any  # the gold answer as written, for memory QA (data/gold.py reads it)
 
 
 def _question(raw: Any, which: str) -> _Question:
@@ -108,9 +111,7 @@ def _question(raw: Any, which: str) -> _Question:
     date = raw.get("question_date")
     return _Question(id=qid, text=text.strip(), category=str(raw.get("question_type") or ""),
                      date=date if isinstance(date, str) else None, haystack=haystack,
-                     answers=list(dict.fromkeys(answers)),
-                     answer=None if (gold := raw.get("answer")) is None
-                     or isinstance(gold, bool | dict | list) else str(gold))
+                     answers=list(dict.fromkeys(answers)), gold=raw.get("answer"))
 
 
 class _Sessions:
@@ -146,6 +147,7 @@ def load_longmemeval(path: str | Path, text: str = "user", on_error: str = "skip
     instances = read_json_array(file, "LongMemEval (longmemeval_s.json)")[:limit]
     report = LoadReport(source=str(file), rows_read=len(instances))
     sessions = _Sessions(report)
+    golds = UnscoredGold(report, str(file), on_error)
     queries: dict[str, CorpusQuery] = {}
     for position, raw in enumerate(instances):
         where = f"{file}: question {position}"
@@ -178,7 +180,8 @@ def load_longmemeval(path: str | Path, text: str = "user", on_error: str = "skip
             id=question.id, text=question.text, relevant={scope[a]: 2 for a in question.answers},
             asked_at=asked, category=question.category,
             scope=tuple(scope.values()) if search == "haystack" else None,
-            answer=question.answer)
+            answer=golds.text(question.gold, question.id))
+    golds.close()
     if not queries:
         raise nothing_usable(f"{file}: no usable LongMemEval questions ({report.skipped} "
                              f"problems, stats {report.stats})", report)

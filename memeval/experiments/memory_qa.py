@@ -28,14 +28,14 @@ import numpy as np
 from memeval.backends.answerers.base import ANSWERERS, Answer, Recalled, context
 from memeval.backends.answerers.grader import GRADERS, Grade, Grader
 from memeval.backends.judges.base import JudgeError
-from memeval.data.base import CorpusQuery, MemoryCorpus
+from memeval.data.base import CORPUS, ChosenInput, CorpusQuery, MemoryCorpus
 from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.experiments.retrieval_workload import pool_of
 from memeval.experiments.system_search import search_corpus
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.gate_metrics import share_failed
 from memeval.metrics.qa_scores import bleu1, locomo_f1
-from memeval.registry import bounded
+from memeval.registry import ConfigError, bounded
 from memeval.reporting.outputs import Outputs, Score, Section
 from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings
@@ -62,6 +62,15 @@ class MemoryQAConfig:
     def validate(self) -> None:
         ANSWERERS.validate(self.answerer, "experiment.answerer")
         GRADERS.validate(self.grader, "experiment.grader")
+
+    def check_inputs(self, dataset: ChosenInput) -> None:
+        """A corpus whose queries never hold a gold answer leaves nothing to score: refused
+        before any work, not once it is loaded and searched."""
+        if dataset.kind == CORPUS and not dataset.gold_answers:
+            raise ConfigError(f"+experiment=memory_qa scores answers against gold ones, and "
+                              f"dataset={dataset.name} holds none: use dataset=locomo or "
+                              f"dataset=longmemeval, or +experiment=retrieval_replay to search "
+                              f"a corpus of your own")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ decides what a run does reads these.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from memeval.data.base import ChosenInput
 from memeval.engine.gate.gate import GateConfig
@@ -25,6 +26,15 @@ class Settings:
     bootstrap: int = bounded(2000, 20, 100_000)
     plots: bool = True
     resume: bool = False
+
+
+@runtime_checkable
+class ChecksInputs(Protocol):
+    """An experiment's settings that can tell, from the `dataset` option chosen alone, that the
+    run could never work on it: `validate` asks them before any work."""
+
+    def check_inputs(self, dataset: ChosenInput) -> None:
+        """Raise ConfigError naming the input to choose instead."""
 
 
 @dataclass

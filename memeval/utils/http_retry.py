@@ -4,9 +4,10 @@ judge, embedder and daemon client.
 Hosted APIs rate-limit (429) and wobble (5xx, dropped connections); a local llama.cpp server stalls
 while it loads a model. Retrying those with capped exponential backoff keeps a long sweep alive,
 while a 4xx that no retry can fix (bad key, bad model name) fails at once with the server's reason.
-Every answer is read whole within the request's deadline (`timeout_s`, for the whole answer, not
-each read) and under a size cap, and its JSON is refused when nested too deep or holding NaN or
-Infinity: a stalling, huge or hostile server ends the request with one line, never a hang.
+Every exchange ends by the request's deadline (`timeout_s`, for connect, headers and body together,
+not each read: utils/http_deadline.py), every answer is read under a size cap, and its JSON is
+refused when nested too deep or holding NaN or Infinity: a stalling, huge or hostile server ends
+the request with one line, never a hang.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import httpx
 
 from memeval.registry import bounded
 from memeval.utils.bounded_json import JsonRefused, parse_json
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.redact import redact
 
 BODY_PREVIEW_CHARS = 300
@@ -282,30 +284,29 @@ class Retryable(Exception):
 
 
 class ReadRefused(Exception):
-    """An answer the read policy cut short: not whole by its deadline (`timed_out`), or larger
-    than its cap."""
+    """An answer the read policy cut short for being larger than its cap."""
 
-    def __init__(self, reason: str, *, status: int, timed_out: bool) -> None:
+    def __init__(self, reason: str, *, status: int) -> None:
         super().__init__(reason)
         self.status = status
-        self.timed_out = timed_out
 
 
 # how the body travelled, which no longer holds once it is read whole and decompressed
 _FRAMING = ("content-length", "content-encoding", "transfer-encoding")
 
 
-def read_whole(http: httpx.Client, method: str, url: str, *, timeout_s: float,
+def read_whole(http: BoundedClient, method: str, url: str, *, timeout_s: float,
                max_bytes: int, **request: Any) -> httpx.Response:
-    """One request, its answer read whole within `timeout_s` and refused past `max_bytes`,
-    decompressed (httpx's own timeout is per read, so a server trickling a byte at a time would
-    otherwise never end). The one read policy of every client memeval has: judges, embedders,
-    daemons and Phoenix. Raises ReadRefused, or httpx's errors for the transport."""
-    deadline = time.monotonic() + timeout_s
+    """One request, the whole exchange (connect, headers, body) within `timeout_s` (the
+    BoundedClient's deadline: httpx's own timeout is per read, so a server trickling a header
+    line or a byte at a time would otherwise never end), the answer refused past `max_bytes` and
+    decompressed. The one read policy of every client memeval has: judges, embedders, daemons
+    and Phoenix. Raises ReadRefused, or httpx's errors for the transport and the deadline."""
+    if not isinstance(http, BoundedClient):  # a plain client would let a trickle run for ever
+        raise TypeError(f"read_whole needs a BoundedClient, not {type(http).__name__}")
     with http.stream(method, url, timeout=timeout_s, **request) as response:
         status = response.status_code
-        too_large = ReadRefused(f"an answer larger than {max_bytes} bytes", status=status,
-                                timed_out=False)
+        too_large = ReadRefused(f"an answer larger than {max_bytes} bytes", status=status)
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > max_bytes:
             raise too_large
@@ -314,15 +315,12 @@ def read_whole(http: httpx.Client, method: str, url: str, *, timeout_s: float,
             body += chunk
             if len(body) > max_bytes:
                 raise too_large
-            if time.monotonic() > deadline:
-                raise ReadRefused(f"no whole answer within {timeout_s:g} s", status=status,
-                                  timed_out=True)
         kept = {k: v for k, v in response.headers.items() if k.lower() not in _FRAMING}
         return httpx.Response(status, headers=kept, content=bytes(body))
 
 
 def send_once(
-    http: httpx.Client,
+    http: BoundedClient,
     method: str,
     url: str,
     payload: Mapping[str, Any] | None,
@@ -332,16 +330,14 @@ def send_once(
     attempts: int,
 ) -> httpx.Response:
     """One request under the read policy (`read_whole`): a transport failure or a missed
-    deadline worth retrying raises Retryable, anything else HttpRetryError (a bad URL, an answer
-    over the cap: no retry fixes those)."""
+    deadline (httpx's timeouts) worth retrying raises Retryable, anything else HttpRetryError
+    (a bad URL, an answer over the cap: no retry fixes those)."""
     try:
         return read_whole(http, method, url, timeout_s=policy.timeout_s,
                           max_bytes=policy.max_body_bytes,
                           json=None if payload is None else dict(payload),
                           headers=dict(headers or {}))
     except ReadRefused as err:
-        if err.timed_out:
-            raise Retryable(str(err), cause=f"Timeout: {err}", detail="") from err
         raise HttpRetryError(f"{method} {url} sent {err}", url=url, attempts=attempts,
                              status=err.status, cause=f"HTTP {err.status} with {err}",
                              fix="raise {setting}.max_body_mb if answers this large are "
@@ -407,7 +403,7 @@ def post_json(
     *,
     method: str = "POST",
     headers: Mapping[str, str] | None = None,
-    client: httpx.Client | None = None,
+    client: BoundedClient | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rand: Callable[[], float] = random.random,
     cooldown: Cooldown | None = None,
@@ -420,7 +416,7 @@ def post_json(
     HttpRetryError naming the URL and the last status or exception.
     """
     own_client = client is None
-    http = client if client is not None else httpx.Client()
+    http = client if client is not None else BoundedClient()
     started = time.perf_counter()
     try:
         if cooldown is not None and (pause := cooldown.remaining()) > 0:

@@ -322,6 +322,32 @@ def test_locomo_with_neither_evidence_nor_answers_has_no_usable_queries(tmp_path
         build("locomo", path=str(write_json(tmp_path, samples)))
 
 
+@pytest.mark.bad_input
+def test_locomo_gold_answers_memory_qa_cannot_score_are_counted_and_named(
+        tmp_path: Path) -> None:
+    """A number is read as text; a list, an object, null, a boolean or NaN leaves the question
+    to retrieval alone, counted and named in one line, never dropped unseen nor read as "nan"."""
+    samples = locomo_samples()
+    golds = [["a", "b"], {"a": 1}, None, True, float("nan"), 7, 2.5]
+    spots = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)]  # none adversarial
+    for (sample, index), gold in zip(spots, golds, strict=True):
+        samples[sample]["qa"][index]["answer"] = gold
+    path = write_json(tmp_path, samples)
+    corpus = build("locomo", path=str(path))
+    queries, report = by_id(corpus.queries), corpus.report
+    assert [queries[f"conv-1:q{i}"].answerable for i in range(4)] == [False] * 4
+    assert queries["conv-1:q0"].relevant  # still a retrieval query
+    assert [queries[f"conv-2:q{i}"].answer for i in range(3)] == [None, "7", "2.5"]
+    assert report.stats["gold_unscored"] == 5
+    assert [p for p in report.problems if "memory QA" in p] == [
+        f"{path}: 5 question(s) left out of memory QA, their gold answer not text or a number "
+        f"(list: 1, object: 1, null: 1, boolean: 1, NaN: 1): conv-1:q0 (list), conv-1:q1 "
+        f"(object), conv-1:q2 (null) and 2 more"]
+    with pytest.raises(DatasetError, match=r"question conv-1:q0: its gold answer \(list\) is "
+                                           r"not text or a number"):
+        build("locomo", path=str(path), on_error="raise")
+
+
 # longmemeval
 
 def test_longmemeval_sessions_are_memories_deduplicated_across_haystacks() -> None:
@@ -400,6 +426,23 @@ def test_longmemeval_all_turns_limit_and_skips(tmp_path: Path) -> None:
     stats = corpus.report.stats
     assert (stats["answer_not_in_haystack"], stats["undated_questions"],
             stats["undated_sessions"], stats["abstention"]) == (1, 1, 1, 1)
+
+
+@pytest.mark.bad_input
+def test_longmemeval_gold_answers_memory_qa_cannot_score_are_counted_and_named(
+        tmp_path: Path) -> None:
+    instances = lme_instances()
+    instances[0]["answer"], instances[1]["answer"], instances[2]["answer"] = \
+        ["Thai", "Greek"], float("inf"), 3
+    path = write_json(tmp_path, instances)
+    corpus = build("longmemeval", path=str(path))
+    queries = by_id(corpus.queries)
+    assert sorted(queries) == ["q_car03", "q_food01", "q_gym02"]  # all still searched
+    assert [queries[q].answer for q in ("q_food01", "q_gym02", "q_car03")] == [None, None, "3"]
+    assert corpus.report.stats["gold_unscored"] == 2
+    assert corpus.report.problems == [
+        f"{path}: 2 question(s) left out of memory QA, their gold answer not text or a number "
+        f"(list: 1, infinity: 1): q_food01 (list), q_gym02 (infinity)"]
 
 
 @pytest.mark.bad_input

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.otlp import ExportError, export_batch
 from memeval.reporting.phoenix.rest import PhoenixError, PhoenixREST
 from memeval.reporting.phoenix.stream import reachable
+from memeval.utils.http_deadline import BoundedClient
 from tests.loopback import LoopbackServer, Reply
 
 
@@ -40,7 +40,7 @@ def test_a_hostile_rest_answer_is_one_phoenix_error(reply: Reply, said: str) -> 
 
 def test_a_span_export_whose_answer_trickles_ends_at_the_deadline() -> None:
     stalling = Reply(200, {"partialSuccess": {}, "pad": "x" * 100}, trickle_s=0.2)
-    with LoopbackServer(lambda _: stalling) as server, httpx.Client() as client:
+    with LoopbackServer(lambda _: stalling) as server, BoundedClient() as client:
         started = time.monotonic()
         with pytest.raises(ExportError, match=r"no whole answer within 0\.5 s"):
             export_batch(client, f"{server.base_url}/v1/traces", [], "memeval", timeout_s=0.5,

@@ -119,3 +119,17 @@ def test_memory_qa_refuses_a_trace_dataset_by_name(
 
     with pytest.raises(ConfigError, match="holds labelled entries, not a memory corpus"):
         run_experiment(fast_config("+experiment=memory_qa"), tmp_path / "run")
+
+
+def test_memory_qa_refuses_a_corpus_that_holds_no_gold_answers_before_any_work(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    from memeval.registry import ConfigError
+
+    corpora = LOCOMO.parent
+    cfg = fast_config("+experiment=memory_qa", "dataset=memory_jsonl",
+                      f"dataset.memories={corpora / 'memories.jsonl'}",
+                      f"dataset.queries={corpora / 'queries.jsonl'}")
+    with pytest.raises(ConfigError, match=r"dataset=memory_jsonl holds none: use dataset=locomo "
+                                          r"or dataset=longmemeval"):
+        run_experiment(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before the run directory, let alone a load

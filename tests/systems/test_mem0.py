@@ -6,16 +6,24 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from omegaconf import DictConfig
 
+from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.embedders.hashing import HashingEmbedder
+from memeval.metrics.gate_metrics import SystemFailure
 from memeval.runner import run_experiment
+from memeval.systems.base import SYSTEMS, IndexedMemory
+from memeval.systems.mem0.system import Mem0System
 from tests.backends.test_http_judges import openai_reply
-from tests.loopback import LOOPBACK_AUDIT, LoopbackServer, Received, Reply
+from tests.loopback import LOOPBACK_AUDIT, HeaderTrickler, LoopbackServer, Received, Reply, scripted
 
 pytestmark = pytest.mark.slow  # runs whole experiments: not the quick tier
 
@@ -105,3 +113,89 @@ def test_mem0_contacts_nothing_but_loopback(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "ATTEMPTS []"
     assert "memory QA: system mem0 on locomo_small" in done.stdout
+
+
+WIDTH = 8
+MEMORIES = [IndexedMemory("m1", "The cache key is sha256 of the identity and the text."),
+            IndexedMemory("m2", "Judge retries live in conf/judge/anthropic.yaml.")]
+
+
+def embeddings_body(vector: Any) -> dict[str, Any]:
+    return {"object": "list", "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            "data": [{"object": "embedding", "index": 0, "embedding": vector}]}
+
+
+def mem0(tmp_path: Path, embedder: Any = None, **settings: Any) -> Mem0System:
+    """mem0 built as a run builds it, without the run: cheap enough for one test per fault."""
+    ctx = SimpleNamespace(run_dir=tmp_path, embedder=embedder or HashingEmbedder(WIDTH))
+    system = SYSTEMS.build({"name": "mem0", **settings}, ctx=ctx)
+    assert isinstance(system, Mem0System)
+    return system
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    (Reply(500, {"error": "boom"}), "InternalServerError: Error code: 500"),
+    (Reply(200, text='{"data": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+     "an answer not shaped as embeddings"),
+    (Reply(200, {"data": "nope"}), "an answer not shaped as embeddings"),
+    (Reply(200, embeddings_body([0.5] * 3)), "a vector of 3 values, not the 8 of mem0's index"),
+    (Reply(200, text=json.dumps(embeddings_body([0.5] * WIDTH)).replace("0.5", "NaN", 1)),
+     "returned nan at position 0 of a vector (1 not finite)"),
+], ids=["500", "deep", "shape", "width", "nan"])
+def test_mem0_s_embeddings_endpoint_misbehaving_is_one_embedding_error(
+        reply: Reply, said: str, tmp_path: Path) -> None:
+    """The width probe is answered, then every embedding mem0 asks for is bad: one line naming
+    mem0, the call and the value, not openai's, json's or FAISS's traceback, nor a NaN stored."""
+    with LoopbackServer(scripted([Reply(200, embeddings_body([0.5] * WIDTH))], reply)) as srv:
+        system = mem0(tmp_path, embeddings_base_url=f"{srv.base_url}/v1", max_retries=0)
+        with pytest.raises(EmbeddingError) as failed:
+            system.index(MEMORIES)
+    line = str(failed.value)
+    assert line.startswith(f"mem0's OpenAI embedder at {srv.base_url}/v1, embedding for add")
+    assert said in line and "\n" not in line
+
+
+def test_mem0_s_embedder_ends_at_system_timeout_s_when_its_headers_never_end(
+        tmp_path: Path) -> None:
+    with HeaderTrickler(every_s=0.5, first=[embeddings_body([0.5] * WIDTH)]) as server:
+        system = mem0(tmp_path, embeddings_base_url=f"{server.base_url}/v1", timeout_s=1.0,
+                      max_retries=1)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingError, match=r"embedding for add: APITimeoutError: .*"
+                                                 r"\(ReadTimeout: no whole answer within 1 s\)"):
+            system.index(MEMORIES)
+        took = time.monotonic() - started
+    assert server.hits == 3  # the probe, then mem0's request and its one retry
+    assert took < 2 * 1.0 + 2.0  # two deadlines and openai's backoff, not mem0's 600 s
+    assert (system.memory.llm.client.timeout, system.memory.llm.client.max_retries) == (1.0, 1)
+
+
+class Poisoned:
+    """memeval's hashing embedder, but NaN for any text that mentions poison."""
+
+    dim, identity = WIDTH, "poisoned"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = HashingEmbedder(WIDTH).embed(texts)
+        rows[["poison" in text for text in texts]] = np.nan
+        return rows
+
+
+def test_a_nan_vector_from_memeval_s_embedder_never_reaches_a_mem0_search(
+        tmp_path: Path) -> None:
+    system = mem0(tmp_path, embedder=Poisoned())
+    system.index(MEMORIES)
+    assert {hit.id for hit in system.search("the cache key", 2)} == {"m1", "m2"}
+    with pytest.raises(EmbeddingError, match=r"^memeval's embedder \(poisoned\) in mem0, "
+                                             r"embedding for search returned nan at position 0"):
+        system.search("poison", 2)
+    with pytest.raises(EmbeddingError, match="embedding for add returned nan"):
+        system.index([IndexedMemory("m3", "poison in the well")])
+
+
+def test_a_search_answer_mem0_cannot_give_is_one_system_failure(tmp_path: Path) -> None:
+    system = mem0(tmp_path)
+    system.memory.search = lambda *_, **__: {"results": [{"metadata": {}, "score": None}]}
+    with pytest.raises(SystemFailure, match=r"^system 'mem0': search\(\) answered .*, which is "
+                                            r"not a list of scored memories: TypeError"):
+        system.search("the cache key", 2)

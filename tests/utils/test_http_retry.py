@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import (
     HttpRetryError,
     RetryPolicy,
@@ -142,7 +142,7 @@ def test_non_json_success_body_is_an_error() -> None:
 
 
 def test_uses_a_supplied_client_and_leaves_it_open() -> None:
-    with LoopbackServer(lambda req: OK) as srv, httpx.Client() as client:
+    with LoopbackServer(lambda req: OK) as srv, BoundedClient() as client:
         post_json(f"{srv.base_url}/x", {}, client=client)
         assert not client.is_closed
         post_json(f"{srv.base_url}/x", {}, client=client)

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import numpy as np
 
 from memeval.backends.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
 from memeval.registry import ConfigError, bounded
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import (
     HttpEndpointConfig,
     HttpRetryError,
@@ -54,14 +54,14 @@ class OpenAIHttpConfig(HttpEndpointConfig):
 class OpenAIHttpEmbedder:
     """Every error names the URL and the setting to change (credentials in the URL masked)."""
 
-    def __init__(self, cfg: OpenAIHttpConfig, *, client: httpx.Client | None = None) -> None:
+    def __init__(self, cfg: OpenAIHttpConfig, *, client: BoundedClient | None = None) -> None:
         self.cfg = cfg
         self.base_url = cfg.base_url.rstrip("/")
         self.url = f"{self.base_url}/embeddings"
         self.shown_url = redact(self.url)
         self.identity = f"openai_http:{self.base_url}:{cfg.model}"
         self.dim = cfg.dim
-        self._client = client if client is not None else httpx.Client()
+        self._client = client if client is not None else BoundedClient()
         self._policy = cfg.retry_policy()
         self._down_until = 0.0  # monotonic time before which the server counts as down
         self._down_because = ""

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
-
 from memeval.backends.judges.base import NOT_SENT, JudgeError, Verdict
 from memeval.backends.judges.prompt import PROMPT_VERSION, build_messages, parse_verdict
 from memeval.entry import Entry
 from memeval.registry import ConfigError, bounded
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import (
     Breaker,
     Cooldown,
@@ -97,13 +96,13 @@ class HttpJudge:
         cfg: HttpJudgeConfig,
         *,
         cache_dir: Path | None = None,
-        client: httpx.Client | None = None,
+        client: BoundedClient | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.cfg = cfg
         self.base_url = cfg.base_url.rstrip("/")
         self.name = f"{self.provider}:{cfg.model}"
-        self._client = client if client is not None else httpx.Client()
+        self._client = client if client is not None else BoundedClient()
         self._policy = cfg.retry_policy()
         self._sleep = sleep
         self._cooldown = Cooldown()  # callers in parallel (labeller=judge) pause together

@@ -20,6 +20,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, TraceFlags
 from opentelemetry.trace.status import Status, StatusCode
 
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import ReadRefused, read_whole
 
 SCOPE = InstrumentationScope("memeval")
@@ -54,7 +55,7 @@ def batches(spans: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapp
         yield batch
 
 
-def export_batch(client: httpx.Client, traces_url: str, batch: list[Mapping[str, Any]],
+def export_batch(client: BoundedClient, traces_url: str, batch: list[Mapping[str, Any]],
                  project: str, *, timeout_s: float, max_bytes: int) -> None:
     """One batch of spans, its answer read under memeval's read policy (`read_whole`)."""
     owner = resource(project)

@@ -14,6 +14,7 @@ import httpx
 
 from memeval.reporting.phoenix.otlp import ExportError
 from memeval.utils.bounded_json import parse_json
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, read_whole
 
 CONCURRENCY = 8  # requests a push keeps in flight: Phoenix answers each in a few milliseconds
@@ -42,7 +43,7 @@ class PhoenixREST:
                  max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.base_url = base_url
         self.timeout_s, self.max_body_bytes = timeout_s, max_body_bytes
-        self.http = httpx.Client(base_url=base_url, timeout=timeout_s)
+        self.http = BoundedClient(base_url=base_url, timeout=timeout_s)
 
     def close(self) -> None:
         self.http.close()

@@ -33,6 +33,7 @@ from typing import TextIO
 
 import httpx
 
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import MAX_BODY_BYTES, ReadRefused, read_whole
 from memeval.utils.serving import is_loopback, terminate_as_interrupt
 
@@ -236,7 +237,7 @@ class PhoenixServer:
             raise PhoenixServerError("Phoenix was not started")
         deadline = time.monotonic() + timeout_s
         # trust_env=False: no HTTP(S)_PROXY may route this anywhere but loopback.
-        with httpx.Client(timeout=2.0, trust_env=False) as client:
+        with BoundedClient(timeout=2.0, trust_env=False) as client:
             while True:
                 code = process.poll()
                 if code is not None:

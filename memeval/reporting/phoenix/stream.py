@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Protocol
 
-import httpx
 from omegaconf import DictConfig
 
 from memeval.backends.embedders.base import Embedder
@@ -24,6 +23,7 @@ from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.spans import RunInfo, decision_spans
 from memeval.results.run_dir import decisions_frame
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.redact import redact, redacted
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ class PassStreamer:
                  texts: Callable[[], Mapping[str, Mapping[str, Any]]]) -> None:
         self.settings, self.run, self.texts = settings, run, texts
         self.traces_url = f"{settings.base_url}/v1/traces"
-        self.http = httpx.Client(timeout=settings.timeout_s)
+        self.http = BoundedClient(timeout=settings.timeout_s)
         self.sent = 0
         self.stopped: str | None = None
 

@@ -25,6 +25,7 @@ from memeval.systems.http.mapping import (
     as_key,
     pluck,
 )
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.http_retry import (
     Breaker,
     Cooldown,
@@ -62,13 +63,13 @@ def search_hits(route: SearchRoute, data: Any) -> list[Hit]:
 class Daemon:
     """A client of one daemon, shared by every thread of a run."""
 
-    def __init__(self, cfg: HttpSystemConfig, *, client: httpx.Client | None = None,
+    def __init__(self, cfg: HttpSystemConfig, *, client: BoundedClient | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.cfg = cfg
         self.base = httpx.URL(cfg.base_url.rstrip("/") + "/")
         self.shown = redact(cfg.base_url)
         # never follow a redirect: a turn must not reach a host the user did not configure
-        self._client = client if client is not None else httpx.Client(follow_redirects=False)
+        self._client = client if client is not None else BoundedClient(follow_redirects=False)
         self._sleep = sleep
         self._policy = RetryPolicy(timeout_s=cfg.timeout_s, max_retries=cfg.max_retries,
                                    backoff_max_s=cfg.backoff_max_s,

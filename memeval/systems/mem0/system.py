@@ -12,6 +12,11 @@
   memory memeval gave), one pool at a time under its own user id; `search` asks for the top k
   with no score threshold, and the adapter keeps k at most (mem0 may return more).
 
+Wires: mem0's OpenAI clients (its embedder's, its LLM's) are given memeval's bounded HTTP client,
+`timeout_s` for each whole request and `max_retries`; its vector store is a local FAISS index,
+with no client. Every vector in or out of mem0's embedder slot is checked (embedding.py), and
+anything else mem0 raises in an index, a search or a wipe is one SystemFailure line.
+
 mem0 has no trust score, conflict detector or feedback: those capabilities are not declared.
 Every text is redacted before it reaches mem0. mem0 reads MEM0_TELEMETRY and MEM0_DIR when it is
 first imported: they are set before that, and telemetry is switched off in its module as well,
@@ -25,12 +30,15 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memeval.backends.embedders.base import EmbeddingError
 from memeval.engine.gate.gate import Decision
 from memeval.entry import Entry
+from memeval.metrics.gate_metrics import SystemFailure
 from memeval.registry import ConfigError, bounded
 from memeval.systems.base import (
     SYSTEMS,
@@ -43,6 +51,8 @@ from memeval.systems.base import (
     Undeclared,
 )
 from memeval.systems.boundary import CallLimits
+from memeval.systems.mem0.embedding import bridge, checked, one_line
+from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
@@ -59,6 +69,9 @@ class Mem0SystemConfig(CallLimits):
     embeddings_base_url: str | None = None  # null: memeval's embedder in process
     embeddings_model: str = "memeval"
     index_dir: str = "mem0"  # relative to the run directory (replaced at the start of each run)
+    # each request mem0 (or the width probe) sends, connect to last byte; and its retries
+    timeout_s: float = bounded(30.0, above=0)
+    max_retries: int = bounded(2, 0, 100)
     # more turns than this share failing in add() and the run fails once its results are written
     max_error_share: float = bounded(0.05, 0, 1)
 
@@ -66,6 +79,19 @@ class Mem0SystemConfig(CallLimits):
         if self.infer and not self.llm_base_url:
             raise ValueError("infer: true needs llm_base_url (an OpenAI-compatible endpoint for "
                              "mem0's LLM); infer: false stores every turn as is")
+
+
+@contextmanager
+def mem0_call(what: str) -> Iterator[None]:
+    """What mem0 raises in `what` as one SystemFailure line; its embedder's failures stay the
+    EmbeddingError they already are (embedding.py)."""
+    try:
+        yield
+    except (EmbeddingError, SystemFailure):
+        raise
+    except Exception as err:  # mem0's, FAISS's or its history database's
+        raise SystemFailure(one_line(f"system 'mem0': {what} failed: {type(err).__name__}: "
+                                     f"{err}")) from None
 
 
 class Mem0Ingestor(KeepsItsOwnState):
@@ -82,7 +108,8 @@ class Mem0Ingestor(KeepsItsOwnState):
 
     def restart(self, wipe_memories: bool = True) -> None:
         if wipe_memories:
-            self.system.memory.delete_all(user_id=TURNS)
+            with mem0_call("delete_all() of the ingested turns"):
+                self.system.memory.delete_all(user_id=TURNS)
 
     def run_pass(self, items: Sequence[Turn], pass_no: int,
                  phase: str = "eval") -> Iterator[Decision]:
@@ -114,29 +141,41 @@ class Mem0System(Undeclared):
     name = "mem0"
     capabilities = frozenset({Capability.INGEST, Capability.RESET, Capability.SEARCH})
 
-    def __init__(self, cfg: Mem0SystemConfig, memory: Any, notes: dict[str, Any]) -> None:
+    def __init__(self, cfg: Mem0SystemConfig, memory: Any, notes: dict[str, Any],
+                 http: BoundedClient) -> None:
         self.cfg = cfg
         self.memory = memory
         self.notes = notes
+        self.http = http  # under mem0's OpenAI clients
 
     def ingestor(self, state_dir: Path) -> Mem0Ingestor:
         return Mem0Ingestor(self, state_dir)
 
     def index(self, memories: Sequence[IndexedMemory]) -> None:
-        self.memory.delete_all(user_id=SEARCH_POOL)
+        with mem0_call("delete_all() of the searched memories"):
+            self.memory.delete_all(user_id=SEARCH_POOL)
         for memory in memories:
-            self.memory.add(redact(memory.text), user_id=SEARCH_POOL, infer=False,
-                            metadata={"memeval_id": memory.id})
+            with mem0_call(f"add() of memory '{memory.id}'"):
+                self.memory.add(redact(memory.text), user_id=SEARCH_POOL, infer=False,
+                                metadata={"memeval_id": memory.id})
 
     def search(self, query: str, k: int) -> list[Hit]:
-        found = self.memory.search(redact(query), top_k=k, filters={"user_id": SEARCH_POOL},
-                                   threshold=0.0)
-        hits = [Hit(str((r.get("metadata") or {}).get("memeval_id")), float(r["score"]))
-                for r in found.get("results", [])]
+        with mem0_call("search()"):
+            found = self.memory.search(redact(query), top_k=k,
+                                       filters={"user_id": SEARCH_POOL}, threshold=0.0)
+        try:
+            hits = [Hit(str((r.get("metadata") or {}).get("memeval_id")), float(r["score"]))
+                    for r in found.get("results", [])]
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise SystemFailure(one_line(f"system 'mem0': search() answered {str(found)[:120]!r}, "
+                                         f"which is not a list of scored memories: "
+                                         f"{type(err).__name__}: {err}")) from None
         return hits[:k]  # mem0 may return more than it was asked for
 
     def close(self) -> None:
-        """mem0's FAISS index and history database live in the run directory."""
+        """The HTTP client closed; mem0's FAISS index and history database stay in the run
+        directory."""
+        self.http.close()
 
 
 def _quiet_mem0(home: Path) -> None:
@@ -149,22 +188,8 @@ def _quiet_mem0(home: Path) -> None:
     telemetry.MEM0_TELEMETRY = False  # capture_event reads it on each call
 
 
-def _bridge(embed: Any, width: int) -> Any:
-    """memeval's embedder as mem0 calls an embedder."""
-    from mem0.configs.embeddings.base import BaseEmbedderConfig
-    from mem0.embeddings.base import EmbeddingBase
-
-    class MemevalEmbedding(EmbeddingBase):
-        def __init__(self) -> None:
-            super().__init__(BaseEmbedderConfig(embedding_dims=width))
-
-        def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-            return [float(x) for x in embed([text])[0]]
-
-    return MemevalEmbedding()
-
-
-def _open(cfg: Mem0SystemConfig, ctx: Components) -> tuple[Any, dict[str, Any]]:
+def _open(cfg: Mem0SystemConfig, ctx: Components
+          ) -> tuple[Any, dict[str, Any], BoundedClient]:
     import shutil
 
     folder = ctx.run_dir / cfg.index_dir
@@ -183,12 +208,13 @@ def _open(cfg: Mem0SystemConfig, ctx: Components) -> tuple[Any, dict[str, Any]]:
         width = _probe_width(cfg)
         embedder = {"model": cfg.embeddings_model, "openai_base_url": cfg.embeddings_base_url,
                     "api_key": "unused", "embedding_dims": width}
-        embeddings = (f"mem0's OpenAI embedder at {redact(cfg.embeddings_base_url)} "
-                      f"({width} dimensions)")
+        who = f"mem0's OpenAI embedder at {redact(cfg.embeddings_base_url)}"
+        embeddings = f"{who} ({width} dimensions)"
     else:
         width = ctx.embedder.dim
         embedder = {"api_key": "unused", "openai_base_url": loopback, "embedding_dims": width}
         embeddings = f"memeval's embedder in process ({redact(ctx.embedder.identity)})"
+        who = f"memeval's embedder ({redact(ctx.embedder.identity)}) in mem0"
     memory = Memory.from_config({
         "vector_store": {"provider": "faiss", "config": {
             "collection_name": "memeval", "path": str(folder / "faiss"),
@@ -196,8 +222,12 @@ def _open(cfg: Mem0SystemConfig, ctx: Components) -> tuple[Any, dict[str, Any]]:
         "embedder": {"provider": "openai", "config": embedder},
         "llm": {"provider": "openai", "config": llm},
         "history_db_path": str(folder / "history.db")})
-    if not cfg.embeddings_base_url:
-        memory.embedding_model = _bridge(ctx.embedder.embed, width)
+    http = BoundedClient(timeout=cfg.timeout_s)
+    for part in (memory.embedding_model, memory.llm):  # mem0 gives their clients no deadline
+        part.client = part.client.with_options(timeout=cfg.timeout_s,
+                                               max_retries=cfg.max_retries, http_client=http)
+    memory.embedding_model = checked(memory.embedding_model if cfg.embeddings_base_url else
+                                     bridge(ctx.embedder.embed, width), width, who)
     notes = {
         "embeddings": embeddings,
         "vector_store": "FAISS (local, semantic only: mem0 disables its BM25 hybrid on FAISS)",
@@ -209,7 +239,7 @@ def _open(cfg: Mem0SystemConfig, ctx: Components) -> tuple[Any, dict[str, Any]]:
         "search": "mem0's search over memories added as they are (infer=False), top k with no "
                   "score threshold; mem0 may return more than k, the adapter keeps k",
         "telemetry": "off (MEM0_TELEMETRY=False)"}
-    return memory, notes
+    return memory, notes, http
 
 
 def _probe_width(cfg: Mem0SystemConfig) -> int:
@@ -219,7 +249,9 @@ def _probe_width(cfg: Mem0SystemConfig) -> int:
 
     assert cfg.embeddings_base_url is not None
     probe = OpenAIHttpEmbedder(OpenAIHttpConfig(base_url=cfg.embeddings_base_url,
-                                                model=cfg.embeddings_model))
+                                                model=cfg.embeddings_model,
+                                                timeout_s=cfg.timeout_s,
+                                                max_retries=cfg.max_retries))
     try:
         probe.preflight()
     except ConfigError as err:
@@ -236,5 +268,4 @@ def build_mem0(cfg: Mem0SystemConfig, *, ctx: Components) -> Mem0System:
     """mem0 is imported here, only when this system is built."""
     if importlib.util.find_spec("mem0") is None:
         raise ConfigError("system=mem0 needs the mem0ai package: pip install -e \".[mem0]\"")
-    memory, notes = _open(cfg, ctx)
-    return Mem0System(cfg, memory, notes)
+    return Mem0System(cfg, *_open(cfg, ctx))
