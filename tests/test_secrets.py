@@ -138,6 +138,27 @@ def test_hydra_files_are_rewritten_redacted_and_clean_files_kept(tmp_path: Path)
     assert clean.stat().st_mtime_ns == before  # nothing to redact: not rewritten
 
 
+def test_a_crash_prints_its_traceback_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A fault that is no user error (memeval's own, or a system's) prints its traceback
+    redacted; Hydra would print the message and the overrides as typed."""
+    import memeval.runner
+    from memeval.__main__ import main
+
+    def crash(cfg: DictConfig, run_dir: Path) -> None:
+        raise RuntimeError(f"the system rejected {GITHUB_TOKEN}")
+
+    monkeypatch.setattr(memeval.runner, "run_experiment", crash)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "+experiment=three_pass", "judge=openai_chat",
+                 f"judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:9/v1",
+                 f"hydra.run.dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: the system rejected [REDACTED:github_token]" in err
+    assert GITHUB_TOKEN not in err and DB_PASSWORD not in err
+
+
 @pytest.fixture
 def root_handler() -> Iterator[logging.StreamHandler[io.StringIO]]:
     """A handler on the root logger, as Hydra's job logging installs, removed afterwards."""
