@@ -159,6 +159,17 @@ def test_a_crash_prints_its_traceback_redacted(tmp_path: Path, monkeypatch: pyte
     assert GITHUB_TOKEN not in err and DB_PASSWORD not in err
 
 
+def test_a_system_failure_is_recorded_redacted() -> None:
+    """compare_systems keeps a failed system's message in its results and log."""
+    from memeval.experiments.compare_systems import CompareSystems, CompareSystemsConfig
+    from memeval.metrics.gate_metrics import SystemFailure
+
+    compare = CompareSystems(CompareSystemsConfig())
+    compare._fails("search", "gone", SystemFailure(f"the daemon refused {GITHUB_TOKEN}"))
+    assert compare.failed == {"search": {"gone": "failed: the daemon refused "
+                                                 "[REDACTED:github_token]"}}
+
+
 @pytest.fixture
 def root_handler() -> Iterator[logging.StreamHandler[io.StringIO]]:
     """A handler on the root logger, as Hydra's job logging installs, removed afterwards."""
