@@ -1,7 +1,8 @@
 """Planted secrets never reach anything a run writes: stores, decisions, metrics, memories,
 and, run through the real CLI, caches, logs, Hydra's files, reports, the console and the HTTP
-servers it talks to. Secrets are planted in texts, in entry ids, labels and label sources, and in
-the URLs a run is configured with."""
+servers it talks to. Secrets are planted in texts, in entry ids, labels and label sources, in the
+URLs a run is configured with, in a memory corpus's ids, categories and sessions, in an LLM's
+answers and grades, and in a crash's message."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from memeval.log_redaction import redact_logs
 from memeval.results.provenance import provenance
 from memeval.results.run_dir import redact_in_place
 from memeval.runner import run_experiment
+from memeval.utils.redact import redact
 from tests.loopback import LoopbackServer, Received, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +80,7 @@ def test_no_planted_secret_is_written_anywhere(tmp_path: Path,
     assert "[REDACTED:stripe_key]" in metrics  # the bad label's problem, redacted
     decisions = pq.read_table(run / "decisions.parquet").to_pylist()
     ids = {d["entry_id"] for d in decisions}
-    assert "[REDACTED:slack_token]#2" in ids and len(ids) == 13
+    assert "[REDACTED:slack_token]#1" in ids and len(ids) == 13
     assert {d["label_source"] for d in decisions} == {"human", "vendor [REDACTED:google_api_key]"}
     for path in written:
         content = path.read_bytes()
@@ -134,6 +136,38 @@ def test_hydra_files_are_rewritten_redacted_and_clean_files_kept(tmp_path: Path)
     redact_in_place(leaky, clean, tmp_path / "missing.yaml")
     assert leaky.read_text() == "- judge.base_url=http://[REDACTED:uri_credentials]@127.0.0.1:8080/v1\n"
     assert clean.stat().st_mtime_ns == before  # nothing to redact: not rewritten
+
+
+def test_a_crash_prints_its_traceback_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A fault that is no user error (memeval's own, or a system's) prints its traceback
+    redacted; Hydra would print the message and the overrides as typed."""
+    import memeval.runner
+    from memeval.__main__ import main
+
+    def crash(cfg: DictConfig, run_dir: Path) -> None:
+        raise RuntimeError(f"the system rejected {GITHUB_TOKEN}")
+
+    monkeypatch.setattr(memeval.runner, "run_experiment", crash)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "+experiment=three_pass", "judge=openai_chat",
+                 f"judge.base_url=http://judge:{DB_PASSWORD}@127.0.0.1:9/v1",
+                 f"hydra.run.dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: the system rejected [REDACTED:github_token]" in err
+    assert GITHUB_TOKEN not in err and DB_PASSWORD not in err
+
+
+def test_a_system_failure_is_recorded_redacted() -> None:
+    """compare_systems keeps a failed system's message in its results and log."""
+    from memeval.experiments.compare_systems import CompareSystems, CompareSystemsConfig
+    from memeval.metrics.gate_metrics import SystemFailure
+
+    compare = CompareSystems(CompareSystemsConfig())
+    compare._fails("search", "gone", SystemFailure(f"the daemon refused {GITHUB_TOKEN}"))
+    assert compare.failed == {"search": {"gone": "failed: the daemon refused "
+                                                 "[REDACTED:github_token]"}}
 
 
 @pytest.fixture
@@ -421,3 +455,190 @@ def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> N
         needle = secret.encode()
         leaks = [where for where, content in blobs.items() if needle in content]
         assert not leaks, f"planted {kind} leaked into {leaks}"
+
+
+# --- names from a memory corpus, and what an LLM writes ----------------------------------------
+
+CORPORA = Path(__file__).resolve().parent / "data" / "corpora"
+TWIN = "ghp_" + _fake(36)  # two memory ids that redact alike: `[REDACTED:github_token]`
+# Unreserved characters: `.` and `~` cut it into runs too short to look random alone.
+JOINED = (_fake(5) + "." + _fake(4) + "~" + _fake(4) + "_" + _fake(5) + "-" + _fake(9) + "."
+          + _fake(8))
+BASIC = base64.b64encode(f"deploy:Dp!{_fake(14)}".encode()).decode()  # `user:pass`, encoded
+# kind -> the secret, planted in a corpus's names and texts, or written by the LLM only
+NAMED: dict[str, str] = {
+    "locomo sample_id": "ghp_" + _fake(36),
+    "locomo category": "rk_live_" + _fake(24),
+    "locomo dia_id": JOINED,
+    "locomo turn, joined by . and ~": _fake(6) + "~" + _fake(7) + "." + _fake(6) + "." + _fake(12),
+    "locomo turn, base64 of user:pass": BASIC,
+    "llm answer": "sk-ant-api03-" + _fake(60, _ALNUM + "-_"),
+    "llm answer, joined by . and ~": _fake(9) + "." + _fake(9) + "~" + _fake(9) + "-" + _fake(9),
+    "llm answer, base64 of user:pass": base64.b64encode(f"admin:Qa#{_fake(13)}".encode()).decode(),
+    "grader explanation": "sk-proj-" + _fake(48, _ALNUM + "-_"),
+    "longmemeval question_type": "xoxb-" + _fake(11, string.digits) + "-" + _fake(24),
+    "longmemeval question_id": "npm_" + _fake(36),
+    "longmemeval session id": "hf_" + _fake(34),
+    "memory id": TWIN,
+    "memory id, redacting alike": "ghp_" + _fake(36),
+    "memory session": "dop_v1_" + _fake(64, _HEX),
+    "memory source": "glpat-" + _fake(20, _ALNUM + "-_"),
+    "query id": "SG." + _fake(22, _ALNUM + "-_") + "." + _fake(43, _ALNUM + "-_"),
+    "query category": "AKIA" + _fake(16, string.ascii_uppercase + string.digits),
+}
+
+
+def _planted_corpus(kind: str, folder: Path) -> list[str]:
+    """A copy of a small test corpus with secrets planted in its names (and, in LoCoMo, two new
+    token shapes in a turn): the `dataset` overrides that load it."""
+    p = NAMED
+    if kind == "locomo":
+        samples = json.loads((CORPORA / "locomo_small.json").read_text())
+        sample = samples[0]
+        sample["sample_id"] = f"conv-{p['locomo sample_id']}"
+        sample["qa"][1]["category"] = f"temporal {p['locomo category']}"  # answered 1 June 2023
+        turns = sample["conversation"]["session_1"]
+        turns[1]["dia_id"] = f"D1:2 {p['locomo dia_id']}"
+        turns[5]["text"] += (f" The upload ref is {p['locomo turn, joined by . and ~']} and the "
+                             f"registry auth {p['locomo turn, base64 of user:pass']}.")
+        path = folder / "locomo.json"
+        path.write_text(json.dumps(samples))
+        return ["dataset=locomo", f"dataset.path={path}"]
+    if kind == "longmemeval":
+        text = (CORPORA / "longmemeval_small.json").read_text()
+        text = text.replace('"answer_food_1"',
+                            json.dumps(f"answer_food {p['longmemeval session id']}"))
+        text = text.replace('"q_food01"', json.dumps(f"q_food01 {p['longmemeval question_id']}"))
+        text = text.replace('"single-session-user"',
+                            json.dumps(f"single-session-user {p['longmemeval question_type']}"))
+        path = folder / "longmemeval.json"
+        path.write_text(text)
+        return ["dataset=longmemeval", f"dataset.path={path}"]
+    memories = (CORPORA / "memories.jsonl").read_text()
+    queries = (CORPORA / "queries.jsonl").read_text()
+    for old, new in (('"m01"', p["memory id"]), ('"m02"', p["memory id, redacting alike"])):
+        memories, queries = (t.replace(old, json.dumps(new)) for t in (memories, queries))
+    memories = memories.replace('"s1"', json.dumps(f"s1 {p['memory session']}")).replace(
+        '"claude_code:turn-14"', json.dumps(f"claude_code:{p['memory source']}"))
+    queries = queries.replace('"q1"', json.dumps(f"q1 {p['query id']}")).replace(
+        '"workflow"', json.dumps(f"workflow {p['query category']}"))
+    (folder / "memories.jsonl").write_text(memories)
+    (folder / "queries.jsonl").write_text(queries)
+    return ["dataset=memory_jsonl", f"dataset.memories={folder / 'memories.jsonl'}",
+            f"dataset.queries={folder / 'queries.jsonl'}"]
+
+
+def _planted_in(kind: str) -> dict[str, str]:
+    prefix = {"locomo": "locomo", "longmemeval": "longmemeval", "memory_jsonl": ("memory", "query")}
+    return {k: v for k, v in NAMED.items() if k.startswith(prefix[kind])}
+
+
+def test_names_are_redacted_one_to_one() -> None:
+    """Kept byte for byte without a secret; two that redact alike kept apart; one name mapped
+    alike wherever it occurs; never onto a name the input holds."""
+    from memeval.data.base import RedactedNames
+
+    other = "ghp_" + _fake(36)
+    taken = "[REDACTED:github_token]#1"  # an input may hold a marker, however unlikely
+    names = RedactedNames(["q_7", TWIN, other, taken])
+    assert [names("q_7"), names(TWIN), names(other), names(TWIN), names(taken)] == [
+        "q_7", "[REDACTED:github_token]#2", "[REDACTED:github_token]#3",
+        "[REDACTED:github_token]#2", taken]
+
+
+@pytest.mark.parametrize("kind", ["locomo", "longmemeval", "memory_jsonl"])
+def test_a_corpus_is_served_with_its_names_redacted(kind: str, tmp_path: Path) -> None:
+    """Ids, sessions, sources, metadata, categories, counts' names: redacted where the corpus is
+    loaded, every reference still holding and every name without a secret unchanged."""
+    from memeval.components import load_components
+    from memeval.config import compose
+    from memeval.data.base import CORPORA as LOADERS
+    from memeval.data.memory_corpus import checked_corpus, redacted_corpus
+
+    load_components()
+    cfg = compose(_planted_corpus(kind, tmp_path))
+    raw = LOADERS.build(cfg.dataset)
+    served = redacted_corpus(raw)
+    seen = repr(served).encode()
+    for what, secret in _planted_in(kind).items():
+        assert secret in repr(raw), f"{what} was not planted"
+        assert secret.encode() not in seen, f"{what} leaked"
+    checked_corpus(served.name, served.memories, served.queries, served.report)  # refs hold
+    ids = [(a.id, b.id) for a, b in zip([*raw.memories, *raw.queries],
+                                        [*served.memories, *served.queries], strict=True)]
+    assert len({b for _, b in ids}) == len(ids)  # still unique
+    assert all((a == b) == (redact(a) == a) for a, b in ids)  # changed only if holding a secret
+    assert any(a != b for a, b in ids)
+
+
+def _qa_model(request: Received) -> Reply:
+    """An LLM that writes keys it was never sent: into every answer, and into every grade's
+    explanation."""
+    from memeval.backends.answerers.prompts import ANSWER_SYSTEM, GRADE_SYSTEM
+
+    system = request.body["messages"][0]["content"]
+    text = "OK"  # a preflight
+    if system == ANSWER_SYSTEM:
+        text = (f"1 June 2023. The key was {NAMED['llm answer']}, the session "
+                f"{NAMED['llm answer, joined by . and ~']}, the registry auth "
+                f"{NAMED['llm answer, base64 of user:pass']}.")
+    elif system == GRADE_SYSTEM:
+        text = json.dumps({"label": "WRONG",
+                           "explanation": f"it quotes {NAMED['grader explanation']}"})
+    return Reply(200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 0,
+                       "model": "qa-test", "choices": [{"index": 0, "finish_reason": "stop",
+                       "message": {"role": "assistant", "content": text}}],
+                       "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["locomo", "longmemeval", "memory_jsonl"])
+def test_no_planted_name_or_llm_reply_leaves_a_corpus_run(
+        kind: str, tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    """Memory QA with an LLM answerer and grader on loopback (LoCoMo), memory QA (LongMemEval),
+    retrieval replay (memory_jsonl): no planted id, category, question type or session, and no
+    key the LLM wrote, reaches the run directory, the caches, the console, the log records or
+    what the LLM was sent. The log records are read as emitted, before the CLI's redacting
+    filter, so the names must already be redacted where the corpus was loaded."""
+    caplog.set_level(logging.DEBUG)
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    settings = [*_planted_corpus(kind, tmp_path), "plots=false", "bootstrap=20"]
+    if kind == "memory_jsonl":
+        settings += ["+experiment=retrieval_replay", "experiment.passes=1", "experiment.k=3"]
+    else:
+        settings += ["+experiment=memory_qa", "experiment.k=20"]  # a conversation, whole
+    with LoopbackServer(_qa_model) as llm:
+        if kind == "locomo":
+            settings += [f"{what}@experiment.{what}=llm" for what in ("answerer", "grader")]
+            settings += [f"experiment.{what}.backend.{key}={value}"
+                         for what in ("answerer", "grader")
+                         for key, value in (("model", "qa-test"),
+                                            ("base_url", f"{llm.base_url}/v1"))]
+        run_experiment(fast_config(*settings), run)
+        sent = [json.dumps(r.body).encode() for r in llm.requests]
+    out, err = capfd.readouterr()
+
+    files = [p for root in (run, cache) for p in root.rglob("*") if p.is_file()]
+    blobs = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in files}
+    blobs |= {f"{name} (decoded)": _decoded(tmp_path / name) for name in list(blobs)
+              if name.endswith((".parquet", ".sqlite"))}
+    blobs |= {"stdout": out.encode(), "stderr": err.encode(), "sent to the LLM": b"".join(sent),
+              "log records": "\n".join([caplog.text, *(str(r.args) for r in caplog.records)]
+                                       ).encode()}
+    planted = _planted_in(kind) | (
+        {k: v for k, v in NAMED.items() if k.startswith(("llm", "grader"))}
+        if kind == "locomo" else {})
+    # not vacuous: the names and the LLM's replies reached what the run wrote, redacted
+    table = "run/qa_questions.parquet (decoded)" if kind != "memory_jsonl" else next(
+        n for n in blobs if n.endswith("retrieval_queries.parquet (decoded)"))
+    assert b"[REDACTED:" in blobs[table] and b"[REDACTED:" in blobs["run/metrics.json"]
+    if kind == "locomo":
+        judged = blobs["cache/judge.sqlite (decoded)"]
+        for cls in ("anthropic_key", "openai_key", "high_entropy", "basic_auth"):
+            assert f"[REDACTED:{cls}]".encode() in judged, cls
+        assert b"[REDACTED:high_entropy]" in blobs["sent to the LLM"]  # the planted turn
+        assert b"[REDACTED:basic_auth]" in blobs["sent to the LLM"]
+    for what, secret in planted.items():
+        leaks = [where for where, content in blobs.items() if secret.encode() in content]
+        assert not leaks, f"planted {what} leaked into {leaks}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,6 +102,15 @@ def main(args: list[str]) -> int:
                 # A parallel launcher runs jobs in worker processes that cannot set our exit
                 # code: failing the job is how the sweep learns of it.
                 raise SystemExit(2) from None
+        except Exception:
+            # memeval's own fault, or a system's: the traceback is printed here, redacted (its
+            # message may quote a key), instead of by Hydra, which prints it and the overrides
+            # as typed (a URL's password included)
+            _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
+            print(redact(traceback.format_exc()), end="", file=sys.stderr)
+            status["code"] = 1
+            if hydra_cfg.mode == RunMode.MULTIRUN:
+                raise SystemExit(1) from None
         except BaseException:
             _discard_if_unused(run_dir, f"{hydra_cfg.job.name}.log")
             raise

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -124,24 +124,60 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+class RedactedNames:
+    """Names from the input (ids, sessions, sources) redacted one to one, as ids must be: a name
+    without a secret is kept byte for byte; one with a secret becomes its redaction and `#N`
+    (`[REDACTED:github_token]#1`), N counting such names in the order met and skipping any name
+    the input holds, so two names that redact alike stay apart and a name maps alike wherever it
+    occurs (a memory's id in a query's relevant ids). N is not a hash of the name: a hash would
+    let anyone holding the results test guesses of the secret."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._taken = set(names)  # every name of the input: a numbered one never equals one
+        self._mapped: dict[str, str] = {}
+        self._numbered = 0
+
+    def __call__(self, name: str) -> str:
+        mapped = self._mapped.get(name)
+        if mapped is None:
+            mapped = redact(name)
+            if mapped != name:
+                mapped = self._numbered_name(mapped)
+            self._mapped[name] = mapped
+        return mapped
+
+    def _numbered_name(self, redacted: str) -> str:
+        while True:
+            self._numbered += 1
+            numbered = f"{redacted}#{self._numbered}"
+            if numbered not in self._taken:
+                return numbered
+
+
 def redacted_names(dataset: Dataset) -> Dataset:
-    """The dataset with entry ids, label sources and load problems redacted like its texts: they
-    reach metrics, stores, span attributes and the console. An id that redaction changes gets its
-    position appended (`[REDACTED:github_token]#12`), so ids stay unique."""
+    """The dataset with entry ids (one to one, `RedactedNames`), label sources, its name and its
+    load report redacted like its texts: they reach metrics, stores, span attributes, the console
+    and systems under test."""
+    names = RedactedNames(e.id for e in dataset.entries)
     entries = []
-    for n, e in enumerate(dataset.entries):
-        entry_id = redact(e.id)
+    for e in dataset.entries:
+        entry_id = names(e.id)
         source = None if e.label_source is None else redact(e.label_source)
-        if entry_id != e.id:
-            entry_id = f"{entry_id}#{n}"
         changed = (entry_id, source) != (e.id, e.label_source)
         entries.append(replace(e, id=entry_id, label_source=source) if changed else e)
-    return Dataset(name=dataset.name, entries=entries, report=redacted_report(dataset.report))
+    return Dataset(name=redact(dataset.name), entries=entries,
+                   report=redacted_report(dataset.report))
 
 
 def redacted_report(report: LoadReport) -> LoadReport:
-    """The report with its problems (which quote the bad lines) redacted."""
-    return replace(report, problems=[redact(p) for p in report.problems])
+    """The report with its source, its problems (which quote the bad lines) and its counts'
+    names (`queries:<category>`) redacted."""
+    stats: dict[str, int] = {}
+    for key, n in report.stats.items():
+        clean = redact(key)
+        stats[clean] = stats.get(clean, 0) + n
+    return replace(report, source=redact(report.source),
+                   problems=[redact(p) for p in report.problems], stats=stats)
 
 
 def fingerprint(entries: Sequence[Entry]) -> str:

@@ -54,6 +54,7 @@ from memeval.systems.base import (
     Ingestor,
     System,
 )
+from memeval.utils.redact import redact
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
@@ -104,8 +105,9 @@ class CompareSystems:
         self.failed: dict[str, dict[str, str]] = {}  # by capability: system → why it failed
 
     def _fails(self, what: str, name: str, err: SystemFailure) -> None:
-        log.warning("system %s failed in %s, left out of that table: %s", name, what, err)
-        self.failed.setdefault(what, {})[name] = f"failed: {err}"
+        why = redact(str(err))  # a system's own message: it may quote what it was sent
+        log.warning("system %s failed in %s, left out of that table: %s", name, what, why)
+        self.failed.setdefault(what, {})[name] = f"failed: {why}"
 
     def run(self, ctx: RunContext) -> ExperimentResult:
         systems = {name: ctx.build_system(node) for name, node in self.cfg.systems.items()}

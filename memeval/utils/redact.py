@@ -17,13 +17,15 @@ Order matters, and `DEFAULT_PATTERNS` is applied top to bottom:
 3. URIs with `user:pass@` (any scheme) before e-mail and assignments: otherwise
    `pass@db.example.com` is taken for an e-mail address and the user name and scheme are lost.
 4. Vendor token formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, JWT, ssh, …) and
-   vendor-specific shapes (Azure `AccountKey=`, `mysql -pX`, `.netrc`) before the generic
-   `key = value` rules, so the label says *what* leaked (`api_key=[REDACTED:github_token]`) and
-   the generic rule then sees an already-redacted value and leaves it alone.
+   vendor-specific shapes (Azure `AccountKey=`, `mysql -pX`, `.netrc`, `Basic` + base64 of
+   `user:pass`) before the generic `key = value` rules, so the label says *what* leaked
+   (`api_key=[REDACTED:github_token]`) and the generic rule then sees an already-redacted value
+   and leaves it alone.
 5. Generic assignments, then passwords, then a secret a few words after a keyword in prose
    ("the db password is X").
-6. Runs of base64 that decode to text holding a secret, then any remaining long random-looking
-   token (high Shannon entropy, mixed case and digits, not a SHA, UUID, path or identifier).
+6. Runs of base64 that decode to text holding a secret or a `user:password` pair, then any
+   remaining long random-looking token (high Shannon entropy, mixed case and digits, not a SHA,
+   UUID, path, file name or identifier), also one whose pieces `.` or `~` join.
 7. E-mail last (the broadest shape).
 
 Generic assignments are found in the shapes traces carry them: `KEY=v`, `KEY: v`, `KEY => v`,
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import heapq
 import math
 import re
 import string
@@ -296,7 +299,7 @@ def _accept_secret_assignment(m: re.Match[str]) -> bool:
         return False
     if group != "secret_bare":
         return True  # a quoted literal assigned to a secret-named key
-    if value.startswith(("/", "~", ".")):
+    if value.startswith(("/", "~", ".")) and ("/" in value or not looks_random(value)):
         return False  # `private_key: ~/.ssh/id_rsa_deploy_2`: a path
     return not _looks_like_code(value, m) and _looks_random(value)
 
@@ -329,7 +332,10 @@ def _accept_authorization(m: re.Match[str]) -> bool:
 
 
 def _accept_basic_auth(m: re.Match[str]) -> bool:
-    value, _ = _secret_value(m)
+    value, group = _secret_value(m)
+    if group == "secret_b64":  # `Basic <base64>`: a credential once it decodes to `user:pass`
+        decoded = _base64_text(value)
+        return decoded is not None and _BASIC_PAIR.fullmatch(decoded.rstrip("\r\n")) is not None
     user = m.group("user")
     if user.isdigit() and value.isdigit():
         return False  # `docker run -u 1000:1000` is uid:gid
@@ -443,10 +449,18 @@ def _rx(*parts: str) -> re.Pattern[str]:
 _TOKEN_CHARS = string.ascii_letters + string.digits + "+/_=-"  # a piece of a split token
 # Runs a token may be made of, inside one whitespace-separated word.
 _RUN = re.compile(r"[A-Za-z0-9+/_\-]{20,}={0,2}")
+# Runs of 20 or more of RFC 3986's unreserved characters (`A-Za-z0-9-._~`, what OAuth tokens and
+# PKCE verifiers are made of) that `.` or `~` join: judged whole, as well as run by run. No `/`: a
+# path's segments are judged one by one. A joiner neither starts nor ends one (a sentence's full
+# stop); a failed match backtracks over trailing joiners only, from at most 19 starts: linear.
+_JOINED_RUN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.~\-]{18,}[A-Za-z0-9_\-]")
+# A piece someone already masked (`SG.aB1cD2eF3gH4iJ5k.REDACTED` in docs): what is left of the
+# token is an example or an id, and its pieces are judged alone.
+_MASKED = re.compile(r"redacted|xxxx", re.IGNORECASE)
 _CLASS_RUNS = re.compile(r"[a-z]+|[A-Z]+|[0-9]+|[^A-Za-z0-9]+")
 _WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
 _PLAIN_PART = re.compile(r"[a-z]+|[A-Z]+|[A-Z][a-z]+|[0-9]+")
-_SEPARATORS = re.compile(r"[-_/+]+")
+_SEPARATORS = re.compile(r"[-_/+.~]+")
 _DIGIT = re.compile(r"[0-9]")
 # API object ids (Anthropic `toolu_01…`, `req_…`, `msg_…`; OpenAI `chatcmpl-…`, `call_…`; Stripe
 # `cus_…`, `pi_…`) name things, they grant nothing.
@@ -474,20 +488,25 @@ def _entropy(text: str) -> float:
 
 @lru_cache(maxsize=4096)
 def looks_random(token: str) -> bool:
-    """A key rather than a name: mixed case with digits (or long), near the entropy a random
-    string of its length has, and switching between lower, upper and digits as often as random
-    text does. Names fail the last two: `NSMergeByPropertyObjectTrumpMergePolicy`,
-    `src/Components/Button2`, `ForkJoinPool-1-worker-2`, `kenth56-OMEN-by-HP-Laptop-16`.
+    """A key rather than a name: mixed case with digits (or long, in one piece), near the
+    entropy a random string of its length has, and switching between lower, upper and digits as
+    often as random text does. Names fail the last two: `NSMergeByPropertyObjectTrumpMergePolicy`,
+    `src/Components/Button2`, `ForkJoinPool-1-worker-2`, `kenth56-OMEN-by-HP-Laptop-16`. A file
+    name is judged without its extension.
 
     Thresholds from simulation: random base62/base64 strings of 20, 24 and 40+ characters pass
-    95%, 97% and 99.7% of the time; every identifier in the bundled corpora fails.
+    95%, 97% and 99.7% of the time, and so do strings of RFC 3986's unreserved characters
+    (`A-Za-z0-9-._~`); every identifier in the bundled corpora fails.
     """
     body = token.rstrip("=")
+    stem, dot, extension = body.rpartition(".")
+    if dot and extension.lower() in _FILE_EXTENSIONS:
+        body = stem  # a file name is judged without its extension
     n = len(body)
     if not _MIN_RANDOM <= n <= _MAX_RANDOM or body.lower() == body or body.upper() == body:
         return False
-    if _DIGIT.search(body) is None and n < 32:
-        return False
+    if _DIGIT.search(body) is None and (n < 32 or "." in body or "~" in body):
+        return False  # no digit: a key only if long and in one piece (not `Test.CaseName`)
     object_id = _OBJECT_ID.fullmatch(body)
     if (object_id and object_id.group(1) in _ID_PREFIXES) or _SRI_HASH.match(body):
         return False
@@ -506,7 +525,15 @@ def looks_random(token: str) -> bool:
 def decoded_text(token: str) -> str | None:
     """The text a base64 (or base64url) run encodes, or None if it is not base64 of text."""
     body = token.rstrip("=")
-    if len(body) < _MIN_BASE64 or len(body) > _MAX_BASE64 or len(body) % 4 == 1:
+    if len(body) < _MIN_BASE64 or len(body) > _MAX_BASE64:
+        return None
+    return _base64_text(body)
+
+
+def _base64_text(token: str) -> str | None:
+    """`decoded_text` of a token of any length (after `Basic `, a short one is a credential)."""
+    body = token.rstrip("=")
+    if len(body) % 4 == 1:
         return None
     altchars = b"-_" if "-" in body or "_" in body else None
     try:
@@ -517,41 +544,84 @@ def decoded_text(token: str) -> str | None:
     return text if len(_NON_TEXT.findall(text)) * 20 <= len(text) else None
 
 
-def _long_runs(text: str) -> set[str]:
-    """Distinct token-character runs of 20 or more, looked for only in words that long."""
-    return {m.group() for word in text.split() if len(word) >= _MIN_RANDOM
-            for m in _RUN.finditer(word)}
+# What `Basic <base64>` encodes: a user name, a colon, the password (RFC 7617).
+_BASIC_PAIR = re.compile(r"[^\s:]{1,256}:\S{0,256}")
+# The same pair found by itself: a login name and a password that is not a port, a version, a
+# hash, a path or a word list (`host:8080/health`, `sha256:<hex>`, `Content-Type:text/plain`).
+_CREDENTIAL_PAIR = re.compile(r"[A-Za-z][\w.@+\-]{0,63}:(?P<password>[^\s:/][^\s:]{5,127})")
+_HEX_DIGEST = re.compile(r"[0-9a-fA-F]{32,}")
+_PORT_PATH = re.compile(r"[0-9]{1,5}/")
+_PASSWORD_SYMBOL = re.compile(r"[^\w./\-]")
+
+
+def _credential_pair(text: str) -> bool:
+    """`user:password` as `echo admin:S3cr3t! | base64` encodes it: a password with a letter and
+    a digit or a symbol."""
+    m = _CREDENTIAL_PAIR.fullmatch(text.rstrip("\r\n"))
+    if m is None:
+        return False
+    password = m.group("password")
+    return (_LETTER.search(password) is not None
+            and (_DIGIT.search(password) is not None
+                 or _PASSWORD_SYMBOL.search(password) is not None)
+            and _NUMBERISH.fullmatch(password) is None and _HEX_DIGEST.fullmatch(password) is None
+            and _PORT_PATH.match(password) is None)
+
+
+def _long_runs(text: str) -> tuple[set[str], set[str]]:
+    """Distinct token-character runs of 20 or more, and distinct runs joined by `.` or `~` that
+    long, looked for only in words that long."""
+    words = [word for word in text.split() if len(word) >= _MIN_RANDOM]
+    runs = {m.group() for word in words for m in _RUN.finditer(word)}
+    joined = {run for word in words if "." in word or "~" in word
+              for m in _JOINED_RUN.finditer(word) if "." in (run := m.group()) or "~" in run}
+    return runs, joined
 
 
 @dataclass(frozen=True)
 class LongTokens:
     """Runs of 20+ token characters with no key name or vendor prefix before them: base64 whose
     decoded text holds a secret (`echo KEY | base64`, a Kubernetes Secret), redacted with this
-    redactor's own classes, becomes `base64_secret`; a random-looking run (a key pasted in
-    prose) becomes `high_entropy`, unless it is base64 of plain text, labelled an id (`Cluster
-    ID: …`, `"requestId": "…"`) or a data URI's payload."""
+    redactor's own classes, becomes `base64_secret`, and base64 of a `user:password` pair
+    `basic_auth`; a random-looking run (a key pasted in prose, also one joined by `.` or `~`)
+    becomes `high_entropy`, unless it is base64 of plain text, labelled an id (`Cluster ID: …`,
+    `"requestId": "…"`) or a data URI's payload."""
 
     name: str = "long_tokens"
     hints: tuple[str, ...] = ()
 
     def apply(self, text: str, redactor: Redactor) -> tuple[str, dict[str, int]]:
-        found: dict[str, str] = {}
-        for token in _long_runs(text):
+        runs, joined_runs = _long_runs(text)
+        random_joined = {token for token in joined_runs
+                         if looks_random(token) and _MASKED.search(token) is None}
+        found = dict.fromkeys(random_joined, "high_entropy")
+        for token in runs:
             decoded = decoded_text(token)
             if decoded is not None:
                 if redactor.redact_with_counts(decoded)[1]:
                     found[token] = "base64_secret"
+                elif _credential_pair(decoded):
+                    found[token] = "basic_auth"
             elif looks_random(token):
                 found[token] = "high_entropy"
         if not found:
             return text, {}
-        spans, counts = [], Counter[str]()
-        for m in _RUN.finditer(text):  # one scan, made only once a secret was found
+        # one scan each, made only once a secret was found; runs that overlap (a joined run and
+        # the runs inside it or across its ends) are one secret, under the first one's class
+        joined = ([m for m in _JOINED_RUN.finditer(text) if m.group() in random_joined]
+                  if random_joined else [])
+        spans: list[tuple[int, int, str]] = []
+        counts = Counter[str]()
+        for m in heapq.merge(joined, _RUN.finditer(text), key=lambda m: m.start()):
             cls = found.get(m.group())
             if cls is None:
                 continue
             before = text[max(0, m.start() - 32) : m.start()]
             if cls == "high_entropy" and (_ID_LABEL.search(before) or before.endswith("base64,")):
+                continue
+            if spans and m.start() < spans[-1][1]:
+                start, end, marker = spans[-1]
+                spans[-1] = (start, max(end, m.end()), marker)
                 continue
             spans.append((m.start(), m.end(), _marker(cls)))
             counts[cls] += 1
@@ -936,9 +1006,14 @@ DEFAULT_PATTERNS: tuple[Detector, ...] = (
         _rx(
             r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)\\?["']?(?P<user>[^\s:"'\\]{1,128}):""",
             _NOT_REDACTED, r"""(?P<secret>[^\s"'\\]{1,256})""",
+            # the header's value without its name (`-H 'Basic …'`, "send Basic …"): base64 of
+            # `user:pass`, checked by decoding it
+            r"|(?<![\w\-])(?i:basic)[ \t]+(?P<secret_b64>[A-Za-z0-9+/]{4,1024}={0,2})",
+            r"(?![A-Za-z0-9+/=])",
         ),
         accept=_accept_basic_auth,
-        hints=("-u",),
+        hints=("-u", "basic"),
+        anchors=("-u", "--user", "basic"),
     ),
     RedactionPattern(
         "azure_key",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from memeval.backends.judges.anthropic import AnthropicJudge, AnthropicJudgeConfig
 from memeval.backends.judges.base import JUDGES, NOT_SENT, JudgeError
+from memeval.backends.judges.http_judge import CACHE_FILE, CACHE_TABLE
 from memeval.backends.judges.openai_chat import OpenAIChatJudge, OpenAIChatJudgeConfig
 from memeval.backends.judges.prompt import (
     PROMPT_VERSION,
@@ -19,6 +21,7 @@ from memeval.backends.judges.prompt import (
 )
 from memeval.entry import Entry
 from memeval.registry import ConfigError
+from memeval.utils.kvcache import SqliteKV
 from tests.loopback import LoopbackServer, Received, Reply, scripted
 
 KEY_ENV = "MEMEVAL_TEST_JUDGE_KEY"
@@ -367,6 +370,28 @@ def test_cache_key_separates_models_and_cache_can_be_disabled(tmp_path: Path) ->
         assert srv.hits == 3 and again.cached is True
         uncached = openai(srv, cache_dir=tmp_path, cache=False).judge(ENTRY, USER, ASSISTANT)
         assert srv.hits == 4 and uncached.cached is False
+
+
+def test_a_reply_is_redacted_before_it_is_cached_or_returned(tmp_path: Path) -> None:
+    """A model may write a key it was never sent: an answer or a rewrite holding one is stored
+    and served redacted, and a raw reply an older cache holds is served redacted too."""
+    key = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz"
+    with LoopbackServer(lambda req: openai_reply(f"The deploy token is {key}.")) as srv:
+        judge = openai(srv, cache_dir=tmp_path)
+        done = judge.complete("system", "question")
+        older = SqliteKV(tmp_path / CACHE_FILE, CACHE_TABLE)
+        older.put(judge.cache_key("system", "other question"),
+                  json.dumps({"text": key, "input_tokens": 1, "output_tokens": 1}).encode())
+        older.close()
+        replayed = judge.complete("system", "other question")
+        judge.close()
+        cache = SqliteKV(tmp_path / CACHE_FILE, CACHE_TABLE)
+        stored = cache.get(judge.cache_key("system", "question"))
+        cache.close()
+        assert srv.hits == 1
+    assert done.text == "The deploy token is [REDACTED:github_token]."
+    assert stored is not None and json.loads(stored)["text"] == done.text
+    assert replayed.cached and replayed.text == "[REDACTED:github_token]"
 
 
 def test_errors_are_not_cached(tmp_path: Path) -> None:

@@ -235,17 +235,21 @@ class HttpJudge:
                  ) -> Completion:
         """One reply to (system, user) with the endpoint's retries, cache and circuit breaker:
         the judge's verdicts, and any other use of the same model (an answerer, a grader).
-        `expected` names what a blank reply should have held."""
+        `expected` names what a blank reply should have held. The reply is redacted before it
+        is cached or returned: a model may write a key it was never sent (from its training, or
+        a tool's output), and an answer or a rewrite goes into tables and stores as it is."""
         key = self.cache_key(system, user)
         if self._cache is not None and (stored := self._cache.get(key)) is not None \
                 and (record := cached_reply(stored)) is not None:
-            return Completion(*record, latency_ms=0.0, cached=True, cost_usd=0.0)
+            text, tin, tout = record  # an older or imported cache may hold a raw reply
+            return Completion(redact(text), tin, tout, latency_ms=0.0, cached=True, cost_usd=0.0)
         if self._breaker.open_because is not None:
             reason = NOT_SENT + self._breaker.open_because
             raise JudgeError(f"{self.name}: {reason}", reason=reason)
         try:
             result = self._post(self.body(system, user, self.cfg.max_tokens))
             raw, tin, tout = self._reply(result.data)
+            raw = redact(raw)
             if not raw.strip():
                 reason = redact(f"blank reply from {self.url} (expected {expected}): check "
                                 f"the model and max_tokens")
