@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.config import check_overrides, compose, expand_targets, quote_values
+from memeval.log_redaction import redact_logs
 from memeval.results.run import Run
 from memeval.runner import run_experiment
 from memeval.systems.boundary import checked_system
@@ -44,6 +45,7 @@ def evaluate(experiment: str, overrides: Sequence[str] = (),
     check_overrides(args)
     if run_dir is None:
         run_dir = compose(args, with_hydra=True).hydra.run.dir
+    redact_logs()  # the caller's log handlers write memeval's records redacted, as a command's do
     token = None if system is None else _system.set(checked_system(system, "evaluate(system=)"))
     try:
         run_experiment(compose(args), Path(run_dir))
