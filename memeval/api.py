@@ -23,7 +23,6 @@ from memeval.config import check_overrides, compose, expand_targets, quote_value
 from memeval.log_redaction import redact_logs
 from memeval.results.run import Run
 from memeval.runner import run_experiment
-from memeval.systems.boundary import checked_system
 
 _system: ContextVar[Any] = ContextVar("memeval_system")
 
@@ -46,7 +45,7 @@ def evaluate(experiment: str, overrides: Sequence[str] = (),
     if run_dir is None:
         run_dir = compose(args, with_hydra=True).hydra.run.dir
     redact_logs()  # the caller's log handlers write memeval's records redacted, as a command's do
-    token = None if system is None else _system.set(checked_system(system, "evaluate(system=)"))
+    token = None if system is None else _system.set(system)  # checked at the boundary
     try:
         run_experiment(compose(args), Path(run_dir))
     finally:

@@ -207,3 +207,16 @@ def test_a_system_ending_the_process_never_exits_zero(tmp_path: Path, fault: str
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "system 'faulty' failed in search" in " ".join(done.stderr.split())
+
+
+def test_evaluate_refuses_an_object_whose_name_cannot_be_read(tmp_path: Path) -> None:
+    from tests.systems.untrusted import Faulty
+
+    class Nameless(Faulty):
+        @property  # type: ignore[override]
+        def name(self) -> str:
+            raise RuntimeError("no name yet")
+
+    with pytest.raises(SystemFailure, match="failed in building it: RuntimeError: no name yet"):
+        evaluate("three_pass", ["embedder=hashing", f"cache_dir={tmp_path / 'cache'}"],
+                 run_dir=tmp_path / "run", system=Nameless("none"))
