@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from memeval.entry import Entry
 from memeval.registry import Chosen, ConfigError, Registration, Registry, did_you_mean
+from memeval.utils.problems import Problems
 from memeval.utils.redact import redact
 
 
@@ -26,16 +27,27 @@ class DatasetError(ValueError):
 
 @dataclass
 class LoadReport:
-    """What a loader skipped and why, so nothing is lost silently."""
+    """What a loader skipped and why, so nothing is lost silently: every skipped record counted,
+    the first few of each kind of problem kept (`Problems`), however many there are."""
 
     source: str
     rows_read: int = 0
-    problems: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    found: Problems = field(default_factory=Problems)
+
+    def skip(self, where: str, reason: str) -> None:
+        """One record skipped at `where` (`FILE:LINE`, `FILE: sample 3`) for `reason`."""
+        self.found.add(where, reason)
 
     @property
     def skipped(self) -> int:
-        return len(self.problems)
+        return self.found.count
+
+    @property
+    def problems(self) -> list[str]:
+        """Redacted (they quote the bad records): the first of each kind, then how many of
+        each kind there were where more than those."""
+        return self.found.lines()
 
 
 @dataclass
@@ -125,9 +137,10 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def redacted_names(dataset: Dataset) -> Dataset:
-    """The dataset with entry ids, label sources and load problems redacted like its texts: they
-    reach metrics, stores, span attributes and the console. An id that redaction changes gets its
-    position appended (`[REDACTED:github_token]#12`), so ids stay unique."""
+    """The dataset with entry ids and label sources redacted like its texts (its load problems
+    are, as they are kept): they reach metrics, stores, span attributes and the console. An id
+    that redaction changes gets its position appended (`[REDACTED:github_token]#12`), so ids
+    stay unique."""
     entries = []
     for n, e in enumerate(dataset.entries):
         entry_id = redact(e.id)
@@ -136,12 +149,7 @@ def redacted_names(dataset: Dataset) -> Dataset:
             entry_id = f"{entry_id}#{n}"
         changed = (entry_id, source) != (e.id, e.label_source)
         entries.append(replace(e, id=entry_id, label_source=source) if changed else e)
-    return Dataset(name=dataset.name, entries=entries, report=redacted_report(dataset.report))
-
-
-def redacted_report(report: LoadReport) -> LoadReport:
-    """The report with its problems (which quote the bad lines) redacted."""
-    return replace(report, problems=[redact(p) for p in report.problems])
+    return Dataset(name=dataset.name, entries=entries, report=dataset.report)
 
 
 def fingerprint(entries: Sequence[Entry]) -> str:

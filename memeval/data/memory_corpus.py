@@ -10,6 +10,7 @@ replay in time order searches only what existed by then.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -19,7 +20,6 @@ from memeval.data.base import (
     DatasetError,
     LoadReport,
     MemoryCorpus,
-    redacted_report,
 )
 from memeval.utils.redact import redact
 
@@ -33,7 +33,7 @@ def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequenc
     ids, instead of scoring as misses later."""
     ids = [m.id for m in memories]
     if len(set(ids)) != len(ids):
-        doubled = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        doubled = sorted(i for i, n in Counter(ids).items() if n > 1)[:5]
         raise DatasetError(f"{report.source}: duplicate memory ids {doubled}")
     known = set(ids)
     for q in queries:
@@ -57,10 +57,11 @@ def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequenc
 
 
 def redacted_corpus(corpus: MemoryCorpus) -> MemoryCorpus:
-    """Texts and load problems redacted before anything is embedded, searched or written: the
-    run's tables, spans and console show memories and queries as they are served."""
+    """Texts redacted before anything is embedded, searched or written (load problems are, as
+    they are kept): the run's tables, spans and console show memories and queries as they are
+    served."""
     return MemoryCorpus(corpus.name, [replace(m, text=redact(m.text)) for m in corpus.memories],
                         [replace(q, text=redact(q.text),
                                  answer=None if q.answer is None else redact(q.answer))
                          for q in corpus.queries],
-                        redacted_report(corpus.report))
+                        corpus.report)
