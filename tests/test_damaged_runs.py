@@ -47,6 +47,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], object], str, str]] = {
                    "provenance.json", "not a memeval run's provenance (Expecting property"),
     "laughs": (lambda run: (run / "config.yaml").write_text(LAUGHS), "config.yaml",
                "YAML anchors or aliases, which memeval never writes"),
+    "decisions": (lambda run: (run / "decisions.parquet").write_bytes(b"PAR1 torn off"),
+                  "decisions.parquet", "not a table memeval wrote"),
     "interpolated": (lambda run: (run / "config.yaml").write_text(
         "a: lol\n" + "".join(f"x{i}: '{'${x' + str(i - 1) + '}' if i else '${a}'}'\n"
                              for i in range(40))), "config.yaml", "holds an interpolation"),
@@ -71,7 +73,7 @@ def test_runs_notes_each_damaged_file_and_keeps_the_healthy_run(
     printed = capsys.readouterr().out
     notes = " ".join(printed[printed.index("notes:"):].split())
     for name, (_, file, said) in DAMAGE.items():
-        if file != "provenance.json":  # the table reads no provenance
+        if file in ("metrics.json", "config.yaml"):  # what the table reads
             assert f"{name}: " in notes and f"{file}: " in notes and said in notes, name
     healthy = next(line for line in printed.splitlines() if line.startswith("healthy "))
     assert "0.991" in healthy.split()  # its recall, as the leaderboard gives it
@@ -98,11 +100,14 @@ def test_report_on_a_damaged_run_exits_2_in_one_line_naming_the_file(
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
-def test_a_comparison_refuses_a_damaged_config_in_one_line(
-        runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert report_main([str(runs / "healthy"), str(runs / "laughs"), "--out", str(tmp_path)]) == 2
+@pytest.mark.parametrize("name", ["laughs", "decisions"])
+def test_a_comparison_refuses_a_damaged_file_in_one_line(
+        name: str, runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert report_main([str(runs / "healthy"), str(runs / name), "--out", str(tmp_path)]) == 2
+    _, file, said = DAMAGE[name]
     err = capsys.readouterr().err
-    assert err.startswith(f"memeval report: {runs / 'laughs' / 'config.yaml'}: YAML anchors")
+    assert err.startswith(f"memeval report: {runs / name / file}: ") and said in unwrapped(err)
+    assert err.count("\n") == 1
 
 
 def test_a_metrics_file_larger_than_memeval_writes_is_refused_unread(

@@ -20,7 +20,7 @@ from memeval.results.findings import Findings
 from memeval.utils.bounded_json import read_json
 
 METRICS = "metrics.json"
-MAX_METRICS_BYTES = 64 * 2**20  # a run's metrics take kilobytes, even over thousands of passes
+MAX_METRICS_BYTES = 16 * 2**20  # a run's metrics take kilobytes, even over thousands of passes
 # What a section reader raises on a value of the wrong type, or a key the file lacks
 SECTION_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 SCHEMA_VERSION = 2

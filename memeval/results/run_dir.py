@@ -111,15 +111,22 @@ def read_provenance(run_dir: str | Path) -> dict[str, Any]:
 
 
 def read_decisions(run_dir: str | Path) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.read_parquet(Path(run_dir) / DECISIONS)
+    return _read_parquet(Path(run_dir) / DECISIONS)
 
 
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
-    import pandas as pd
-
     path = Path(run_dir) / f"{name}.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this run wrote no '{name}' table")
-    return pd.read_parquet(path)
+    return _read_parquet(path)
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A run's table; one parquet cannot read is UnreadableResult naming the file."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        why = " ".join(str(err).split())[:300]
+        raise UnreadableResult(f"{path}: not a table memeval wrote ({why})") from None
