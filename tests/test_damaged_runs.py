@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memeval.cli.leaderboard import main as leaderboard_main
+from memeval.cli.phoenix import settings_for
 from memeval.cli.report import main as report_main
 from memeval.cli.runs import main as runs_main
 from memeval.components import load_components
@@ -108,6 +109,11 @@ def test_a_comparison_refuses_a_damaged_file_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"memeval report: {runs / name / file}: ") and said in unwrapped(err)
     assert err.count("\n") == 1
+
+
+def test_a_phoenix_push_reads_a_run_s_settings_with_the_same_bounds(runs: Path) -> None:
+    with pytest.raises(UnreadableResult, match=r"config\.yaml: YAML anchors or aliases"):
+        settings_for(runs / "laughs", None, None)
 
 
 def test_a_metrics_file_larger_than_memeval_writes_is_refused_unread(

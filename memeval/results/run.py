@@ -86,22 +86,7 @@ class Run:
 
     @cached_property
     def config(self) -> DictConfig:
-        """The run's resolved settings (config.yaml). memeval writes them resolved, so a value
-        OmegaConf would resolve (`${...}`) is damage, refused: resolving `${a}${a}` nested a few
-        levels would take unbounded time."""
-        path = self.path / CONFIG
-        loaded = read_settings_file(path)
-        if not isinstance(loaded, dict):
-            raise UnreadableResult(f"{path}: not a run's settings (a {type(loaded).__name__})")
-        found = _interpolation(loaded)
-        if found is not None:
-            raise UnreadableResult(f"{path}: holds an interpolation ({found[:80]!r}), which "
-                                   f"memeval never writes there (it writes settings resolved)")
-        try:
-            return OmegaConf.create(loaded)
-        except OmegaConfBaseException as err:
-            raise UnreadableResult(f"{path}: not a run's settings ({type(err).__name__}: "
-                                   f"{str(err).splitlines()[0]})") from None
+        return read_config(self.path)
 
     @cached_property
     def overrides(self) -> dict[str, Any] | None:
@@ -127,6 +112,25 @@ class Run:
         rows = [{"run": self.name, "arm": arm, "pass": p.pass_no, **p.headline()}
                 for arm, passes in self.result.by_arm().items() for p in passes]
         return pd.DataFrame(rows)
+
+
+def read_config(run_dir: Path) -> DictConfig:
+    """The run's resolved settings (config.yaml). memeval writes them resolved, so a value
+    OmegaConf would resolve (`${...}`) is damage, refused: resolving `${a}${a}` nested a few
+    levels would take unbounded time."""
+    path = run_dir / CONFIG
+    loaded = read_settings_file(path)
+    if not isinstance(loaded, dict):
+        raise UnreadableResult(f"{path}: not a run's settings (a {type(loaded).__name__})")
+    found = _interpolation(loaded)
+    if found is not None:
+        raise UnreadableResult(f"{path}: holds an interpolation ({found[:80]!r}), which "
+                               f"memeval never writes there (it writes settings resolved)")
+    try:
+        return OmegaConf.create(loaded)
+    except OmegaConfBaseException as err:
+        raise UnreadableResult(f"{path}: not a run's settings ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0]})") from None
 
 
 def read_settings_file(path: Path, cap: int = MAX_CONFIG_BYTES) -> Any:
