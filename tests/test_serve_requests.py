@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from memeval.backends.embedders.hashing import HashingEmbedder
+from memeval.serve.embeddings import EmbeddingsServer
 from memeval.serve.http import MAX_BODY_BYTES, Request, make_server, url_of
 
 pytestmark = pytest.mark.bad_input
@@ -23,7 +25,8 @@ def echo(request: Request) -> tuple[int, Any]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    served = make_server({"/api/echo": {"POST": echo}}, "127.0.0.1", 0)
+    embeddings = EmbeddingsServer(HashingEmbedder(dim=8), "hashing", max_inputs=3)
+    served = make_server({"/api/echo": {"POST": echo}, **embeddings.routes}, "127.0.0.1", 0)
     thread = threading.Thread(target=served.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
     thread.start()
@@ -61,3 +64,25 @@ def test_a_body_over_the_cap_is_a_413_before_it_is_read(server: str) -> None:
 def test_a_sound_body_is_answered(server: str) -> None:
     answer = httpx.post(f"{server}/api/echo", json={"a": [1, {"b": 2}]})
     assert answer.status_code == 200 and answer.json() == {"got": {"a": [1, {"b": 2}]}}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (b'{"user_prompt": "\\ud800", "assistant_response": "fine"}', "user_prompt"),
+    (b'{"input": ["fine", "\\udc00 half a pair"]}', "input[1]"),
+    (b'{"a": {"b": "\xed\xa0\x80"}}', "a.b"),  # the surrogate's own UTF-8 bytes
+    (b'{"\\ud83d": 1}', "a key of the body"),
+], ids=["escaped", "in a list", "as bytes", "a key"])
+def test_a_lone_surrogate_is_a_400_naming_its_field(server: str, body: bytes, field: str,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    answer = httpx.post(f"{server}/api/echo", content=body)
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith(f"refused JSON: {field} holds a lone surrogate")
+    assert "Traceback" not in caplog.text
+
+
+def test_embeddings_past_the_input_cap_are_a_413_naming_it(server: str) -> None:
+    assert httpx.post(f"{server}/v1/embeddings", json={"input": ["a", "b", "c"]}).status_code \
+        == 200
+    answer = httpx.post(f"{server}/v1/embeddings", json={"input": ["word"] * 200_000})
+    assert answer.status_code == 413
+    assert answer.json()["error"].startswith("input holds 200000 texts, over the 3 one request")

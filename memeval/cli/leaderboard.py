@@ -26,18 +26,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     from memeval.components import load_components
     from memeval.reporting.leaderboard import build, write
-    from memeval.results.result import UnreadableResult
 
     missing = [str(p) for p in options.runs if not p.is_dir()]
     if missing:
         print(f"memeval: not a directory: {', '.join(missing)}")
         return 2
     load_components()  # each run's experiment declares its scores
-    try:
-        board = build(options.runs)
-    except UnreadableResult as err:
-        print(f"memeval: {err}")
-        return 2
+    board = build(options.runs)
     if not board.systems:
         print(f"memeval: no run directories in {', '.join(map(str, options.runs))}")
         return 2

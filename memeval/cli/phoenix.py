@@ -17,8 +17,9 @@ from memeval.reporting.phoenix.config import PhoenixConfig
 def settings_for(run_dir: Path, endpoint: str | None, project: str | None) -> PhoenixConfig:
     """The run's own Phoenix settings, with the endpoint from the flag, else
     PHOENIX_COLLECTOR_ENDPOINT, else what the run was configured with."""
-    saved = run_dir / "config.yaml"
-    config = OmegaConf.load(saved) if saved.is_file() else OmegaConf.create({})
+    from memeval.results.run import CONFIG, read_config  # pandas: after --help
+
+    config = read_config(run_dir) if (run_dir / CONFIG).is_file() else OmegaConf.create({})
     node = OmegaConf.select(config, "reporting.phoenix", default={})
     params = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.create(node)) or {})
     params["endpoint"] = (endpoint or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT")
@@ -52,8 +53,8 @@ def main(args: list[str]) -> int:
         print(f"memeval phoenix push: {options.run_dir} is not a run directory "
               f"(no metrics.json)", file=sys.stderr)
         return 2
-    settings = settings_for(options.run_dir, options.endpoint, options.project)
     try:
+        settings = settings_for(options.run_dir, options.endpoint, options.project)
         report = push_run(options.run_dir, settings, progress=not options.no_progress)
     except Exception as err:
         print(f"memeval phoenix push: {err}", file=sys.stderr)

@@ -39,7 +39,7 @@ def main(args: list[str]) -> int:
     load_components()  # each experiment declares its report sections and figures
     try:
         html_path, md_path = write_report(options.run_dirs, options.out, options.force)
-    except (IncomparableRuns, UnreadableResult) as err:
+    except (IncomparableRuns, UnreadableResult, OSError) as err:  # each names its file
         print(f"memeval report: {err}", file=sys.stderr)
         return 2
     print(f"wrote {html_path}  (self-contained HTML)\n      {md_path}  (Markdown)")

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memeval.serve.http import check_host, make_server, serve_until_stopped, url_of
+from memeval.serve.http import MAX_INPUTS, check_host, make_server, serve_until_stopped, url_of
 from memeval.user_errors import complain, report_user_error, user_error_types
 
 if TYPE_CHECKING:
@@ -28,14 +28,24 @@ def _parser() -> argparse.ArgumentParser:
     memoryd.add_argument("--state-dir", type=Path, default=None,
                          help="where the engine keeps its stores (default: a new temporary "
                               "directory); reuse it to keep the rejection store across restarts")
-    commands.add_parser("embeddings", help="the configured embedder as an OpenAI-compatible "
-                                           "POST /v1/embeddings")
-    for sub in (memoryd, commands.choices["embeddings"]):
+    embeddings = commands.add_parser("embeddings", help="the configured embedder as an "
+                                                        "OpenAI-compatible POST /v1/embeddings")
+    embeddings.add_argument("--max-inputs", type=_positive, default=MAX_INPUTS, metavar="N",
+                            help=f"texts one request may carry; more is answered 413 (default "
+                                 f"{MAX_INPUTS}, the OpenAI API's own cap)")
+    for sub in (memoryd, embeddings):
         sub.add_argument("--host", default="127.0.0.1", help="a loopback address (default "
                                                              "127.0.0.1); others are refused")
         sub.add_argument("--port", type=int, default=None,
                          help="0 picks a free port (default: memoryd 8765, embeddings 8766)")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def main(args: list[str]) -> int:
@@ -65,7 +75,7 @@ def main(args: list[str]) -> int:
         port = DEFAULT_PORTS[options.command] if options.port is None else options.port
         if options.command == "memoryd":
             return _memoryd(ctx, state_dir, options.host, port)
-        return _embeddings(ctx, options.host, port)
+        return _embeddings(ctx, options.host, port, options.max_inputs)
     except user_error_types() as err:
         report_user_error(err)
         return 2
@@ -92,11 +102,12 @@ def _memoryd(ctx: RunContext, state_dir: Path, host: str, port: int) -> int:
         engine.close()
 
 
-def _embeddings(ctx: RunContext, host: str, port: int) -> int:
+def _embeddings(ctx: RunContext, host: str, port: int, max_inputs: int) -> int:
     from memeval.serve.embeddings import EmbeddingsServer
 
     embedder = ctx.embedder
-    server = make_server(EmbeddingsServer(embedder, embedder.identity).routes, host, port)
+    server = make_server(EmbeddingsServer(embedder, embedder.identity, max_inputs).routes, host,
+                         port)
     url = url_of(server)
     return serve_until_stopped(server, (
         f"memeval's embedder ({embedder.identity}, {embedder.dim} dimensions) answers "

@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from memeval.entry import Entry
 from memeval.registry import Chosen, ConfigError, Registration, Registry, did_you_mean
+from memeval.utils.problems import Problems
 from memeval.utils.redact import redact
 
 
@@ -26,16 +27,27 @@ class DatasetError(ValueError):
 
 @dataclass
 class LoadReport:
-    """What a loader skipped and why, so nothing is lost silently."""
+    """What a loader skipped and why, so nothing is lost silently: every skipped record counted,
+    the first few of each kind of problem kept (`Problems`), however many there are."""
 
     source: str
     rows_read: int = 0
-    problems: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    found: Problems = field(default_factory=Problems)
+
+    def skip(self, where: str, reason: str) -> None:
+        """One record skipped at `where` (`FILE:LINE`, `FILE: sample 3`) for `reason`."""
+        self.found.add(where, reason)
 
     @property
     def skipped(self) -> int:
-        return len(self.problems)
+        return self.found.count
+
+    @property
+    def problems(self) -> list[str]:
+        """Redacted (they quote the bad records): the first of each kind, then how many of
+        each kind there were where more than those."""
+        return self.found.lines()
 
 
 @dataclass
@@ -157,7 +169,7 @@ class RedactedNames:
 def redacted_names(dataset: Dataset) -> Dataset:
     """The dataset with entry ids (one to one, `RedactedNames`), label sources, its name and its
     load report redacted like its texts: they reach metrics, stores, span attributes, the console
-    and systems under test."""
+    and systems under test (its problems are redacted as they are kept)."""
     names = RedactedNames(e.id for e in dataset.entries)
     entries = []
     for e in dataset.entries:
@@ -170,14 +182,13 @@ def redacted_names(dataset: Dataset) -> Dataset:
 
 
 def redacted_report(report: LoadReport) -> LoadReport:
-    """The report with its source, its problems (which quote the bad lines) and its counts'
-    names (`queries:<category>`) redacted."""
+    """The report with its source and its counts' names (`queries:<category>`) redacted (its
+    problems, which quote the bad lines, are redacted as they are kept)."""
     stats: dict[str, int] = {}
     for key, n in report.stats.items():
         clean = redact(key)
         stats[clean] = stats.get(clean, 0) + n
-    return replace(report, source=redact(report.source),
-                   problems=[redact(p) for p in report.problems], stats=stats)
+    return replace(report, source=redact(report.source), stats=stats)
 
 
 def fingerprint(entries: Sequence[Entry]) -> str:

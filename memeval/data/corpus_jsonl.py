@@ -31,7 +31,6 @@ from memeval.data.base import (
 )
 from memeval.data.jsonl import SetKind, check_read_settings, load_rows
 from memeval.data.memory_corpus import GRADES, checked_corpus
-from memeval.utils.redact import redact
 
 MEMORY_FIELDS = {"id", "text", "timestamp", "session", "source", "metadata"}
 QUERY_FIELDS = {"id", "query", "relevant", "asked_at", "category", "scope"}
@@ -50,15 +49,6 @@ class MemoryJsonlConfig:
 
 def count(report: LoadReport, key: str, n: int = 1) -> None:
     report.stats[key] = report.stats.get(key, 0) + n
-
-
-def note_at(report: LoadReport, where: str, reason: str, on_error: str) -> None:
-    """A problem named by a place that is not a line (`file: sample 3`), handled as
-    note_problem handles a bad line."""
-    message = redact(f"{where}: {reason}")
-    if on_error == "raise":
-        raise DatasetError(message)
-    report.problems.append(message)
 
 
 def as_utc(value: datetime) -> datetime:

@@ -16,8 +16,6 @@ from memeval.data.base import DatasetError, LoadReport
 from memeval.data.corpus_jsonl import count
 from memeval.utils.redact import redact
 
-EXAMPLES = 3  # questions named in the summary line
-
 
 def gold_text(value: Any) -> tuple[str | None, str]:
     """(the gold as text, "") or (None, what it is instead: "list", "null", "NaN"…)."""
@@ -36,8 +34,8 @@ def gold_text(value: Any) -> tuple[str | None, str]:
 
 
 class UnscoredGold:
-    """The questions of one file whose gold memory QA cannot score: each counted, all named in
-    one problem line by `close()` (with `on_error: raise`, the first one is a DatasetError)."""
+    """The questions of one file whose gold memory QA cannot score: each counted and told as a
+    problem by `close()` (with `on_error: raise`, the first one is a DatasetError)."""
 
     def __init__(self, report: LoadReport, source: str, on_error: str) -> None:
         self.report, self.source, self.on_error = report, source, on_error
@@ -53,15 +51,11 @@ class UnscoredGold:
         return gold
 
     def close(self) -> None:
-        if not self.seen:
-            return
-        count(self.report, "gold_unscored", len(self.seen))
-        kinds: dict[str, int] = {}
-        for _, why in self.seen:
-            kinds[why] = kinds.get(why, 0) + 1
-        shown = ", ".join(f"{q} ({why})" for q, why in self.seen[:EXAMPLES])
-        more = f" and {len(self.seen) - EXAMPLES} more" if len(self.seen) > EXAMPLES else ""
-        self.report.problems.append(redact(
-            f"{self.source}: {len(self.seen)} question(s) left out of memory QA, their gold "
-            f"answer not text or a number ({', '.join(f'{k}: {n}' for k, n in kinds.items())}): "
-            f"{shown}{more}"))
+        """Each question counted (`gold_unscored`) and told as a problem, aggregated with the
+        others of its kind (the load report keeps the first few and a count)."""
+        if self.seen:
+            count(self.report, "gold_unscored", len(self.seen))
+        for question, why in self.seen:
+            self.report.skip(f"{self.source}: question {question}",
+                             f"left out of memory QA: its gold answer ({why}) is not text or a "
+                             f"number")

@@ -181,10 +181,10 @@ def load_hf_traces(cfg: HfTracesConfig) -> Dataset:
             if not isinstance(response, str):
                 raise ValueError(f"{col['assistant_response']} is {type(response).__name__}")
         except (ValueError, TypeError) as err:
-            report.problems.append(f"{source}: row {number}: {err}")
+            report.skip(f"{source}: row {number}", str(err))
             continue
         except RecursionError:
-            report.problems.append(f"{source}: row {number}: JSON nested too deeply to read")
+            report.skip(f"{source}: row {number}", "JSON nested too deeply to read")
             continue
         texts, replaced = replace_surrogates([prompt, response])
         prompt, response = texts

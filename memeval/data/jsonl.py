@@ -60,11 +60,17 @@ def check_read_settings(on_error: str, limit: int | None = None,
 
 def note_problem(report: LoadReport, file: Path, number: int, reason: str,
                  on_error: str) -> None:
-    # a reason quotes the bad line (an id, a label): redacted like its texts
-    message = redact(f"{file}:{number}: {reason}")
+    """A bad line: skipped and counted (`LoadReport.skip`), or the error under `on_error:
+    raise` (redacted: a reason quotes the bad line, an id or a label)."""
+    note_at(report, f"{file}:{number}", reason, on_error)
+
+
+def note_at(report: LoadReport, where: str, reason: str, on_error: str) -> None:
+    """A problem named by a place that is not a line (`file: sample 3`), handled as
+    note_problem handles a bad line."""
     if on_error == "raise":
-        raise DatasetError(message)
-    report.problems.append(message)
+        raise DatasetError(redact(f"{where}: {reason}"))
+    report.skip(where, reason)
 
 
 def nothing_usable(message: str, report: LoadReport) -> DatasetError:

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from memeval.data.base import CORPORA, CorpusMemory, CorpusQuery, LoadReport, MemoryCorpus
-from memeval.data.corpus_jsonl import as_utc, count, input_path, note_at, read_json_array
+from memeval.data.corpus_jsonl import as_utc, count, input_path, read_json_array
 from memeval.data.gold import UnscoredGold
-from memeval.data.jsonl import check_read_settings, nothing_usable
+from memeval.data.jsonl import check_read_settings, note_at, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
 
 UNITS = ("turn", "session_summary")

@@ -10,6 +10,7 @@ replay in time order searches only what existed by then.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -35,7 +36,7 @@ def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequenc
     ids, instead of scoring as misses later."""
     ids = [m.id for m in memories]
     if len(set(ids)) != len(ids):
-        doubled = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        doubled = sorted(i for i, n in Counter(ids).items() if n > 1)[:5]
         raise DatasetError(f"{report.source}: duplicate memory ids {doubled}")
     known = set(ids)
     for q in queries:

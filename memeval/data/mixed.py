@@ -74,12 +74,13 @@ def build_mixed_dataset(cfg: MixedConfig, labeller: Chosen, **deps: Any) -> Data
     report = LoadReport(
         source=f"{labelled.report.source} + {corpus.report.source}",
         rows_read=labelled.report.rows_read + corpus.report.rows_read,
-        problems=[*labelled.report.problems, *corpus.report.problems],
         stats={"human_rows": len(human), "corpus_rows": len(rows),
                "corpus_rows_requested": cfg.corpus_rows,
                "corpus_rows_available": len(corpus.entries),
                **{f"corpus_{k}": v for k, v in corpus.report.stats.items()}},
     )
+    report.found.absorb(labelled.report.found)
+    report.found.absorb(corpus.report.found)
     return Dataset(name=f"{labelled.name}+{corpus.name}", entries=[mixed[i] for i in order],
                    report=report)
 

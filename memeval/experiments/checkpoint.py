@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,13 +29,14 @@ from memeval.registry import ConfigError
 from memeval.results.run import PRESENTATION_KEYS
 from memeval.systems.base import Ingestor
 from memeval.utils.atomic import remove_stale_temps, write_atomic, write_text_atomic
-from memeval.utils.bounded_json import MAX_JSON_DEPTH, parse_json
+from memeval.utils.bounded_json import read_capped, read_json
+from memeval.utils.bounded_yaml import MAX_CONFIG_BYTES, checked_yaml, one_line
 from memeval.utils.redact import redact
 from memeval.utils.stopwatch import Stopwatch
 
 CHECKPOINTS = "checkpoints"
 SETTINGS_FILE = "settings.yaml"
-MAX_SETTINGS_BYTES = 2**20  # a run's resolved settings take a few kB
+CHECKPOINT_FILE = "a checkpoint file"  # what a size refusal calls the file
 MAX_PASS_BYTES = 2**30  # a pass's metrics and table rows: megabytes for a large dataset
 DECISIONS_FILE = "decisions.json"  # in each pass's snapshot folder, beside the store copies
 PASS_KEYS = ("dataset_fingerprint", "gate", "metrics", "tables", "extra", "files")
@@ -198,61 +198,25 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _bounded_bytes(path: Path, cap: int) -> bytes:
-    """The file's bytes, unless it is larger than any checkpoint memeval writes."""
-    size = path.stat().st_size
-    if size > cap:
-        raise ConfigError(f"{path} is damaged ({size} bytes, over the {cap} a checkpoint file "
-                          f"may take): {WAYS_OUT}")
-    return path.read_bytes()
-
-
 def _read_json(path: Path) -> Any:
     """A pass's checkpoint, its size and nesting bounded (an undefined figure is NaN in it)."""
     try:
-        return parse_json(_bounded_bytes(path, MAX_PASS_BYTES), allow_nan=True)
-    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, JsonRefused
+        return read_json(path, MAX_PASS_BYTES, CHECKPOINT_FILE, allow_nan=True)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, JsonRefused, FileTooLarge
         raise ConfigError(f"{path} is damaged ({err}): {WAYS_OUT}") from None
 
 
 def _read_settings(path: Path) -> dict[str, Any]:
-    """The saved settings as a flat dict; text that is not a run's settings is damage. memeval
-    writes no YAML anchor or alias, so one is refused before anything is expanded (an alias
-    loop, or aliases of aliases that expand a few lines into billions of nodes)."""
+    """The saved settings as a flat dict; text that is not a run's settings is damage (an
+    anchor, an alias or deep nesting is refused before anything is expanded)."""
     try:
-        text = _bounded_bytes(path, MAX_SETTINGS_BYTES).decode("utf-8")
-        if _flow_depth(text) > MAX_JSON_DEPTH:  # YAML's scanner takes minutes over deep flows
-            raise ConfigError(f"{path} is damaged (nested too deeply): {WAYS_OUT}")
-        if any(isinstance(token, yaml.AliasToken | yaml.AnchorToken)
-               for token in yaml.scan(text, Loader=yaml.SafeLoader)):
-            raise ConfigError(f"{path} is damaged (YAML anchors or aliases, which memeval never "
-                              f"writes): {WAYS_OUT}")
-        node = OmegaConf.to_container(OmegaConf.create(text))
-    except RecursionError:
-        raise ConfigError(f"{path} is damaged (nested too deeply): {WAYS_OUT}") from None
+        text = read_capped(path, MAX_CONFIG_BYTES, CHECKPOINT_FILE).decode("utf-8")
+        node = OmegaConf.to_container(OmegaConf.create(checked_yaml(text)))
     except (ValueError, yaml.YAMLError) as err:
-        raise ConfigError(f"{path} is damaged ({_one_line(err)}): {WAYS_OUT}") from None
+        raise ConfigError(f"{path} is damaged ({one_line(err)}): {WAYS_OUT}") from None
     if not isinstance(node, dict) or "experiment" not in node:
         raise ConfigError(f"{path} is damaged (not a run's settings): {WAYS_OUT}")
     return _flatten(node)
-
-
-def _flow_depth(text: str) -> int:
-    """How deep `[`/`{` nest in the text, quoted or not (memeval writes block style, with a
-    bracket only for an empty or short list): a bound checked before YAML's own parser runs."""
-    depth = deepest = 0
-    for mark in re.finditer(r"[\[\]{}]", text):
-        depth += 1 if mark.group() in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
-
-
-def _one_line(err: Exception) -> str:
-    """YAML's errors span several lines (with a caret under the spot): its problem and where."""
-    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
-        mark = err.problem_mark
-        return f"{err.problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:

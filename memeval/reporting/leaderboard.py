@@ -3,26 +3,26 @@
 Each run gives its system the scores its experiment declares (reporting/outputs.py `Score`: the
 write gate's recall, noise and pre-judge rate; trust's Spearman and Brier; conflicts' precision
 and recall; retrieval's nDCG@k and recall@k per corpus; QA's F1, J and search latency), each
-with its 95% CI. A run that failed (its metrics.json lists failures) or never finished (no
-metrics.json) is listed as failed, with why, and every other run keeps its figures. Where two
-runs give the same system the same score, the one given later counts.
+with its 95% CI. A run that failed (its metrics.json lists failures), never finished (no
+metrics.json) or whose files are damaged is listed as failed, with why (the file, named), and
+every other run keeps its figures. Where two runs give the same system the same score, the one
+given later counts.
 
 The JSON is versioned (`schema`, `version`): a reader checks both before trusting the fields.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from memeval.reporting.outputs import Score, Section, outputs_of
-from memeval.results.result import METRICS
-from memeval.results.run import Run
+from memeval.results.result import METRICS, UnreadableResult, reading
+from memeval.results.run import CONFIG, Run, read_settings_file
 
 SCHEMA, VERSION = "memeval.leaderboard", 1
 
@@ -73,37 +73,47 @@ def run_dirs(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def _unfinished(path: Path) -> Failed:
-    """A run without results: what Hydra recorded of its system and experiment."""
-    config: dict[str, Any] = {}
-    try:
-        loaded = yaml.safe_load((path / ".hydra" / "config.yaml").read_text())
-        config = loaded if isinstance(loaded, dict) else {}
-    except (OSError, yaml.YAMLError):
-        pass
-    system = config.get("system") or {}
+def _failed(path: Path, reason: str) -> Failed:
+    """A run without figures: its system and experiment as its saved settings name them."""
+    config: Any = {}
+    for saved in (path / ".hydra" / CONFIG, path / CONFIG):
+        with contextlib.suppress(OSError, ValueError):  # a damaged file names nothing
+            config = read_settings_file(saved)
+            break
+    config = config if isinstance(config, dict) else {}
+    system = config.get("system")
+    system = system if isinstance(system, dict) else {}
+    experiment = config.get("experiment")
+    experiment = experiment if isinstance(experiment, dict) else {}
     name = system.get("target") or system.get("name") or "?"
-    experiment = (config.get("experiment") or {}).get("name", "?")
-    return Failed(str(name), str(experiment), str(path),
-                  f"no {METRICS}: the run did not finish (its log is in the directory)")
+    return Failed(str(name), str(experiment.get("name", "?")), str(path), reason)
+
+
+def _scores(path: Path) -> tuple[str, list[Score]] | Failed:
+    """The run's system and figures, or why it has none (failed, unfinished, damaged)."""
+    if not (path / METRICS).is_file():
+        return _failed(path, f"no {METRICS}: the run did not finish (its log is in the directory)")
+    try:
+        run = Run.load(path)
+        system = run.result.system.name if run.result.system else "reference"
+        if run.result.failures:
+            return Failed(system, run.experiment, str(path), str(run.result.failures[0]))
+        with reading(path / METRICS):
+            return system, outputs_of(run.experiment).scores(run)
+    except (OSError, UnreadableResult) as err:
+        return _failed(path, str(err))
 
 
 def build(paths: Sequence[Path]) -> Board:
     board = Board()
     for path in run_dirs(paths):
-        if not (path / METRICS).is_file():
-            failed = _unfinished(path)
-            board.failed.append(failed)
-            board.add_system(failed.system)
+        found = _scores(path)
+        if isinstance(found, Failed):
+            board.failed.append(found)
+            board.add_system(found.system)
             continue
-        run = Run.load(path)
-        system = run.result.system.name if run.result.system else "reference"
-        failures = json.loads((path / METRICS).read_text()).get("failures") or []
-        if failures:
-            board.failed.append(Failed(system, run.experiment, str(path), str(failures[0])))
-            board.add_system(system)
-            continue
-        for score in outputs_of(run.experiment).scores(run):
+        system, scores = found
+        for score in scores:
             board.add(system, score, str(path))
     return board
 

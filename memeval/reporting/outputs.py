@@ -80,6 +80,11 @@ class Outputs:
 OUTPUTS: dict[str, Outputs] = {}
 
 
+class UnknownExperiment(UnreadableResult):
+    """A run of an experiment this memeval does not know (a plugin not installed): its own
+    sections cannot be read, though nothing is wrong with its files."""
+
+
 def declare(experiment: str, outputs: Outputs) -> None:
     """Called as the experiment registers (experiments/base.py's `register`)."""
     if experiment in OUTPUTS:
@@ -92,7 +97,7 @@ def outputs_of(experiment: str) -> Outputs:
     try:
         return OUTPUTS[experiment]
     except KeyError:
-        raise UnreadableResult(
+        raise UnknownExperiment(
             f"experiment '{experiment}' is not one this memeval knows (known: "
             f"{', '.join(sorted(OUTPUTS)) or 'none loaded'}): install the plugin that "
             f"registers it to read its figures and report") from None

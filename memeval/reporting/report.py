@@ -23,9 +23,9 @@ from memeval.reporting.compare import (
     run_labels,
     settings_diff,
 )
-from memeval.reporting.outputs import Section, outputs_of
+from memeval.reporting.outputs import Section, UnknownExperiment, outputs_of
 from memeval.reporting.table import pass_blocks, threshold_state
-from memeval.results.result import UnreadableResult
+from memeval.results.result import reading
 from memeval.results.run import Run
 from memeval.utils.redact import redact
 
@@ -90,7 +90,7 @@ def components(run: Run) -> dict[str, str]:
             ": ".join(filter(None, (scorer.threshold_policy,
                                     threshold_state(result.passes, scorer.threshold_rule))))
             if scorer else None}
-    with contextlib.suppress(UnreadableResult):  # the experiment's own sections say why
+    with contextlib.suppress(UnknownExperiment):  # the experiment's own sections say why
         used |= outputs_of(run.experiment).inputs(run)
     used |= {"commit": f"{origin.get('git_commit') or 'unknown'}"
                        f"{' (dirty)' if origin.get('git_dirty') else ''}",
@@ -106,28 +106,31 @@ def overview(run: Run) -> Section:
 
 def headline(run: Run) -> str:
     """The run's main finding in one sentence, as its experiment states it."""
-    try:
-        return outputs_of(run.experiment).headline(run)
-    except UnreadableResult:
-        return ""
+    with reading(run.result.source):
+        try:
+            return outputs_of(run.experiment).headline(run)
+        except UnknownExperiment:
+            return ""
 
 
 def _experiment_sections(run: Run) -> list[Section]:
     """The sections the run's experiment declared; an experiment not loaded is named instead."""
     try:
         return outputs_of(run.experiment).report(run)
-    except UnreadableResult as err:
+    except UnknownExperiment as err:
         return [Section("Experiment", f"{err}.")]
 
 
 def run_sections(run: Run) -> list[Section]:
     """The run's components, the per-pass tables as the terminal prints them (every arm's
-    passes, labelled by arm), its experiment's sections and its figures."""
+    passes, labelled by arm), its experiment's sections and its figures. A section its
+    metrics.json cannot give is UnreadableResult naming the file."""
     passes = [p for arm in run.result.by_arm().values() for p in arm]
-    sections = [overview(run)]
-    if any(p.gated for p in passes):
-        sections += [block.section() for block in pass_blocks(passes)]
-    sections += _experiment_sections(run)
+    with reading(run.result.source):
+        sections = [overview(run)]
+        if any(p.gated for p in passes):
+            sections += [block.section() for block in pass_blocks(passes)]
+        sections += _experiment_sections(run)
     sections += [Section(f"Figure: {path.stem.replace('_', ' ')}", image=path)
                  for path in sorted((run.path / "figures").glob("*.png"))]
     return sections

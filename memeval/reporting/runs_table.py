@@ -12,15 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from hydra.errors import HydraException
 from omegaconf import DictConfig
-from omegaconf.errors import OmegaConfBaseException
 
 from memeval.reporting.compare import shown_setting
 from memeval.reporting.outputs import Score, outputs_of
-from memeval.results.result import METRICS, UnreadableResult
-from memeval.results.run import Run, group_keys, natural_order, run_settings, varying_keys
+from memeval.results.result import METRICS, reading
+from memeval.results.run import (
+    CONFIG,
+    Run,
+    group_keys,
+    natural_order,
+    read_settings_file,
+    run_settings,
+    varying_keys,
+)
 
 HYDRA = ".hydra"  # what Hydra writes as a run starts: a folder with it but no metrics.json died
 EXPERIMENT_KEYS = ("experiment", "experiment.name")  # the table's own column
@@ -66,11 +72,10 @@ def _when(path: Path) -> str:
 
 def _configured_experiment(run_dir: Path) -> str | None:
     """The experiment a run was given, from its saved config: for a run without results."""
-    for config in (run_dir / "config.yaml", run_dir / HYDRA / "config.yaml"):
+    for config in (run_dir / CONFIG, run_dir / HYDRA / CONFIG):
         try:
-            loaded = yaml.safe_load(config.read_text(encoding="utf-8"))
-            name = loaded["experiment"]["name"]
-        except (*NOT_READ, yaml.YAMLError):
+            name = read_settings_file(config)["experiment"]["name"]
+        except NOT_READ:
             continue
         return str(name)
     return None
@@ -98,16 +103,18 @@ def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
                              f"(its log is in the directory)"]), None
     try:
         run = Run.load(path)
-    except (UnreadableResult, *NOT_READ) as err:
+    except NOT_READ as err:
         return RunRow(name, _when(metrics), _configured_experiment(path),
                       notes=[_relative(str(err), path)]), None
     row = RunRow(name, _when(metrics), run.experiment)
     if run.result.failures:
         row.notes.append(f"failed: {run.result.failures[0]}")
     try:
-        row.figures = {score.measure: score for score in outputs_of(run.experiment).scores(run)}
-    except (UnreadableResult, *NOT_READ) as err:
-        row.notes.append(f"{METRICS}: no headline figures ({type(err).__name__}: {err})")
+        with reading(metrics):
+            row.figures = {score.measure: score
+                           for score in outputs_of(run.experiment).scores(run)}
+    except NOT_READ as err:  # UnreadableResult names the file, and so does an OSError
+        row.notes.append(_relative(f"no headline figures: {err}", path))
     return row, run
 
 
@@ -115,8 +122,8 @@ def _configured(run: Run, row: RunRow) -> bool:
     """Whether the run's settings can be read; if not, its row says why."""
     try:
         _ = run.overrides, run.config
-    except (*NOT_READ, yaml.YAMLError, HydraException, OmegaConfBaseException) as err:
-        row.notes.append(f"settings not read ({type(err).__name__}: {err})")
+    except (*NOT_READ, HydraException) as err:
+        row.notes.append(_relative(f"settings not read ({type(err).__name__}: {err})", run.path))
         return False
     return True
 

@@ -11,8 +11,9 @@ JSON as written (a mapping, a list, a number) or a typed view (a `View`: `from_d
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, Self
 
 OMIT_NONE = "omit_none"
@@ -41,6 +42,42 @@ def _typed_view(annotation: Any) -> type[View] | None:
     return None
 
 
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "a number",
+               float: "a number", bool: "a boolean"}
+
+
+def _json_kinds(annotation: Any) -> tuple[type, ...] | None:
+    """The JSON values a section so annotated may hold (null always may: a figure not measured);
+    None when the annotation admits any."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    kinds: list[type] = [type(None)]
+    for candidate in typing.get_args(annotation) if union else (annotation,):
+        origin = typing.get_origin(candidate) or candidate
+        if not isinstance(origin, type):
+            return None  # Any
+        if hasattr(origin, "from_dict") or issubclass(origin, Mapping):
+            kinds.append(dict)
+        elif issubclass(origin, str):
+            kinds.append(str)
+        elif issubclass(origin, Sequence):
+            kinds.append(list)
+        else:
+            kinds += [int, float] if origin in (int, float) else [origin]
+    return tuple(kinds)
+
+
+def _checked(name: str, value: Any, annotation: Any) -> Any:
+    """A section's value, refused (TypeError, naming it) when its JSON type is not the declared
+    one: a reader would index a string or a number as the mapping it expects."""
+    kinds = _json_kinds(annotation)
+    if kinds is not None and not isinstance(value, kinds):
+        wanted = dict.fromkeys(_JSON_NAMES.get(kind, kind.__name__) for kind in kinds
+                               if kind is not type(None))
+        raise TypeError(f"section '{name}' is {_JSON_NAMES.get(type(value), 'null')}, not "
+                        f"{' or '.join(wanted)}")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class Findings:
     """Base of the declared types: each field a top-level section of metrics.json."""
@@ -56,8 +93,9 @@ class Findings:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        """The sections a run wrote; one an older run lacks takes its default, and one without a
-        default makes the run unreadable as this type (KeyError names it)."""
+        """The sections a run wrote; one an older run lacks takes its default, one without a
+        default makes the run unreadable as this type (KeyError names it), and so does one of
+        another JSON type than declared (TypeError names it)."""
         hints = typing.get_type_hints(cls)
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
@@ -65,6 +103,7 @@ class Findings:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                     raise KeyError(f.name)
                 continue
-            value, view = data[f.name], _typed_view(hints[f.name])
+            value = _checked(f.name, data[f.name], hints[f.name])
+            view = _typed_view(hints[f.name])
             values[f.name] = view.from_dict(value) if view and value is not None else value
         return cls(**values)

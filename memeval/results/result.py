@@ -9,15 +9,20 @@ every run has; an experiment's own sections are read with the `Findings` type it
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memeval.results.findings import Findings
+from memeval.utils.bounded_json import read_json
 
 METRICS = "metrics.json"
+MAX_METRICS_BYTES = 16 * 2**20  # a run's metrics take kilobytes, even over thousands of passes
+# What a section reader raises on a value of the wrong type, or a key the file lacks
+SECTION_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 SCHEMA_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -38,7 +43,8 @@ NO_CI: CI = (None, None)
 
 
 class UnreadableResult(ValueError):
-    """A metrics.json this memeval cannot read; the message names the file and why."""
+    """A run's file (metrics.json, provenance.json, config.yaml) this memeval cannot read; the
+    message names the file and why, in one line."""
 
 
 class UnsupportedSchema(UnreadableResult):
@@ -53,6 +59,13 @@ def schema_version(data: Mapping[str, Any], source: str) -> int:
             f"{source}: schema_version {version} is not one this memeval reads (it reads "
             f"{', '.join(map(str, SUPPORTED_VERSIONS))}): upgrade memeval to read this run")
     return int(version)
+
+
+def _instant(value: Any) -> str | None:
+    """An ISO 8601 time as written, checked (ValueError, TypeError) so its readers can parse it."""
+    if value is not None:
+        datetime.fromisoformat(value)
+    return value
 
 
 def as_ci(value: Any) -> CI:
@@ -291,6 +304,7 @@ class RunResult:
     wall_seconds: float | None = None
     failures: tuple[str, ...] = ()
     sections: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the file as written
+    source: str = field(default=METRICS, repr=False, compare=False)  # the file, for messages
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = METRICS) -> RunResult:
@@ -298,7 +312,8 @@ class RunResult:
         dataset, system, scorer = data.get("dataset"), data.get("system"), data.get("scorer")
         return cls(
             schema_version=version, experiment=str(data["experiment"]),
-            run_id=data.get("run_id"), started_at=data.get("started_at"), seed=data.get("seed"),
+            run_id=data.get("run_id"), started_at=_instant(data.get("started_at")),
+            seed=data.get("seed"),
             dataset=Dataset.from_dict(dataset) if dataset else None,
             embedder=(data.get("embedder") or {}).get("identity"), judge=data.get("judge"),
             scorer=Scorer(scorer["name"], scorer["threshold_rule"],
@@ -308,7 +323,7 @@ class RunResult:
             arms={arm: tuple(PassMetrics.from_dict(p) for p in passes)
                   for arm, passes in (data.get("arms") or {}).items()},
             wall_seconds=data.get("wall_seconds"), failures=tuple(data.get("failures") or ()),
-            sections=dict(data))
+            sections=dict(data), source=source)
 
     @property
     def fingerprint(self) -> str | None:
@@ -324,20 +339,46 @@ class RunResult:
         type it reads, so this works whether or not the experiment's module is loaded)."""
         try:
             return kind.from_dict(self.sections)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
-            raise UnreadableResult(f"this {self.experiment} run holds no {kind.__name__} "
-                                   f"({type(err).__name__}: {err})") from err
+        except SECTION_ERRORS as err:
+            raise UnreadableResult(f"{self.source}: this {self.experiment} run holds no "
+                                   f"{kind.__name__} ({_why(err)})") from err
+
+
+@contextmanager
+def reading(source: str | Path) -> Iterator[None]:
+    """Reads a run's metrics (file `source`) inside: a section of the wrong type or a key it
+    lacks, met by any of its readers (its experiment's figures, report or scores index the
+    sections as written), is the file's damage, named in one line, not memeval's fault."""
+    try:
+        yield
+    except UnreadableResult:
+        raise
+    except SECTION_ERRORS as err:
+        raise UnreadableResult(f"{source}: not a memeval run's metrics ({_why(err)}); rerun the "
+                               f"experiment to rewrite it") from err
+
+
+def _why(err: Exception) -> str:
+    return " ".join(f"{type(err).__name__}: {err}".split())  # one line, however it was raised
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, Any]:
+    """A run's metrics.json as written (any supported schema version), its size and nesting
+    bounded."""
+    path = Path(run_dir) / METRICS
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: is {run_dir} a memeval run directory?")
+    with reading(path):
+        data = read_json(path, MAX_METRICS_BYTES, "a run's metrics", allow_nan=True)
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        schema_version(data, str(path))
+        return data
 
 
 def load_result(run_dir: str | Path) -> RunResult:
     """The typed metrics.json of a run directory (any supported schema version)."""
+    data = read_metrics(run_dir)
     path = Path(run_dir) / METRICS
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: is {run_dir} a memeval run directory?")
-    try:
-        return RunResult.from_dict(json.loads(path.read_text()), str(path))
-    except UnreadableResult:
-        raise
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as err:
-        raise UnreadableResult(f"{path}: not a memeval run's metrics ({type(err).__name__}: "
-                               f"{err}); rerun the experiment to rewrite it") from err
+    with reading(path):
+        return RunResult.from_dict(data, str(path))

@@ -13,18 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from memeval.results.result import RunResult, load_result
+from memeval.results.result import RunResult, UnreadableResult, load_result
 from memeval.results.run_dir import (
     METRICS,
     read_decisions,
     read_provenance,
     read_table,
 )
+from memeval.utils.bounded_yaml import MAX_CONFIG_BYTES, read_yaml
 
+CONFIG = "config.yaml"
 OVERRIDES = Path(".hydra") / "overrides.yaml"
+# a job's overrides take a few hundred bytes; Hydra's parser takes seconds per hundred kB
+MAX_OVERRIDES_BYTES = 64 * 2**10
 HYDRA_DAY, HYDRA_TIME = re.compile(r"\d{4}-\d{2}-\d{2}"), re.compile(r"\d{2}-\d{2}-\d{2}")
 # Settings that change how a run is shown or cached, never its results: free to differ on resume,
 # and never what tells two runs' results apart.
@@ -40,7 +44,9 @@ def read_overrides(run_dir: Path) -> dict[str, Any] | None:
         return None
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    lines = yaml.safe_load(path.read_text()) or []
+    lines = read_settings_file(path, MAX_OVERRIDES_BYTES) or []
+    if not isinstance(lines, list):
+        raise UnreadableResult(f"{path}: not Hydra's list of overrides (a {type(lines).__name__})")
     parsed = OverridesParser.create().parse_overrides([str(line) for line in lines])
     return {o.key_or_group: o.value() for o in parsed if not o.is_delete()}
 
@@ -80,9 +86,7 @@ class Run:
 
     @cached_property
     def config(self) -> DictConfig:
-        loaded = OmegaConf.load(self.path / "config.yaml")
-        assert isinstance(loaded, DictConfig)
-        return loaded
+        return read_config(self.path)
 
     @cached_property
     def overrides(self) -> dict[str, Any] | None:
@@ -108,6 +112,48 @@ class Run:
         rows = [{"run": self.name, "arm": arm, "pass": p.pass_no, **p.headline()}
                 for arm, passes in self.result.by_arm().items() for p in passes]
         return pd.DataFrame(rows)
+
+
+def read_config(run_dir: Path) -> DictConfig:
+    """The run's resolved settings (config.yaml). memeval writes them resolved, so a value
+    OmegaConf would resolve (`${...}`) is damage, refused: resolving `${a}${a}` nested a few
+    levels would take unbounded time."""
+    path = run_dir / CONFIG
+    loaded = read_settings_file(path)
+    if not isinstance(loaded, dict):
+        raise UnreadableResult(f"{path}: not a run's settings (a {type(loaded).__name__})")
+    found = _interpolation(loaded)
+    if found is not None:
+        raise UnreadableResult(f"{path}: holds an interpolation ({found[:80]!r}), which "
+                               f"memeval never writes there (it writes settings resolved)")
+    try:
+        return OmegaConf.create(loaded)
+    except OmegaConfBaseException as err:
+        raise UnreadableResult(f"{path}: not a run's settings ({type(err).__name__}: "
+                               f"{str(err).splitlines()[0]})") from None
+
+
+def read_settings_file(path: Path, cap: int = MAX_CONFIG_BYTES) -> Any:
+    """A run's YAML file (its settings, Hydra's overrides) as plain data, bounded in size,
+    nesting and expansion (`read_yaml`); damage is UnreadableResult naming the file."""
+    try:
+        return read_yaml(path, cap)
+    except ValueError as err:  # YamlRefused, FileTooLarge, UnicodeDecodeError
+        raise UnreadableResult(f"{path}: {err}") from None
+
+
+def _interpolation(node: Any) -> str | None:
+    """The first string value holding `${`, walked without recursion."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str) and "${" in item:
+            return item
+    return None
 
 
 def natural_order(text: str) -> list[Any]:

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memeval.engine.gate.gate import Decision
-from memeval.results.result import METRICS, SCHEMA_VERSION, RunResult, schema_version
+from memeval.results.result import METRICS, SCHEMA_VERSION, RunResult, UnreadableResult
+from memeval.results.result import read_metrics as read_metrics  # run files are read here
 from memeval.utils.atomic import write_text_atomic
+from memeval.utils.bounded_json import read_json
 from memeval.utils.redact import redact
 
 if TYPE_CHECKING:  # pandas (0.4 s to import) loads when a table is written or read
@@ -25,6 +27,8 @@ if TYPE_CHECKING:  # pandas (0.4 s to import) loads when a table is written or r
 
 DECISIONS = "decisions.parquet"
 PROVENANCE = "provenance.json"
+MAX_PROVENANCE_BYTES = 2**20  # commit, versions, command line and thread pools: a few kB
+MISSING_OK = "; restore it, or delete it to read the run without its commit and versions"
 
 
 def jsonable(value: Any) -> Any:
@@ -90,32 +94,39 @@ def redact_in_place(*paths: Path) -> None:
                 write_text_atomic(path, clean)
 
 
-def read_metrics(run_dir: str | Path) -> dict[str, Any]:
-    path = Path(run_dir) / METRICS
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: is {run_dir} a memeval run directory?")
-    data: dict[str, Any] = json.loads(path.read_text())
-    schema_version(data, str(path))
-    return data
-
-
 def read_provenance(run_dir: str | Path) -> dict[str, Any]:
     """Commit, package versions, command line; {} for a run directory written without one."""
     path = Path(run_dir) / PROVENANCE
-    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        data = read_json(path, MAX_PROVENANCE_BYTES, "a run's provenance")
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, JsonRefused, FileTooLarge
+        raise UnreadableResult(f"{path}: not a memeval run's provenance ({err}){MISSING_OK}"
+                               ) from None
+    if not isinstance(data, dict):
+        raise UnreadableResult(f"{path}: not a memeval run's provenance (a JSON "
+                               f"{type(data).__name__}, not an object){MISSING_OK}")
     return data
 
 
 def read_decisions(run_dir: str | Path) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.read_parquet(Path(run_dir) / DECISIONS)
+    return _read_parquet(Path(run_dir) / DECISIONS)
 
 
 def read_table(run_dir: str | Path, name: str) -> pd.DataFrame:
-    import pandas as pd
-
     path = Path(run_dir) / f"{name}.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: this run wrote no '{name}' table")
-    return pd.read_parquet(path)
+    return _read_parquet(path)
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """A run's table; one parquet cannot read is UnreadableResult naming the file."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        why = " ".join(str(err).split())[:300]
+        raise UnreadableResult(f"{path}: not a table memeval wrote ({why})") from None

@@ -3,7 +3,8 @@
 Routes are `path -> method -> handler`; a path may end in `/{id}`. A handler gets the request and
 returns (status, JSON body), or raises ApiError for a 4xx with `{"error": "..."}`: memoryd's
 error shape. A wrong method is 405, an unknown path 404, a body that is not JSON (or nests
-over 64 deep, or holds NaN) 400, one over the size cap 413.
+over 64 deep, holds NaN, or a lone surrogate in a string, named by its field) 400, one over the
+size cap 413.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from memeval.utils.serving import is_loopback, terminate_as_interrupt
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# Texts one embeddings request may carry (the OpenAI API's own cap): each costs a vector in the
+# answer, so the body cap alone would let 200,000 one-word texts take gigabytes
+MAX_INPUTS = 2048
 ID_SUFFIX = "/{id}"
 
 
@@ -113,13 +117,54 @@ def _handler_class(routes: Routes) -> type[BaseHTTPRequestHandler]:
             if not raw.strip():
                 return None
             try:  # nesting and NaN refused as the clients refuse them in answers
-                return parse_json(raw)
+                body = parse_json(raw)
             except JsonRefused as err:
                 raise ApiError(400, f"refused JSON: {err}") from None
             except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
                 raise ApiError(400, f"invalid JSON: {err}") from None
+            field = lone_surrogate(body)
+            if field is not None:
+                raise ApiError(400, f"refused JSON: {field} holds a lone surrogate (an escape "
+                                    f"in \\ud800-\\udfff), which is no text: send UTF-8 text")
+            return body
 
     return JsonHandler
+
+
+def lone_surrogate(body: Any) -> str | None:
+    """The field of a parsed body whose string holds a lone surrogate (JSON's `"\\ud800"`, or
+    its UTF-8 bytes, which Python's parser lets through): no UTF-8 text can hold one, so every
+    handler would fail on it. As `input[3]` or `user_prompt`; None when there is none. Walked
+    without recursion."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if not _utf8(key):
+                    return f"a key of {_field(path) or 'the body'}"
+                stack.append((item, (*path, key)))
+        elif isinstance(node, list):
+            stack += [(item, (*path, index)) for index, item in enumerate(node)]
+        elif isinstance(node, str) and not _utf8(node):
+            return _field(path) or "the body"
+    return None
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _field(path: tuple[str | int, ...]) -> str:
+    """`("input", 3)` as `input[3]`, `("a", "b")` as `a.b`."""
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path
+                   ).lstrip(".")
 
 
 class _Server6(ThreadingHTTPServer):

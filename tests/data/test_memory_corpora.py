@@ -326,7 +326,7 @@ def test_locomo_with_neither_evidence_nor_answers_has_no_usable_queries(tmp_path
 def test_locomo_gold_answers_memory_qa_cannot_score_are_counted_and_named(
         tmp_path: Path) -> None:
     """A number is read as text; a list, an object, null, a boolean or NaN leaves the question
-    to retrieval alone, counted and named in one line, never dropped unseen nor read as "nan"."""
+    to retrieval alone, counted and named, never dropped unseen nor read as "nan"."""
     samples = locomo_samples()
     golds = [["a", "b"], {"a": 1}, None, True, float("nan"), 7, 2.5]
     spots = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)]  # none adversarial
@@ -340,9 +340,9 @@ def test_locomo_gold_answers_memory_qa_cannot_score_are_counted_and_named(
     assert [queries[f"conv-2:q{i}"].answer for i in range(3)] == [None, "7", "2.5"]
     assert report.stats["gold_unscored"] == 5
     assert [p for p in report.problems if "memory QA" in p] == [
-        f"{path}: 5 question(s) left out of memory QA, their gold answer not text or a number "
-        f"(list: 1, object: 1, null: 1, boolean: 1, NaN: 1): conv-1:q0 (list), conv-1:q1 "
-        f"(object), conv-1:q2 (null) and 2 more"]
+        f"{path}: question conv-{q}: left out of memory QA: its gold answer ({why}) is not text "
+        f"or a number" for q, why in (("1:q0", "list"), ("1:q1", "object"), ("1:q2", "null"),
+                                      ("1:q3", "boolean"), ("2:q0", "NaN"))]
     with pytest.raises(DatasetError, match=r"question conv-1:q0: its gold answer \(list\) is "
                                            r"not text or a number"):
         build("locomo", path=str(path), on_error="raise")
@@ -441,8 +441,8 @@ def test_longmemeval_gold_answers_memory_qa_cannot_score_are_counted_and_named(
     assert [queries[q].answer for q in ("q_food01", "q_gym02", "q_car03")] == [None, None, "3"]
     assert corpus.report.stats["gold_unscored"] == 2
     assert corpus.report.problems == [
-        f"{path}: 2 question(s) left out of memory QA, their gold answer not text or a number "
-        f"(list: 1, infinity: 1): q_food01 (list), q_gym02 (infinity)"]
+        f"{path}: question {q}: left out of memory QA: its gold answer ({why}) is not text or a "
+        f"number" for q, why in (("q_food01", "list"), ("q_gym02", "infinity"))]
 
 
 @pytest.mark.bad_input

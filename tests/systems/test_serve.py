@@ -96,6 +96,9 @@ def test_the_engine_answers_in_memoryds_shapes(tmp_path: Path,
         found = client.post("/api/search", json={"query": "embedding cache key"}).json()
         assert found["context"] == memories[0]["content"] and len(found["scores"]) == 1
         assert client.post("/api/ingest", json={"user_prompt": "x"}).status_code == 400
+        surrogate = client.post("/api/ingest", content=b'{"user_prompt": "\\ud800", '
+                                                        b'"assistant_response": "Done."}')
+        assert surrogate.status_code == 400 and "user_prompt holds a lone" in surrogate.text
         assert client.get("/api/ingest").status_code == 405
         assert client.delete("/api/memories/nope").status_code == 404
         assert client.delete(f"/api/memories/{kept['entry']['id']}").status_code == 200

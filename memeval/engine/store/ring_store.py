@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memeval.utils.atomic import remove_stale_temps, write_text_atomic
+from memeval.utils.problems import Problems
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +62,15 @@ class RingStore:
         self.load_problems = []
         if self.path is None or not self.path.exists():
             return
+        damaged = Problems()
         for number, line in enumerate(self.path.read_bytes().splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 self._append(StoreRecord(**json.loads(line.decode("utf-8"))))
             except (ValueError, TypeError, UnicodeDecodeError) as err:
-                self.load_problems.append(f"{self.path}:{number}: {err}")
+                damaged.add(f"{self.path}:{number}", str(err))
+        self.load_problems = damaged.lines()  # a few of each kind, and how many
         for problem in self.load_problems:
             log.warning("skipped damaged store line %s", problem)
 

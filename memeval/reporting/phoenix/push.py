@@ -40,6 +40,7 @@ from memeval.reporting.phoenix.retrieval_push import (
 )
 from memeval.reporting.phoenix.spans import FILTER_STAGES
 from memeval.reporting.table import wrapped
+from memeval.results.run import CONFIG, read_config
 from memeval.results.run_dir import read_metrics
 from memeval.utils.atomic import write_text_atomic
 from memeval.utils.redact import redacted
@@ -372,10 +373,9 @@ class Pusher:
 
     def _config(self) -> DictConfig:
         """The run's saved config.yaml (empty for a run written without one)."""
-        saved = self.run_dir / "config.yaml"
-        cfg = OmegaConf.load(saved) if saved.is_file() else OmegaConf.create({})
-        assert isinstance(cfg, DictConfig)
-        return cfg
+        if not (self.run_dir / CONFIG).is_file():
+            return OmegaConf.create({})
+        return read_config(self.run_dir)
 
     def _experiment_metadata(self, arm: str, pass_no: int, metrics: Mapping[str, Any],
                              tokens: Mapping[str, str], overrides: Mapping[str, str]
