@@ -1,8 +1,9 @@
 """Planted secrets never reach anything a run writes: stores, decisions, metrics, memories,
 and, run through the real CLI, caches, logs, Hydra's files, reports, the console and the HTTP
 servers it talks to. Secrets are planted in texts, in entry ids, labels and label sources, in the
-URLs a run is configured with, in a memory corpus's ids, categories and sessions, in an LLM's
-answers and grades, and in a crash's message."""
+URLs a run is configured with, in a memory corpus's ids, categories and sessions, in the quality
+sets' texts, ids, sessions, creators, citations and references, in an LLM's answers and grades,
+and in a crash's message."""
 
 from __future__ import annotations
 
@@ -344,6 +345,21 @@ def _decoded(path: Path) -> bytes:
     return b"\n".join(c if isinstance(c, bytes) else str(c).encode() for r in rows for c in r)
 
 
+def _written(tmp_path: Path, *roots: Path) -> dict[str, bytes]:
+    """Every file under `roots`, by its path under `tmp_path`; parquet and SQLite files also
+    decoded (`name (decoded)`): raw bytes miss what a format compresses or splits."""
+    files = [p for root in roots for p in root.rglob("*") if p.is_file()]
+    blobs = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in files}
+    return blobs | {f"{name} (decoded)": _decoded(tmp_path / name) for name in list(blobs)
+                    if name.endswith((".parquet", ".sqlite"))}
+
+
+def _assert_none_leaked(planted: dict[str, str], blobs: dict[str, bytes]) -> None:
+    for what, secret in planted.items():
+        leaks = [where for where, content in blobs.items() if secret.encode() in content]
+        assert not leaks, f"planted {what} leaked into {leaks}"
+
+
 def _vector(text: str) -> list[float]:
     """Bag of hashed words: similar texts get similar vectors, so the content scorer can learn."""
     vec = [0.0] * 48
@@ -410,8 +426,8 @@ def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> N
         received = {name: [json.dumps([r.path, r.headers, r.body]).encode() for r in srv.requests]
                     for name, srv in (("embedder", emb), ("judge", judge))}
 
-    files = [p for root in (run, cache, report) for p in root.rglob("*") if p.is_file()]
-    names = {p.relative_to(tmp_path).as_posix() for p in files}
+    blobs = _written(tmp_path, run, cache, report)
+    names = {name for name in blobs if not name.endswith(" (decoded)")}
     # the sweep covers what it claims to: Hydra's files and log, figures, parquet, stores, caches
     assert {"run/.hydra/config.yaml", "run/.hydra/hydra.yaml", "run/.hydra/overrides.yaml",
             "run/config.yaml", "run/provenance.json", "run/metrics.json", "run/decisions.parquet",
@@ -421,11 +437,6 @@ def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> N
     assert any(n.endswith(".png") for n in names) and any(n.startswith("run/phoenix/")
                                                           for n in names), sorted(names)
     assert any(n.startswith("report/") for n in names), sorted(names)
-    blobs = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in files}
-    # Raw bytes miss what a format compresses (parquet: snappy) or splits (SQLite: overflow pages),
-    # so those are swept decoded as well.
-    blobs |= {f"{n} (decoded)": _decoded(tmp_path / n) for n in names
-              if n.endswith((".parquet", ".sqlite"))}
     blobs |= {"run stdout": done.stdout, "run stderr": done.stderr,
               "report stdout": reported.stdout, "report stderr": reported.stderr}
     for server, bodies in received.items():
@@ -451,10 +462,7 @@ def test_no_planted_secret_leaves_the_cli_run_or_its_report(tmp_path: Path) -> N
     # the judge's echoing rewrites were kept (judge cache), so a leak through them would show
     assert b"Stored: " in blobs["cache/judge.sqlite (decoded)"]
 
-    for kind, secret in PLANTED.items():
-        needle = secret.encode()
-        leaks = [where for where, content in blobs.items() if needle in content]
-        assert not leaks, f"planted {kind} leaked into {leaks}"
+    _assert_none_leaked(PLANTED, blobs)
 
 
 # --- names from a memory corpus, and what an LLM writes ----------------------------------------
@@ -619,10 +627,7 @@ def test_no_planted_name_or_llm_reply_leaves_a_corpus_run(
         sent = [json.dumps(r.body).encode() for r in llm.requests]
     out, err = capfd.readouterr()
 
-    files = [p for root in (run, cache) for p in root.rglob("*") if p.is_file()]
-    blobs = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in files}
-    blobs |= {f"{name} (decoded)": _decoded(tmp_path / name) for name in list(blobs)
-              if name.endswith((".parquet", ".sqlite"))}
+    blobs = _written(tmp_path, run, cache)
     blobs |= {"stdout": out.encode(), "stderr": err.encode(), "sent to the LLM": b"".join(sent),
               "log records": "\n".join([caplog.text, *(str(r.args) for r in caplog.records)]
                                        ).encode()}
@@ -639,6 +644,180 @@ def test_no_planted_name_or_llm_reply_leaves_a_corpus_run(
             assert f"[REDACTED:{cls}]".encode() in judged, cls
         assert b"[REDACTED:high_entropy]" in blobs["sent to the LLM"]  # the planted turn
         assert b"[REDACTED:basic_auth]" in blobs["sent to the LLM"]
-    for what, secret in planted.items():
-        leaks = [where for where, content in blobs.items() if secret.encode() in content]
-        assert not leaks, f"planted {what} leaked into {leaks}"
+    _assert_none_leaked(planted, blobs)
+
+
+# --- names and texts of the quality sets -------------------------------------------------------
+
+# where -> the secret planted there, in one of each kind of quality set (and the labelled corpus
+# a query's relevant entries are in)
+QUALITY: dict[str, str] = {
+    "record id": "ghp_" + _fake(36),
+    "record id, redacting alike": "ghp_" + _fake(36),
+    "record content": "sk-proj-" + _fake(48, _ALNUM + "-_"),
+    "record namespace": "glpat-" + _fake(20, _ALNUM + "-_"),
+    "record created_by": "xoxb-" + _fake(11, string.digits) + "-" + _fake(24),
+    "record session_id": "hf_" + _fake(34),
+    "record citation": "npm_" + _fake(36),
+    "record label note": "AKIA" + _fake(16, string.ascii_uppercase + string.digits),
+    "scenario id": "dop_v1_" + _fake(64, _HEX),
+    "scenario decision": "rk_live_" + _fake(24),
+    "scenario note": "SG." + _fake(22, _ALNUM + "-_") + "." + _fake(43, _ALNUM + "-_"),
+    "memory id": "AIza" + _fake(35, _ALNUM + "-_"),
+    "memory created_by": "hvs." + _fake(90, _ALNUM + "-_"),
+    "memory session_id": "glpat-" + _fake(20, _ALNUM + "-_"),
+    "ancestor id": "sk-ant-api03-" + _fake(90, _ALNUM + "-_"),
+    "pair id": "npm_" + _fake(36),
+    "pair content": "sk-proj-" + _fake(48, _ALNUM + "-_"),
+    "pair path": "ghp_" + _fake(36),
+    "pair kind": "rk_live_" + _fake(24),
+    "pair note": "xoxb-" + _fake(11, string.digits) + "-" + _fake(24),
+    "query id": "dop_v1_" + _fake(64, _HEX),
+    "query text": "AKIA" + _fake(16, string.ascii_uppercase + string.digits),
+    "query kind": "AIza" + _fake(35, _ALNUM + "-_"),
+    "query note": "hvs." + _fake(90, _ALNUM + "-_"),
+    "entry id": "hf_" + _fake(34),
+    "entry id, numbered first": "hf_" + _fake(34),
+    "entry id, numbered second": "hf_" + _fake(34),
+}
+
+
+def _planted_quality_sets(folder: Path) -> dict[str, Path]:
+    """A small file of each kind of quality set, secrets planted in its texts, names and
+    references, beside clean lines; and the labelled corpus its queries name entries of."""
+    q = QUALITY
+    first, second = f"rec {q['record id']}", f"rec {q['record id, redacting alike']}"
+    records = [
+        {"id": first, "content": f"The deploy key is {q['record content']} until Friday.",
+         "label": "trusted", "confidence": 0.9, "namespace": f"team {q['record namespace']}",
+         "created_by": f"agent {q['record created_by']}",
+         "session_id": f"s {q['record session_id']}",
+         "citation": {"path": f"docs/{q['record citation']}.md", "line_start": 3, "line_end": 4},
+         "label_note": f"checked with {q['record label note']}"},
+        {"id": second, "content": "Run the tests with uv run pytest -n 2.", "label": "trusted",
+         "confidence": 0.8},
+        {"id": "rec-3", "content": "Installs go through uv, never pip.", "label": "untrusted",
+         "confidence": 0.3, "derived_from": [first, second], "conflicts": [first]},
+    ]
+    records += [{"id": f"clean-{i}", "content": f"Step {i} of the release checklist is done.",
+                 "label": ("trusted", "questionable", "untrusted")[i % 3],
+                 "confidence": 0.2 + 0.07 * i} for i in range(9)]
+    memory, ancestor = f"m {q['memory id']}", f"a {q['ancestor id']}"
+    scenarios = [
+        {"scenario_id": f"sc {q['scenario id']}", "ground_truth": "well_attributed",
+         "agent_decision": f"Used {memory}; the token was {q['scenario decision']}.",
+         "retrieved_memories": [{"id": memory, "confidence": 0.9, "derived_from": [ancestor],
+                                 "created_by": f"sub {q['memory created_by']}",
+                                 "session_id": f"s {q['memory session_id']}"}],
+         "ancestors": [{"id": ancestor, "confidence": 0.8}],
+         "label_note": f"see {q['scenario note']}"},
+        *({"scenario_id": f"sc-{i}", "ground_truth": label, "agent_decision": "Went ahead.",
+           "retrieved_memories": [{"id": f"m-{i}", "confidence": 0.4}]}
+          for i, label in enumerate(("unattributed", "partially_attributed", "well_attributed",
+                                     "unattributed")))]
+    path = f"memory/{q['pair path']}.md"
+    pairs = [
+        {"pair_id": f"p {q['pair id']}", "conflict": "temporal", "newer": "b",
+         "a": {"content": f"The API key is {q['pair content']}.", "path": path,
+               "timestamp": "2025-06-24"},
+         "b": {"content": "The API key was rotated; read it from the vault.", "path": path,
+               "timestamp": "2025-07-01"},
+         "kind": f"config {q['pair kind']}", "note": f"rotated {q['pair note']}"},
+        {"pair_id": "p-2", "conflict": "none", "a": {"content": "Use ruff for linting."},
+         "b": {"content": "Run mypy before pushing."}},
+    ]
+    entry = f"wg {q['entry id']}"
+    queries = [{"query_id": f"q {q['query id']}", "query": f"where is {q['query text']} used?",
+                "relevant": {entry: 2, "wg-2": 1}, "superseded": [entry],
+                "kind": f"task {q['query kind']}", "note": f"see {q['query note']}"}]
+    # two more such ids ahead of it, so the corpus numbers it unlike the queries' own file would
+    corpus = [{"id": f"wg {q[name]}", "user_prompt": "ok", "assistant_response": text,
+               "label": "substantive"}
+              for name, text in (("entry id, numbered first", "Pin the CI image."),
+                                 ("entry id, numbered second", "Cache the uv downloads."),
+                                 ("entry id", "The relevant answer."))]
+    corpus.insert(2, {"id": "wg-2", "user_prompt": "ok", "assistant_response": "Helps.",
+                      "label": "substantive"})
+    files = {"records": records, "scenarios": scenarios, "pairs": pairs, "queries": queries,
+             "corpus": corpus}
+    return {kind: _rows(rows, folder / f"{kind}.jsonl") for kind, rows in files.items()}
+
+
+def test_every_quality_set_is_served_with_its_names_and_texts_redacted(tmp_path: Path) -> None:
+    """Ids, texts, namespaces, creators, sessions, citations, notes, kinds and references of
+    each kind of quality set, redacted where the set is loaded; every reference still resolves
+    (within the file, and a query's entries in the corpus it names), two ids that redact alike
+    stay apart, and what holds no secret is kept."""
+    from memeval.data.base import redacted_names
+    from memeval.data.labeled_jsonl import load_labeled_jsonl
+    from memeval.data.quality_sets import (
+        load_conflict_pairs,
+        load_memory_records,
+        load_queries,
+        load_scenarios,
+    )
+
+    files = _planted_quality_sets(tmp_path)
+    records, _ = load_memory_records(files["records"])
+    scenarios, _ = load_scenarios(files["scenarios"])
+    pairs, _ = load_conflict_pairs(files["pairs"])
+    corpus = redacted_names(load_labeled_jsonl(files["corpus"]))
+    queries, report = load_queries(files["queries"], refs=corpus.names)
+    planted = "".join(path.read_text() for path in files.values())
+    served = repr((records, scenarios, pairs, queries, corpus.entries, report))
+    for where, secret in QUALITY.items():
+        assert secret in planted, f"{where} was not planted"
+        assert secret not in served, f"{where} leaked"
+
+    # records: two ids that redact alike kept apart, and the references to them follow
+    first, second, third = (item.record for item in records[:3])
+    assert first.id.startswith("rec [REDACTED:github_token]#") and second.id != first.id
+    assert (third.derived_from, third.conflicts) == ([first.id, second.id], [first.id])
+    assert first.citation is not None and "[REDACTED:npm_token]" in first.citation.path
+    assert "[REDACTED:openai_key]" in first.content
+    assert "[REDACTED:aws_access_key_id]" in records[0].note
+    # what holds no secret is kept as it was
+    assert [item.record.id for item in records[2:]] == ["rec-3", *(f"clean-{i}" for i in range(9))]
+    assert second.content == "Run the tests with uv run pytest -n 2."
+    # scenarios: a memory still names its ancestor
+    memory = scenarios[0].memories[0]
+    assert memory.derived_from == [scenarios[0].ancestors[0].id]
+    assert "[REDACTED:vault_token]" in str(memory.created_by)
+    assert [s.id for s in scenarios[1:]] == ["sc-0", "sc-1", "sc-2", "sc-3"]
+    # pairs: both sides still come from one file
+    assert pairs[0].same_source and "[REDACTED:stripe_key]" in str(pairs[0].kind)
+    # a query's entries are named as the corpus names them: the right entry, not another
+    # numbered alike
+    (query,) = queries
+    text = {e.id: e.assistant_response for e in corpus.entries}
+    assert {text[e]: grade for e, grade in query.relevant.items()} == {
+        "The relevant answer.": 2, "Helps.": 1}
+    assert [text[e] for e in query.superseded] == ["The relevant answer."]
+
+def test_no_planted_secret_leaves_a_calibration_run(
+        tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    """mqs_calibration on planted memory records and MAI scenarios: no planted name or text
+    reaches the run directory (its tables decoded), its log records or its console."""
+    caplog.set_level(logging.DEBUG)
+    files = _planted_quality_sets(tmp_path)
+    run = tmp_path / "run"
+    run_experiment(fast_config("+experiment=mqs_calibration", "plots=false",
+                               f"experiment.records={files['records']}",
+                               f"experiment.scenarios={files['scenarios']}",
+                               "experiment.dev_records=[]", "experiment.test_records=null"), run)
+    out, err = capfd.readouterr()
+    blobs = _written(tmp_path, run, tmp_path / "cache")
+    blobs |= {"stdout": out.encode(), "stderr": err.encode(),
+              "log records": "\n".join([caplog.text, *(str(r.args) for r in caplog.records)]
+                                       ).encode()}
+    tables = b"".join(v for k, v in blobs.items() if k.endswith(".parquet (decoded)"))
+    # not vacuous: the planted records and scenarios reached the tables, redacted
+    # (a record's id, content, namespace, creator, session, citation and note; a scenario's
+    # id and note)
+    for cls in ("github_token", "openai_key", "gitlab_token", "slack_token", "huggingface_token",
+                "npm_token", "aws_access_key_id", "digitalocean_token", "sendgrid_key"):
+        assert f"[REDACTED:{cls}]".encode() in tables, cls
+    _assert_none_leaked({k: v for k, v in QUALITY.items() if k.startswith(("record", "scenario",
+                                                                            "memory", "ancestor"))},
+                        blobs)

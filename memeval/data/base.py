@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from omegaconf import DictConfig
 
@@ -55,6 +55,9 @@ class Dataset:
     name: str
     entries: list[Entry]
     report: LoadReport
+    # how `redacted_names` named its entries: a file naming them too (labelled queries) is read
+    # with it, so its references still hold
+    names: RedactedNames | None = field(default=None, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> str:
@@ -167,9 +170,9 @@ class RedactedNames:
 
 
 def redacted_names(dataset: Dataset) -> Dataset:
-    """The dataset with entry ids (one to one, `RedactedNames`), label sources, its name and its
-    load report redacted like its texts: they reach metrics, stores, span attributes, the console
-    and systems under test (its problems are redacted as they are kept)."""
+    """The dataset with entry ids (one to one, `RedactedNames`, kept as its `names`), label
+    sources, its name and its load report redacted like its texts: they reach metrics, stores,
+    span attributes, the console and systems under test."""
     names = RedactedNames(e.id for e in dataset.entries)
     entries = []
     for e in dataset.entries:
@@ -178,7 +181,73 @@ def redacted_names(dataset: Dataset) -> Dataset:
         changed = (entry_id, source) != (e.id, e.label_source)
         entries.append(replace(e, id=entry_id, label_source=source) if changed else e)
     return Dataset(name=redact(dataset.name), entries=entries,
-                   report=redacted_report(dataset.report))
+                   report=redacted_report(dataset.report), names=names)
+
+
+V = TypeVar("V")
+Rule = Callable[[str], str]  # how a string is served: a name's mapping, or `redact` for a text
+
+
+def redacted_value(value: V, names: Rule, by_field: Mapping[str, Rule] | None = None) -> V:
+    """`value` with every string in it, mapping keys included, passed through `names` (a
+    `RedactedNames`), except in a dataclass field named in `by_field` (at any depth), whose
+    strings pass through the rule given there: `redact` for a text, another input's names for
+    ids referring to it. A field not named there is a name, so a new field is redacted, never
+    left out. What holds no secret comes back as the same object: clean input is served
+    unchanged, and uncopied."""
+    walked: Any = value
+    if isinstance(value, str):
+        mapped = names(value)
+        walked = value if mapped == value else mapped
+    elif value is None or isinstance(value, int | float | datetime):
+        pass  # nothing to redact, and the commonest leaves: no further checks
+    elif isinstance(value, list | tuple):
+        items = [redacted_value(item, names, by_field) for item in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            walked = tuple(items) if isinstance(value, tuple) else items
+    elif (field_names := _field_names(type(value))) is not None:
+        rules = by_field or {}
+        changed = {}
+        for name in field_names:
+            old = getattr(value, name)
+            new = redacted_value(old, rules.get(name, names), by_field)
+            if new is not old:
+                changed[name] = new
+        if changed:
+            walked = replace(walked, **changed)
+    elif isinstance(value, Mapping):
+        pairs = [(redacted_value(key, names, by_field), redacted_value(item, names, by_field))
+                 for key, item in value.items()]
+        if any(k is not key or i is not item
+               for (k, i), (key, item) in zip(pairs, value.items(), strict=True)):
+            walked = dict(pairs)
+    return walked
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """A dataclass's field names (looked up once per class: every item is walked), else None."""
+    if kind not in _FIELD_NAMES:
+        _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind)) if is_dataclass(kind) else None
+    return _FIELD_NAMES[kind]
+
+
+def names_held(values: Iterable[Any], not_names: Iterable[str] = ()) -> RedactedNames:
+    """One `RedactedNames` for `values`, knowing every name they hold: each string
+    `redacted_value` maps as a name, outside the fields named in `not_names` (texts, and ids
+    of another input)."""
+    held: set[str] = set()
+
+    def hold(name: str) -> str:
+        held.add(name)
+        return name
+
+    skipped = dict.fromkeys(not_names, str)  # str(text) is the text itself: nothing is held
+    for value in values:
+        redacted_value(value, hold, skipped)
+    return RedactedNames(held)
 
 
 def redacted_report(report: LoadReport) -> LoadReport:

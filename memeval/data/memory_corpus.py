@@ -11,9 +11,7 @@ replay in time order searches only what existed by then.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
-from typing import Any
+from collections.abc import Sequence
 
 from memeval.data.base import (
     CorpusMemory,
@@ -21,12 +19,14 @@ from memeval.data.base import (
     DatasetError,
     LoadReport,
     MemoryCorpus,
-    RedactedNames,
+    names_held,
     redacted_report,
+    redacted_value,
 )
 from memeval.utils.redact import redact
 
 GRADES = (1, 2)  # 2: the memory answers the query; 1: it helps
+TEXTS = ("text", "category", "answer")  # served redacted as texts; every other string is a name
 
 
 def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequence[CorpusQuery],
@@ -62,36 +62,12 @@ def checked_corpus(name: str, memories: Sequence[CorpusMemory], queries: Sequenc
 def redacted_corpus(corpus: MemoryCorpus) -> MemoryCorpus:
     """Texts, names and load problems redacted before anything is embedded, searched or written:
     the run's tables, spans and console, and the system under test, see memories and queries as
-    they are served. Ids, sessions and sources are redacted one to one (`RedactedNames`), so
-    every reference still holds; a category (a benchmark's question type) like a text."""
-    names = RedactedNames(_names(corpus))
-    memories = [replace(m, id=names(m.id), text=redact(m.text),
-                        session=None if m.session is None else names(m.session),
-                        source=None if m.source is None else names(m.source),
-                        metadata=_redacted_value(m.metadata, names))
-                for m in corpus.memories]
-    queries = [replace(q, id=names(q.id), text=redact(q.text),
-                       relevant={names(m): grade for m, grade in q.relevant.items()},
-                       category=redact(q.category),
-                       scope=None if q.scope is None else tuple(map(names, q.scope)),
-                       answer=None if q.answer is None else redact(q.answer))
-               for q in corpus.queries]
-    return MemoryCorpus(redact(corpus.name), memories, queries, redacted_report(corpus.report))
-
-
-def _names(corpus: MemoryCorpus) -> Iterator[str]:
-    for m in corpus.memories:
-        yield m.id
-        yield from (name for name in (m.session, m.source) if name is not None)
-    yield from (q.id for q in corpus.queries)
-
-
-def _redacted_value(value: Any, names: RedactedNames) -> Any:
-    """A memory's metadata with every string in it redacted as a name (`sample_id`, `dia_id`)."""
-    if isinstance(value, str):
-        return names(value)
-    if isinstance(value, Mapping):
-        return {key: _redacted_value(item, names) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted_value(item, names) for item in value]
-    return value
+    they are served. Ids, sessions, sources and metadata are redacted one to one
+    (`RedactedNames`), so every reference still holds; a category (a benchmark's question type)
+    like a text."""
+    texts = dict.fromkeys(TEXTS, redact)
+    names = names_held([*corpus.memories, *corpus.queries], texts)
+    return MemoryCorpus(redact(corpus.name),
+                        [redacted_value(m, names, texts) for m in corpus.memories],
+                        [redacted_value(q, names, texts) for q in corpus.queries],
+                        redacted_report(corpus.report))

@@ -5,7 +5,9 @@ graded relevant memories.
 Each is JSONL with one object per line; a bad line is reported with file:line and skipped (or
 raised with `on_error="raise"`), like every other loader. A set with nothing usable (every line
 bad, an empty file, another kind of set) is a DatasetError under either setting, never a run on
-zero rows.
+zero rows. A set is served redacted, like every other input: its texts through `redact`, every
+other string (ids, namespaces, creators, sessions, paths, the ids it refers to) one to one
+through the file's `RedactedNames`, so every reference still holds.
 
 A memory record's trust is a `label` (trusted | questionable | untrusted), a numeric `trust`
 grade in [0, 1] (0: never act on it, 1: act on it without re-checking), or both. `conflicts` is
@@ -21,10 +23,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from memeval.data.base import LoadReport
+from memeval.data.base import (
+    LoadReport,
+    RedactedNames,
+    Rule,
+    names_held,
+    redacted_report,
+    redacted_value,
+)
 from memeval.data.jsonl import SetKind, check_read_settings, load_rows
 from memeval.quality.mai import MAI_LABELS, AttributedMemory
 from memeval.quality.record import Citation, MemoryRecord
+from memeval.utils.redact import redact
 
 TRUST_LABELS = ("untrusted", "questionable", "trusted")  # ordinal, worst first
 TRUST_GRADE = "a number in [0, 1]: 0 never act on it, 1 act on it without re-checking"
@@ -43,16 +53,27 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class QualitySet(Generic[T]):
-    """A registered kind of quality set: what its lines hold, how a line is parsed and what
-    identifies it. `load` reads a file of it with the one labelled-JSONL loader (`load_rows`)."""
+    """A registered kind of quality set: what its lines hold, how a line is parsed, what
+    identifies it, which of its fields are texts and which name another input's ids. `load`
+    reads a file of it with the one labelled-JSONL loader (`load_rows`)."""
 
     kind: SetKind
     parse: Callable[[dict[str, Any]], T]
     key: Callable[[T], str]
+    texts: tuple[str, ...]  # fields served through `redact`; every other string is a name
+    refers: tuple[str, ...] = ()  # fields holding another input's ids (a dataset's entries)
 
-    def load(self, path: str | Path, on_error: str = "skip") -> tuple[list[T], LoadReport]:
-        return load_rows(Path(path), self.kind, lambda row, _: self.parse(row), self.key,
-                         on_error)
+    def load(self, path: str | Path, on_error: str = "skip",
+             refs: RedactedNames | None = None) -> tuple[list[T], LoadReport]:
+        """The file's items and load report, redacted. `refs`: the names of the input its
+        `refers` fields name (`Dataset.names`), so they match it; else the file's own."""
+        items, report = load_rows(Path(path), self.kind, lambda row, _: self.parse(row),
+                                  self.key, on_error)
+        rules: dict[str, Rule] = dict.fromkeys(self.texts, redact)
+        if refs is not None:
+            rules |= dict.fromkeys(self.refers, refs)
+        names = names_held(items, rules)
+        return [redacted_value(item, names, rules) for item in items], redacted_report(report)
 
 
 QUALITY_SETS: dict[str, QualitySet[Any]] = {}
@@ -61,10 +82,11 @@ experiment's settings name; `python -m memeval list datasets` lists them."""
 
 
 def quality_set(name: str, kind: SetKind, parse: Callable[[dict[str, Any]], T],
-                key: Callable[[T], str]) -> QualitySet[T]:
+                key: Callable[[T], str], texts: tuple[str, ...],
+                refers: tuple[str, ...] = ()) -> QualitySet[T]:
     if name in QUALITY_SETS:
         raise ValueError(f"quality set '{name}' is registered twice")
-    QUALITY_SETS[name] = registered = QualitySet(kind, parse, key)
+    QUALITY_SETS[name] = registered = QualitySet(kind, parse, key, texts, refers)
     return registered
 
 
@@ -261,18 +283,18 @@ def check_source(path: str, on_error: str, what: str) -> None:
 RECORDS = quality_set(
     "memory_records", SetKind("memory records", "experiment.records", "id, content, and a trust "
                               "label (trusted | questionable | untrusted) or grade"),
-    _record, lambda r: r.record.id)
+    _record, lambda r: r.record.id, texts=("content", "note"))
 SCENARIOS = quality_set(
     "mai_scenarios", SetKind("MAI scenarios", "experiment.scenarios",
                              "scenario_id, ground_truth and retrieved_memories"),
-    _scenario, lambda s: s.id)
+    _scenario, lambda s: s.id, texts=("decision", "note"))
 PAIRS = quality_set(
     "conflict_pairs", SetKind("conflict pairs", "experiment.pairs", "pair_id, a, b and conflict"),
-    _pair, lambda p: p.id)
+    _pair, lambda p: p.id, texts=("content", "note", "kind"))
 QUERIES = quality_set(
     "retrieval_queries", SetKind("retrieval queries", "experiment.queries",
                                  "query_id, query and relevant"),
-    _query, lambda q: q.id)
+    _query, lambda q: q.id, texts=("query", "note", "kind"), refers=("relevant", "superseded"))
 
 load_memory_records = RECORDS.load
 load_scenarios = SCENARIOS.load

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memeval.data.base import redacted_names
 from memeval.data.labeled_jsonl import load_labeled_jsonl
 from memeval.data.quality_sets import (
     CONFLICT_LABELS,
@@ -225,9 +226,10 @@ class CompareSystems:
     # search -------------------------------------------------------------------------------
     def _search(self, ctx: RunContext, systems: dict[str, System]) -> dict[str, Any]:
         assert self.cfg.queries is not None and self.cfg.corpus is not None
-        queries, _ = load_queries(self.cfg.queries, self.cfg.on_error)
-        rows = load_labeled_jsonl(self.cfg.corpus).entries
-        memories = [IndexedMemory(e.id, e.assistant_response) for e in rows
+        # served as the run's dataset is: redacted, the queries naming the entries as it does
+        corpus = redacted_names(load_labeled_jsonl(self.cfg.corpus))
+        queries, _ = load_queries(self.cfg.queries, self.cfg.on_error, corpus.names)
+        memories = [IndexedMemory(e.id, redact(e.assistant_response)) for e in corpus.entries
                     if e.label == "substantive"]
         k = self.cfg.k
         ndcg: dict[str, np.ndarray] = {}

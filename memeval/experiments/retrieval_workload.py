@@ -159,7 +159,7 @@ def store_workload(ctx: RunContext, queries_path: str, on_error: str, store_pass
     confidences = gate_confidences(gate, [by_entry[m.source_id].score for m in stored_memories])
     memories = [CorpusMemory(m.id, m.text, source=m.source_id) for m in stored_memories]
     memory_of = {m.source_id: m.id for m in stored_memories}
-    labelled, report = load_queries(queries_path, on_error)
+    labelled, report = load_queries(queries_path, on_error, ctx.dataset.names)  # its entries' names
     queries = [CorpusQuery(q.id, q.query, {memory_of[e]: g for e, g in q.relevant.items()
                                            if e in memory_of}, category=q.kind)
                for q in labelled]
