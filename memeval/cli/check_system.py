@@ -100,17 +100,19 @@ def _conflicts(system: Any, out: Checked) -> None:
 
 
 def _search(system: Any, capabilities: set[str], out: dict[str, Checked]) -> None:
+    from memeval.data.base import redacted_names
     from memeval.data.labeled_jsonl import load_labeled_jsonl
     from memeval.data.quality_sets import load_queries
     from memeval.paths import data_path
     from memeval.systems.base import IndexedMemory
+    from memeval.utils.redact import redact
 
-    rows = [e for e in load_labeled_jsonl(data_path("labeled/write_gate_v1.jsonl")).entries
-            if e.label == "substantive"][:SAMPLE]
+    corpus = redacted_names(load_labeled_jsonl(data_path("labeled/write_gate_v1.jsonl")))
+    rows = [e for e in corpus.entries if e.label == "substantive"][:SAMPLE]
     queries = load_queries(data_path("retrieval/queries_v1.jsonl"))[0][:SAMPLE]
     found = out["search"]
     problems = _problems(found)
-    system.index([IndexedMemory(e.id, e.assistant_response) for e in rows])
+    system.index([IndexedMemory(e.id, redact(e.assistant_response)) for e in rows])
     served: list[str] = []
     for query in queries:
         found.items += 1
