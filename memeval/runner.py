@@ -31,7 +31,7 @@ from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import SystemFailure, run_failures
 from memeval.registry import ConfigError
-from memeval.reporting.outputs import outputs_of
+from memeval.reporting.outputs import headline_line, outputs_of
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
@@ -260,13 +260,16 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         except Exception:
             log.exception("plots failed; the run's results are intact in %s", run_dir)
     try:
-        finding = outputs_of(chosen.name).headline(Run(run_dir, written))
-    except Exception:  # a report's sentence: the results are written whatever it meets
+        declared, finished = outputs_of(chosen.name), Run(run_dir, written)
+        finding, figures = declared.headline(finished), headline_line(declared.scores(finished))
+    except Exception:  # what the report opens with: the results are written whatever it meets
         log.exception("the headline could not be made; the run's results are intact in %s",
                       run_dir)
-        finding = ""
+        finding, figures = "", ""
     if finding:  # the sentence the report opens with
         print(wrapped(f"found: {finding}"))
+    if figures:  # as the report, `runs`, the leaderboard and Phoenix show them
+        print(wrapped(figures))
     print(f"run directory: {run_dir}")
     print(wrapped("next: `python -m memeval report RUN_DIR` with the directory above, for this "
                   "run as HTML and Markdown; `python -m memeval runs`, for every run as one table"))

@@ -15,6 +15,7 @@ from memeval.paths import CONF_DIR, data_path
 from memeval.registry import ConfigError
 from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.runner import run_experiment
+from tests.headline_views import check_views_agree
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -45,10 +46,13 @@ def _stores(run_dir: Path, name: str = "state") -> dict[str, list[dict]]:
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_writes_a_self_describing_run(
-        experiment: str, tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+        experiment: str, tmp_path: Path, fast_config: Callable[..., DictConfig],
+        capsys: pytest.CaptureFixture[str]) -> None:
     cfg = fast_config(f"+experiment={experiment}", *TINY.get(experiment, ["dataset.limit=70"]),
                       "plots=true")
     metrics = run_experiment(cfg, tmp_path / "run")
+    # its headline figures, as the run printed them, in its report, runs, leaderboard, Phoenix
+    check_views_agree(tmp_path / "run", capsys.readouterr().out, capsys)
     on_disk = read_metrics(tmp_path / "run")
     assert on_disk["schema_version"] == 2 and on_disk["experiment"] == experiment
     assert on_disk["timing"] == metrics["timing"]

@@ -53,7 +53,7 @@ def test_the_table_holds_every_system_s_figures_and_names_the_failed_runs(
         runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(runs / "all"), "--out", str(runs / "board")]) == 0
     table = json.loads((runs / "board" / "leaderboard.json").read_text())
-    assert table["schema"] == SCHEMA and table["version"] == VERSION == 1
+    assert table["schema"] == SCHEMA and table["version"] == VERSION == 2
     assert sorted(table["systems"]) == ["crashing", "reference", "word-overlap"]
     reference, overlap = table["cells"]["reference"], table["cells"]["word-overlap"]
     assert reference["three_pass (write_gate_v1, 40 entries) / recall"]["ci95"] is not None
@@ -67,7 +67,12 @@ def test_the_table_holds_every_system_s_figures_and_names_the_failed_runs(
     markdown = (runs / "board" / "leaderboard.md").read_text()
     assert "| word-overlap |" in markdown and "## Failed runs" in markdown
     assert "<table" in (runs / "board" / "leaderboard.html").read_text()
-    assert f"{ndcg} ↑" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"{ndcg}" in printed and all(len(line) <= 100 for line in printed.splitlines())
+    used = {(u["system"], u["benchmark"]) for u in table["runs_used"]}
+    assert ("word-overlap", "retrieval (locomo_small)") in used
+    cell = reference["three_pass (write_gate_v1, 40 entries) / recall"]
+    assert cell["configuration"] == "defaults" and cell["shown"].endswith("]")
 
 
 def test_a_folder_with_no_runs_is_refused(tmp_path: Path) -> None:

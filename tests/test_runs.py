@@ -61,19 +61,28 @@ def header_of(printed: str) -> list[str]:
     return [blocks[0][0], *(name for block in blocks for name in block[1:])]
 
 
-def test_the_one_differing_setting_is_a_column_and_the_rest_one_line(
+def settings_of(printed: str) -> dict[str, str]:
+    """Each run's line under "settings that set these runs apart:", unwrapped."""
+    part = printed.partition("settings that set these runs apart:")[2].partition("\n\n")[0]
+    lines = " ".join(part.split()).replace(" 20", "\n20").replace(" multirun/", "\nmultirun/")
+    return dict(line.split(": ", 1) for line in lines.splitlines() if ": " in line)
+
+
+def test_the_figures_name_the_run_and_the_differing_setting_follows_it(
         runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(with_overrides(runs, tmp_path))]) == 0
     printed = capsys.readouterr().out
     header = header_of(printed)
-    assert header[:4] == ["run", "date", "experiment", "target_recall"]
-    assert {"recall", "pre-judge"} <= set(header)  # three_pass's headline figures
-    assert "limit" not in header and "embedder" not in header
+    assert header == ["run", "date", "system", "embedder", "read", "recall", "noise stored",
+                      "pre-judge"]  # three_pass's headline figures, no setting among them
+    assert "three_pass (3 runs)" in printed
     same = next(line for line in printed.splitlines() if line.startswith("same in every run"))
     assert "embedder=hashing" in same and "dataset.limit=40" in same and TARGET not in same
     single = next(line for line in printed.splitlines() if line.startswith(SINGLE))
-    swept = next(line for line in printed.splitlines() if line.startswith(f"{SWEEP}/0"))
-    assert "0.995" in single.split() and "0.9" in swept.split()  # the default, then the set
+    assert {"reference", "hashing-v1-256", "write_gate_v1"} <= set(single.split())
+    assert re.search(r" \d+\.\d%", single)  # a rate as a percentage, as `run` prints it
+    apart = settings_of(printed)
+    assert apart[SINGLE] == "target_recall=0.995" and apart[f"{SWEEP}/0"] == "target_recall=0.9"
     assert "3 runs under" in printed
     assert all(len(line) <= WIDTH for line in printed.splitlines())
 
@@ -82,9 +91,7 @@ def test_without_overrides_the_resolved_configs_are_diffed(
         runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(runs)]) == 0
     printed = capsys.readouterr().out
-    header = header_of(printed)
-    settings = header[3:header.index("recall")]
-    assert settings == ["target_recall"]
+    assert settings_of(printed)[f"{SWEEP}/0"] == "target_recall=0.9"
     assert "same in every run: the rest of config.yaml" in printed
 
 
@@ -93,8 +100,8 @@ def test_a_damaged_metrics_file_is_a_row_with_a_note(
     assert main([str(runs)]) == 0
     printed = capsys.readouterr().out
     assert "Traceback" not in printed
-    rows = [line for line in printed.splitlines() if line.startswith(f"{SWEEP}/1")]
-    assert rows and "three_pass" in rows[0]  # its experiment, from its config
+    assert "three_pass (3 runs)" in printed  # its experiment, from its config
+    assert [line for line in printed.splitlines() if line.startswith(f"{SWEEP}/1")]
     notes = " ".join(printed[printed.index("notes:"):].split())  # as read, unwrapped
     assert f"{SWEEP}/1: metrics.json: not a memeval run's metrics (JSONDecodeError" in notes
 
@@ -110,23 +117,24 @@ def test_unreadable_settings_are_a_note_and_the_other_runs_keep_theirs(
     assert "recall" in header_of(printed)  # its figures are still shown
 
 
-def test_the_html_page_sorts_highlights_and_stands_alone(
+def test_the_html_page_sorts_folds_settings_and_stands_alone(
         runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "out" / "runs.html"
     assert main([str(with_overrides(runs, tmp_path)), "--html", str(page)]) == 0
     assert f"wrote {page}" in capsys.readouterr().out
     tags = Tags()
     tags.feed(page.read_text(encoding="utf-8"))
-    headers = [attrs for tag, attrs in tags.tags if tag == "th"]
-    assert [h["title"] for h in headers if h.get("class") == "differs"] == [TARGET]
-    assert {h["title"] for h in headers} >= {"run", "recall", "pre-judge", "notes"}
+    text = "".join(tags.text)
+    assert "target_recall=0.9" in text and [t for t, _ in tags.tags if t == "details"]
+    assert {"run (its report)", "system", "embedder", "recall", "pre-judge"} <= {
+        piece.strip() for piece in tags.text}
     numbers = [attrs["data-v"] for tag, attrs in tags.tags
                if tag == "td" and attrs.get("class") == "fig" and attrs.get("data-v")]
     assert numbers and all(float(str(v)) >= 0 for v in numbers)  # sortable as numbers
     script = "".join(tags.scripts)
     assert 'addEventListener("click"' in script and ".sort(" in script
-    assert not [attrs for tag, attrs in tags.tags if attrs.get("src") or attrs.get("href")]
-    assert "JSONDecodeError" in "".join(tags.text)
+    assert not [attrs for tag, attrs in tags.tags if attrs.get("src")]  # nothing fetched
+    assert "JSONDecodeError" in text
 
 
 def test_an_experiment_filter_and_an_empty_folder(

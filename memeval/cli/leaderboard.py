@@ -14,6 +14,8 @@ DESCRIPTION = "memory systems × benchmarks from run directories (Markdown, HTML
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from memeval.reporting.leaderboard import CHOICES
+
     parser = argparse.ArgumentParser(prog="python -m memeval leaderboard",
                                      description=DESCRIPTION)
     parser.add_argument("runs", nargs="+", type=Path,
@@ -23,22 +25,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--phoenix", default=os.environ.get("PHOENIX_COLLECTOR_ENDPOINT"),
                         help="a Phoenix server to push the table to as a dataset (default: "
                              "$PHOENIX_COLLECTOR_ENDPOINT; none: no push)")
+    parser.add_argument("--choose", choices=CHOICES, default=CHOICES[0],
+                        help="when several runs give a system figures on one benchmark: "
+                             "'default' shows a run with the default configuration (the "
+                             "latest), else the best, marked and its configuration named; "
+                             "'all' gives every configuration a row of its own")
     options = parser.parse_args(argv)
     from memeval.components import load_components
-    from memeval.reporting.leaderboard import build, write
+    from memeval.reporting.leaderboard import build, terminal, write
 
     missing = [str(p) for p in options.runs if not p.is_dir()]
     if missing:
         print(f"memeval: not a directory: {', '.join(missing)}")
         return 2
     load_components()  # each run's experiment declares its scores
-    board = build(options.runs)
+    board = build(options.runs, options.choose)
     if not board.systems:
         print(f"memeval: no run directories in {', '.join(map(str, options.runs))}")
         return 2
     written = write(board, options.out)
-    markdown = next(path for path in written if path.suffix == ".md")
-    print(markdown.read_text(encoding="utf-8"))  # the table as it was written
+    print(terminal(board))
+    if board.failed or board.left_out:
+        print(f"{len(board.failed)} failed run(s), {len(board.left_out)} left out: listed in the "
+              f"files below")
     for path in written:
         print(f"wrote {path}")
     if options.phoenix:

@@ -4,7 +4,7 @@ runs listed (those every run shares are named once, above the table) and the exp
 headline figures. A run whose files cannot be read is listed with a note saying which and why.
 
 --html PATH writes the same table as one self-contained page: click a header to sort by it; the
-differing settings are highlighted.
+differing settings fold into one cell per run. --json prints the rows as JSON.
 
 Exit status: 0 with the table; 1 when FOLDER holds no run (or none of --experiment's).
 """
@@ -35,6 +35,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--experiment", metavar="NAME", help="list only this experiment's runs")
     parser.add_argument("--html", type=Path, metavar="PATH",
                         help="also write the table as a self-contained HTML page")
+    parser.add_argument("--json", action="store_true",
+                        help="print the rows as JSON instead of the table: each run's system, "
+                             "embedder, what it read, settings, notes and headline figures "
+                             "(value, 95%% CI, as shown, unit, population)")
     options = parser.parse_args(argv)
     if not options.folder.is_dir():
         complain(f"memeval runs: no runs: {options.folder} is not a directory (runs are written to "
@@ -51,12 +55,19 @@ def main(argv: list[str]) -> int:
         complain(f"memeval runs: no runs{kind} under {options.folder} (a run is a directory "
                  f"holding metrics.json)")
         return 1
-    print(render(table))
+    if options.json:
+        import json
+
+        from memeval.reporting.runs_table import as_json
+
+        print(json.dumps(as_json(table), indent=1))
+    else:
+        print(render(table))
     if options.html:
         from memeval.reporting.runs_html import page
         from memeval.utils.atomic import write_text_atomic
 
         options.html.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(options.html, page(table))
+        write_text_atomic(options.html, page(table, options.html))
         print(f"wrote {options.html}")
     return 0

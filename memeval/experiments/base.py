@@ -34,7 +34,7 @@ from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Settings, Validated
 from memeval.metrics.gate_metrics import SystemFailure, pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
-from memeval.reporting.outputs import Outputs, Score, declare
+from memeval.reporting.outputs import Outputs, Score, declare, pass_scores
 from memeval.reporting.table import headline
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
@@ -84,15 +84,11 @@ def gate_figures(run: Run) -> list[Path]:
 
 
 def gate_scores(run: Run) -> list[Score]:
-    """The last pass on the leaderboard: recall of human-labelled substantive entries, noise
-    entries stored and the share of entries dropped before the judge."""
-    last, dataset = run.result.passes[-1], run.result.dataset
+    """The last pass's figures (outputs.py `pass_scores`)."""
+    dataset = run.result.dataset
     bench = f"{run.experiment} ({dataset.name}, {dataset.entries} entries)" if dataset else \
         run.experiment
-    noise = None if last.noise_stored is None else float(last.noise_stored)
-    return [Score(bench, "recall", last.substantive_recall, last.substantive_recall_ci95),
-            Score(bench, "noise stored", noise, higher_is_better=False),
-            Score(bench, "pre-judge", last.prejudge_filter_rate, last.prejudge_filter_rate_ci95)]
+    return pass_scores(run.result.passes[-1], bench)
 
 
 def gate_headline(run: Run) -> str:

@@ -43,9 +43,10 @@ from memeval.metrics.gate_metrics import SystemFailure
 from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.outputs import COUNT, NUMBER, RATE, Outputs, Score, Section
 from memeval.reporting.systems_table import systems_blocks, systems_summary
 from memeval.results.findings import Findings
+from memeval.results.result import as_ci
 from memeval.results.sections import Comparison
 from memeval.systems.answers import conflict_answer
 from memeval.systems.base import (
@@ -321,6 +322,53 @@ def report(run: Run) -> list[Section]:
                                                          found.notes)]
 
 
-@register("compare_systems", CompareSystemsConfig, Outputs(Compared, figures, report))
+def scores(run: Run) -> list[Score]:
+    """Each system's figures, named by the key it was listed under: the write gate's last pass
+    (recall, noise stored, pre-judge), trust against the labels (Spearman, Brier), any-conflict
+    precision and recall, and search's mean nDCG@k and recall@k; each with its CI where the
+    table has one, on the benchmarks the single-capability experiments name alike."""
+    written = run.result.of(Compared).compare.written
+    found: list[Score] = []
+    gate, trust = written.get("write_gate"), written.get("trust")
+    conflicts, search = written.get("conflicts"), written.get("search")
+    if gate:
+        dataset = run.result.dataset
+        bench = f"write gate ({dataset.name if dataset else '?'}, pass {gate['pass']})"
+        for system, row in gate["systems"].items():
+            where = f"{row['entries']} entries, pass {gate['pass']}"
+            found += [Score(bench, "recall", row["substantive_recall"],
+                            as_ci(row.get("substantive_recall_ci95")), unit=RATE,
+                            population=where, system=system),
+                      Score(bench, "noise stored", row["noise_stored"], higher_is_better=False,
+                            unit=COUNT, population=where, system=system),
+                      Score(bench, "pre-judge", row["prejudge_filter_rate"], unit=RATE,
+                            population=where, system=system)]
+    if trust:
+        bench = f"trust ({Path(str(run.setting('experiment.records'))).stem})"
+        for system, row in trust["systems"].items():
+            where = f"{row['n']} labelled records"
+            found += [Score(bench, "Spearman", row["spearman"], as_ci(row["spearman_ci95"]),
+                            population=where, system=system),
+                      Score(bench, "Brier", row["brier"], as_ci(row["brier_ci95"]),
+                            higher_is_better=False, population=where, system=system)]
+    if conflicts:
+        bench = f"conflicts ({Path(str(run.setting('experiment.pairs'))).stem})"
+        for system, row in conflicts["systems"].items():
+            any_conflict = row["any_conflict"]
+            found += [Score(bench, measure, any_conflict[measure],
+                            as_ci(any_conflict[f"{measure}_ci95"]), unit=RATE,
+                            population=f"{conflicts['pairs']} pairs", system=system)
+                      for measure in ("precision", "recall")]
+    if search:
+        bench = f"search ({Path(str(run.setting('experiment.queries'))).stem})"
+        where = f"{search['queries']} queries over {search['memories']} memories"
+        for measure, key, unit in ((f"nDCG@{search['k']}", "ndcg_vs_first", NUMBER),
+                                   (f"recall@{search['k']}", "recall_vs_first", RATE)):
+            found += [Score(bench, measure, row["mean"], unit=unit, population=where,
+                            system=system) for system, row in search[key].items()]
+    return found
+
+
+@register("compare_systems", CompareSystemsConfig, Outputs(Compared, figures, report, scores))
 def build_compare_systems(cfg: CompareSystemsConfig) -> CompareSystems:
     return CompareSystems(cfg)

@@ -32,7 +32,7 @@ from memeval.quality.conflict_model import (
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Score, Section
+from memeval.reporting.outputs import RATE, Outputs, Score, Section
 from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings, optional_section
 from memeval.results.result import as_ci
@@ -494,18 +494,54 @@ def figures(run: Run) -> list[Path]:
 
 
 def scores(run: Run) -> list[Score]:
-    """Any-conflict precision and recall of the system's detector (the reference engine's:
-    its rules as memeval reads them, what its detect_conflict answers)."""
-    conflicts = run.result.of(ConflictFindings).conflicts
-    written = conflicts.written
-    detector = conflicts.detectors[0]
-    found = written[detector]["any_conflict"]
+    """Any-conflict precision and recall of the system's detector on the hand-labelled pairs
+    (the reference engine's: its rules as memeval reads them, what its detect_conflict
+    answers); then, when memeval's learned detector ran, its figures on the test split."""
+    findings = run.result.of(ConflictFindings)
+    written = findings.conflicts.written
+    found = written[findings.conflicts.detectors[0]]["any_conflict"]
     bench = f"conflicts ({Path(str(written.get('source', '?'))).stem})"
-    return [Score(bench, "precision", found["precision"], as_ci(found["precision_ci95"])),
-            Score(bench, "recall", found["recall"], as_ci(found["recall_ci95"]))]
+    where = f"{written.get('pairs', '?')} pairs"
+    figures = [Score(bench, measure, found[measure], as_ci(found[f"{measure}_ci95"]), unit=RATE,
+                     population=where) for measure in ("precision", "recall")]
+    learned_section = findings.conflicts_learned or {}
+    test = learned_section.get("test")
+    if test is not None:
+        source = Path(str((learned_section.get("test_source") or {}).get("source", "?")))
+        learned = test["any_conflict"]
+        figures += [Score(f"conflicts ({source.stem})", f"learned {measure}", learned[measure],
+                          as_ci(learned[f"{measure}_ci95"]), unit=RATE,
+                          population=f"{test['pairs']} test pairs")
+                    for measure in ("precision", "recall")]
+    return figures
+
+
+def headline(run: Run) -> str:
+    """The declared figures in a sentence: the system's detector, then the learned one."""
+    found = scores(run)
+    who = run.result.system.name if run.result.system else "reference"
+    own = (f"System {who}'s detector found {found[1].shown} of the conflicts in "
+           f"{found[1].population} "
+           f"at precision {found[0].shown}")
+    learned = (f"; memeval's learned detector {found[3].shown} at precision {found[2].shown} on "
+               f"{found[3].population}" if len(found) == 4 else "")
+    return f"{own}{learned} (95% CIs in brackets)."
+
+
+def inputs(run: Run) -> dict[str, str]:
+    """The labelled pairs the run read, and its learned detector's test split."""
+    findings = run.result.of(ConflictFindings)
+    written = findings.conflicts.written
+    used = {"conflict pairs": f"{Path(str(written.get('source', '?'))).name} "
+                              f"({written.get('pairs', '?')} pairs)"}
+    test = (findings.conflicts_learned or {}).get("test_source")
+    if test:
+        used["learned detector's test pairs"] = f"{Path(str(test['source'])).name} " \
+                                                f"({test.get('pairs', '?')} pairs)"
+    return used
 
 
 @register("conflict_detection", ConflictDetectionConfig,
-          Outputs(ConflictFindings, figures, report, scores))
+          Outputs(ConflictFindings, figures, report, scores, headline, inputs))
 def build_conflict_detection(cfg: ConflictDetectionConfig) -> ConflictDetection:
     return ConflictDetection(cfg)

@@ -24,7 +24,7 @@ from memeval.experiments.base import (
 )
 from memeval.experiments.checkpoint import PassRecord
 from memeval.registry import bounded
-from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.outputs import RATE, Outputs, Score, Section
 from memeval.reporting.table import Note, pass_blocks, pct, printed
 from memeval.results.findings import Findings
 from memeval.results.result import PassMetrics
@@ -116,6 +116,30 @@ def _pass(ctx: RunContext, gate: Ingestor, items: list[Candidate], pass_no: int,
     return PassRecord({"arm": arm, **ctx.measure(rows, gate, pass_no)}, rows)
 
 
-@register("feedback_loop", FeedbackLoopConfig, Outputs(FeedbackFindings, gate_figures, report))
+def scores(run: Run) -> list[Score]:
+    """Each arm's recall on its last pass: the loop's cost is the self-feeding arm's loss."""
+    arms = run.result.of(FeedbackFindings).arms
+    bench = f"feedback loop ({run.result.dataset.name if run.result.dataset else '?'})"
+    found = []
+    for arm, passes in arms.items():
+        last = PassMetrics.from_dict(passes[-1])
+        substantive = (last.sections.get("per_label") or {}).get("substantive") or {}
+        found.append(Score(bench, f"{arm} recall", last.substantive_recall,
+                           last.substantive_recall_ci95, unit=RATE,
+                           population=f"{substantive.get('n', '?')} substantive entries, pass "
+                                      f"{last.pass_no}"))
+    return found
+
+
+def headline(run: Run) -> str:
+    """The declared figures in a sentence."""
+    found = scores(run)
+    return (f"On {found[0].population}, " + " against ".join(
+        f"the {s.measure.removesuffix(' recall').replace('_', '-')} store kept {s.shown}"
+        for s in found) + " of the substantive entries (95% CIs in brackets).")
+
+
+@register("feedback_loop", FeedbackLoopConfig,
+          Outputs(FeedbackFindings, gate_figures, report, scores, headline))
 def build_feedback_loop(cfg: FeedbackLoopConfig) -> FeedbackLoop:
     return FeedbackLoop(cfg)

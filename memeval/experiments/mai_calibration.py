@@ -39,9 +39,10 @@ from memeval.quality.mai_features import (
 )
 from memeval.quality.mai_learned import LearnedMAI, LearnedMAIConfig, out_of_fold
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Section
+from memeval.reporting.outputs import RATE, Outputs, Score, Section
 from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings, optional_section
+from memeval.results.result import as_ci
 
 SCORERS = ("rubric", "learned")
 
@@ -313,6 +314,39 @@ def figures(run: Run) -> list[Path]:
                                        "golden": found.golden})
 
 
-@register("mai_calibration", MAICalibrationConfig, Outputs(MaiFindings, figures, report))
+def scores(run: Run) -> list[Score]:
+    """The learned MAI's accuracy and macro-F1 on the test split (out of fold on the
+    development scenarios when there is none), the rubric's accuracy beside it."""
+    found = run.result.of(MaiFindings)
+    split, where = (found.test, "test scenarios") if found.test is not None else \
+        (found.development, "development scenarios, out of fold")
+    learned, rubric = split["learned"], split["rubric"]
+    bench, population = "MAI", f"{learned['n']} {where}"
+    return [Score(bench, "accuracy", learned["accuracy"], as_ci(learned["accuracy_ci95"]),
+                  unit=RATE, population=population),
+            Score(bench, "macro-F1", learned["macro_f1"], as_ci(learned["macro_f1_ci95"]),
+                  population=population),
+            Score(bench, "rubric accuracy", rubric["accuracy"], as_ci(rubric["accuracy_ci95"]),
+                  unit=RATE, population=population)]
+
+
+def headline(run: Run) -> str:
+    """The declared figures in a sentence."""
+    accuracy, macro_f1, rubric = scores(run)
+    return (f"On {accuracy.population} the learned MAI graded {accuracy.shown} right (macro-F1 "
+            f"{macro_f1.shown}), against the rubric's {rubric.shown} (95% CIs in brackets).")
+
+
+def inputs(run: Run) -> dict[str, str]:
+    """The scenario sets the run read."""
+    found = run.result.of(MaiFindings)
+    sets = {"MAI test scenarios": found.test, "golden-style scenarios": found.golden_style}
+    return {name: f"{Path(str(split['source']['source'])).name} "
+                  f"({split['source'].get('scenarios', '?')} scenarios)"
+            for name, split in sets.items() if split and isinstance(split.get("source"), dict)}
+
+
+@register("mai_calibration", MAICalibrationConfig,
+          Outputs(MaiFindings, figures, report, scores, headline, inputs))
 def build_mai_calibration(cfg: MAICalibrationConfig) -> MAICalibration:
     return MAICalibration(cfg)

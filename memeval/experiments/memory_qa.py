@@ -36,7 +36,7 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.gate_metrics import share_failed
 from memeval.metrics.qa_scores import bleu1, locomo_f1
 from memeval.registry import ConfigError, bounded
-from memeval.reporting.outputs import Outputs, Score, Section
+from memeval.reporting.outputs import MILLISECONDS, RATE, Outputs, Score, Section
 from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
@@ -268,15 +268,28 @@ def scores(run: Run) -> list[Score]:
     """Every question but the adversarial (mem0's table): F1, J when graded, and the search's
     median latency."""
     qa = run.result.of(Answered).qa
-    shown = qa["by_category"].get(EXCEPT_ADVERSARIAL) or qa["by_category"][ALL]
+    group = EXCEPT_ADVERSARIAL if EXCEPT_ADVERSARIAL in qa["by_category"] else ALL
+    shown = qa["by_category"][group]
     bench = f"QA ({qa['corpus']}, {qa['answerer']})"
-    found = [Score(bench, "F1", shown["f1"]["mean"], as_ci(shown["f1"]["ci95"]))]
+    where = f"{shown['questions']} questions ({group})"
+    found = [Score(bench, "F1", shown["f1"]["mean"], as_ci(shown["f1"]["ci95"]),
+                   population=where)]
     if qa["grader"]:
-        found.append(Score(bench, "J", shown["j"]["mean"], as_ci(shown["j"]["ci95"])))
-    return [*found, Score(bench, "search p50 ms", qa["cost"]["search_ms"]["p50"],
-                          higher_is_better=False)]
+        found.append(Score(bench, "J", shown["j"]["mean"], as_ci(shown["j"]["ci95"]), unit=RATE,
+                           population=where))
+    return [*found, Score(bench, "search p50", qa["cost"]["search_ms"]["p50"],
+                          higher_is_better=False, unit=MILLISECONDS,
+                          population=f"{qa['questions']} questions")]
 
 
-@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures, report, scores))
+def headline(run: Run) -> str:
+    """The declared figures in a sentence."""
+    found = scores(run)
+    return (f"On {found[0].population} system {run.result.of(Answered).qa['system']} "
+            f"answered with " + ", ".join(f"{s.measure} {s.shown}" for s in found[:-1])
+            + f" (95% CIs); its search took {found[-1].shown} at the median.")
+
+
+@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures, report, scores, headline))
 def build_memory_qa(cfg: MemoryQAConfig) -> MemoryQA:
     return MemoryQA(cfg)

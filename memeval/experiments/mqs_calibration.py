@@ -56,6 +56,7 @@ from memeval.reporting.calibration_report import (
     calibration_blocks,
     calibration_headline,
     calibration_inputs,
+    calibration_scores,
 )
 from memeval.reporting.outputs import Outputs, Score, Section
 from memeval.reporting.table import Block, printed
@@ -435,14 +436,7 @@ def inputs(run: Run) -> dict[str, str]:
 
 
 def scores(run: Run) -> list[Score]:
-    """The system's trust score against the hand labels: rank agreement and Brier."""
-    mqs = run.result.of(Calibrated).mqs
-    if mqs is None or mqs.configured is None:
-        return []
-    bench = f"trust ({Path(str(mqs.written.get('source', '?'))).stem})"
-    fit = mqs.configured
-    return [Score(bench, "Spearman", fit.spearman, fit.ci95.get("spearman")),
-            Score(bench, "Brier", fit.brier, fit.ci95.get("brier"), higher_is_better=False)]
+    return calibration_scores(*run.result.of(Calibrated).written())
 
 
 @register("mqs_calibration", MQSCalibrationConfig,

@@ -58,7 +58,7 @@ from memeval.quality.rankers import RANKERS, Ranker, Search
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import Outputs, Score, Section
+from memeval.reporting.outputs import RATE, Outputs, Score, Section
 from memeval.reporting.table import Block, Table, printed
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
@@ -393,16 +393,34 @@ def figures(run: Run) -> list[Path]:
 
 
 def scores(run: Run) -> list[Score]:
-    """The system's arm on the last pass (the reference's: the baseline, its own search)."""
+    """The system's arm on the last pass (the reference's: the baseline, its own search), over
+    the held-out evaluation queries."""
     found = run.result.of(Retrieval).retrieval
-    arm = found["system"]["arm"] if found.get("system") else found["settings"]["baseline"]
-    last = run.result.passes[-1].sections[arm]
-    k, bench = found["settings"]["k"], f"retrieval ({found['workload']['name']})"
-    return [Score(bench, f"nDCG@{k}", last["ndcg"], as_ci(last["ndcg_ci95"])),
-            Score(bench, f"recall@{k}", last["recall"], as_ci(last["recall_ci95"]))]
+    # a run before arms were named had `off` (cosine) and `on` (the graph), and no workload
+    arm = found["system"]["arm"] if found.get("system") else \
+        found["settings"].get("baseline", "off")
+    last = run.result.passes[-1]
+    scored = last.sections[arm]
+    workload = (found.get("workload") or {}).get("name") or \
+        Path(str(found["queries"].get("source", "?"))).stem
+    k, bench = found["settings"]["k"], f"retrieval ({workload})"
+    where = (f"{found['queries']['evaluation']} evaluation queries, {arm}, pass "
+             f"{last.pass_no}")
+    return [Score(bench, f"nDCG@{k}", scored["ndcg"], as_ci(scored["ndcg_ci95"]),
+                  population=where),
+            Score(bench, f"recall@{k}", scored["recall"], as_ci(scored["recall_ci95"]),
+                  unit=RATE, population=where)]
+
+
+def headline(run: Run) -> str:
+    """The declared figures in a sentence."""
+    ndcg, recall = scores(run)
+    return (f"On {ndcg.population}, search scored {ndcg.measure} {ndcg.shown} and found "
+            f"{recall.shown} of the relevant memories in its top {recall.measure.split('@')[1]} "
+            f"(95% CIs in brackets).")
 
 
 @register("retrieval_replay", RetrievalReplayConfig,
-          Outputs(Retrieval, figures, report, scores))
+          Outputs(Retrieval, figures, report, scores, headline))
 def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
     return RetrievalReplay(cfg)

@@ -8,7 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memeval.reporting.outputs import RATE, Score
 from memeval.reporting.table import Block, Note, Table
+from memeval.results.result import as_ci
 from memeval.results.sections import CALIBRATION_METRICS
 
 Section = Mapping[str, Any]  # one section of metrics.json as written
@@ -91,30 +93,54 @@ def calibration_blocks(mqs: Section | None, mai: Section | None, trust: Section 
             *([_trust_table(trust)] if trust is not None else [])]
 
 
-def calibration_headline(mqs: Section | None, mai: Section | None,
-                         trust: Section | None) -> str:
-    """The trust score against MQS on Brier and ECE (on the test split when there is one), else
-    MQS's own calibration, else MAI's accuracy."""
+def calibration_scores(mqs: Section | None, mai: Section | None,
+                       trust: Section | None) -> list[Score]:
+    """The headline figures: the trust score's Brier and ECE with MQS's beside them on the same
+    records (the test split when there is one), else the system's score against the labels
+    (Spearman, Brier), else MAI's accuracy."""
+    source = Path(str((mqs or {}).get("source", "records"))).stem
     if trust is not None:
         test = trust["test"]
         where, ours, theirs = (f"{test['records']} test records", test["trust"], test["mqs"]) \
             if test is not None else (f"{trust['dev']['records']} dev records, out of fold",
                                       trust["dev"]["trust_out_of_fold"], trust["dev"]["mqs"])
-        beats = [name for metric, name in CALIBRATION_ERRORS.items()
-                 if ours[f"{metric}_ci95"][1] < theirs[f"{metric}_ci95"][0]]
-        verdict = f"beats MQS on {' and '.join(beats)} (95% CIs apart)" if beats else \
-            "does not beat MQS on Brier or ECE beyond the 95% CIs"
-        return (f"On {where} the trust score {verdict}: " + "; ".join(
-            f"{name} {_scored(ours, metric)} against {_scored(theirs, metric)}"
-            for metric, name in CALIBRATION_ERRORS.items()) + " (lower is better).")
+        return [Score(f"trust ({source})", f"{who}{name}", found[metric],
+                      as_ci(found[f"{metric}_ci95"]), higher_is_better=False, population=where)
+                for who, found in (("", ours), ("MQS ", theirs))
+                for metric, name in CALIBRATION_ERRORS.items()]
     if mqs is not None and mqs["configured"] is not None:
         configured = mqs["configured"]
-        return (f"{mqs.get('score', 'MQS')} on {configured['n']} labelled records: Spearman "
-                f"{_scored(configured, 'spearman')}, Brier {_scored(configured, 'brier')} "
-                f"(95% CIs).")
+        where = f"{configured['n']} labelled records"
+        return [Score(f"trust ({source})", "Spearman", configured["spearman"],
+                      as_ci(configured["spearman_ci95"]), population=where),
+                Score(f"trust ({source})", "Brier", configured["brier"],
+                      as_ci(configured["brier_ci95"]), higher_is_better=False, population=where)]
     if mai is not None and mai["accuracy"] is not None:
-        return f"MAI on {mai['scenarios']} scenarios: accuracy {_scored(mai, 'accuracy')}."
-    return ""
+        return [Score("MAI", "MAI accuracy", mai["accuracy"], as_ci(mai["accuracy_ci95"]),
+                      unit=RATE, population=f"{mai['scenarios']} scenarios")]
+    return []
+
+
+def calibration_headline(mqs: Section | None, mai: Section | None,
+                         trust: Section | None) -> str:
+    """The headline figures in a sentence: whether the trust score beats MQS on Brier and ECE
+    (95% CIs apart), else the system's score against the labels, else MAI's accuracy."""
+    scores = calibration_scores(mqs, mai, trust)
+    if not scores:
+        return ""
+    if trust is not None:
+        pairs = list(zip(scores[:len(CALIBRATION_ERRORS)], scores[len(CALIBRATION_ERRORS):],
+                         strict=True))
+        beats = [ours.measure for ours, theirs in pairs if ours.below(theirs)]
+        verdict = f"beats MQS on {' and '.join(beats)} (95% CIs apart)" if beats else \
+            "does not beat MQS on Brier or ECE beyond the 95% CIs"
+        return (f"On {scores[0].population} the trust score {verdict}: " + "; ".join(
+            f"{ours.measure} {ours.shown} against {theirs.shown}" for ours, theirs in pairs)
+            + " (lower is better).")
+    if mqs is not None and mqs["configured"] is not None:
+        return (f"{mqs.get('score', 'MQS')} on {scores[0].population}: "
+                + ", ".join(f"{s.measure} {s.shown}" for s in scores) + " (95% CIs).")
+    return f"MAI on {scores[0].population}: accuracy {scores[0].shown}."
 
 
 def _file(path: str, fingerprint: str | None, size: str) -> str:

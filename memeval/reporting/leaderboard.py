@@ -1,12 +1,18 @@
 """A leaderboard: memory systems × benchmarks, from run directories.
 
-Each run gives its system the scores its experiment declares (reporting/outputs.py `Score`: the
-write gate's recall, noise and pre-judge rate; trust's Spearman and Brier; conflicts' precision
-and recall; retrieval's nDCG@k and recall@k per corpus; QA's F1, J and search latency), each
-with its 95% CI. A run that failed (its metrics.json lists failures), never finished (no
-metrics.json) or whose files are damaged is listed as failed, with why (the file, named), and
-every other run keeps its figures. Where two runs give the same system the same score, the one
-given later counts.
+Each run gives its system the headline figures its experiment declares (reporting/outputs.py
+`Score`: the write gate's recall, noise stored and pre-judge rate; trust's Spearman and Brier;
+conflicts' precision and recall; retrieval's nDCG@k and recall@k per corpus; QA's F1, J and search
+latency), each with its 95% CI, shown as the run printed it. compare_systems gives each system it
+compared its own figures. A run that failed (its metrics.json lists failures), never finished (no
+metrics.json) or whose files are damaged is listed as failed, with why; every other run keeps
+its figures.
+
+Several runs may give one system figures on one benchmark; the board chooses in the open
+(`CHOICES`, `--choose`): by default a run with the default configuration (latest first), else the
+best on the benchmark's first figure with its configuration named beside the figure; or every
+configuration as a row of its own. Every run used and every run left out is listed, with why. A
+column whose figures came from runs with different embedders names each cell's embedder.
 
 The JSON is versioned (`schema`, `version`): a reader checks both before trusting the fields.
 """
@@ -15,16 +21,27 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memeval.reporting.outputs import Score, Section, outputs_of
+from memeval.reporting.table import clipped, column_blocks
 from memeval.results.result import METRICS, UnreadableResult, reading
-from memeval.results.run import CONFIG, Run, read_settings_file
+from memeval.results.run import CONFIG, PRESENTATION_KEYS, Run, read_settings_file
+from memeval.utils.redact import redact
 
-SCHEMA, VERSION = "memeval.leaderboard", 1
+SCHEMA, VERSION = "memeval.leaderboard", 2
+DEFAULT = "defaults"  # a configuration that sets nothing the figures depend on
+# not a configuration: what the benchmark already names (the experiment, its data), who runs it
+# (the system) and how the run is shown or where it goes
+NOT_CONFIGURATION = (*PRESENTATION_KEYS, "experiment", "system", "dataset", "hydra", "run_name",
+                     "tags")
+CHOICES = ("default", "all")  # default: a default run, else the best, named; all: a row each
+MARK = "†"  # a figure from a configuration other than the defaults
 
 
 @dataclass(frozen=True)
@@ -35,25 +52,60 @@ class Failed:
     reason: str
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One run's figures for one system on one benchmark."""
+
+    system: str
+    benchmark: str
+    scores: tuple[Score, ...]
+    run: str
+    configuration: str  # DEFAULT, or the settings it was given, e.g. `embedder=hashing`
+    embedder: str
+    started: str
+
+    @property
+    def default(self) -> bool:
+        return self.configuration == DEFAULT
+
+
 @dataclass
 class Board:
     systems: list[str] = field(default_factory=list)  # in the order first met
     columns: list[Score] = field(default_factory=list)  # value-free: benchmark, measure
-    cells: dict[str, dict[str, tuple[Score, str]]] = field(default_factory=dict)
+    cells: dict[str, dict[str, tuple[Score, Candidate]]] = field(default_factory=dict)
     failed: list[Failed] = field(default_factory=list)
+    left_out: list[tuple[Candidate, str]] = field(default_factory=list)  # and why
+    choice: str = CHOICES[0]
 
-    def add(self, system: str, score: Score, run: str) -> None:
-        key = column_key(score)
-        if key not in {column_key(c) for c in self.columns}:
-            self.columns.append(Score(score.benchmark, score.measure, None,
-                                      higher_is_better=score.higher_is_better))
-        self.add_system(system)
-        self.cells[system][key] = (score, run)
+    def add(self, row: str, candidate: Candidate) -> None:
+        for score in candidate.scores:
+            key = column_key(score)
+            if key not in {column_key(c) for c in self.columns}:
+                self.columns.append(Score(score.benchmark, score.measure, None,
+                                          higher_is_better=score.higher_is_better,
+                                          unit=score.unit))
+            self.add_system(row)
+            self.cells[row][key] = (score, candidate)
 
     def add_system(self, system: str) -> None:
         if system not in self.cells:
             self.systems.append(system)
             self.cells[system] = {}
+
+    def used(self) -> list[Candidate]:
+        """Each run a cell came from, once, in the order first met."""
+        found: dict[tuple[str, str, str], Candidate] = {}
+        for cells in self.cells.values():
+            for _, candidate in cells.values():
+                found.setdefault((candidate.run, candidate.system, candidate.benchmark),
+                                 candidate)
+        return list(found.values())
+
+    def mixed_embedders(self, key: str) -> bool:
+        """Whether the column's figures came from runs with different embedders."""
+        return len({c.embedder for cells in self.cells.values()
+                    for k, (_, c) in cells.items() if k == key}) > 1
 
 
 def column_key(score: Score) -> str:
@@ -89,9 +141,23 @@ def _failed(path: Path, reason: str) -> Failed:
     return Failed(str(name), str(experiment.get("name", "?")), str(path), reason)
 
 
-def _scores(path: Path) -> tuple[str, list[Score]] | Failed:
-    """The run's system and figures, or why it has none (failed, unfinished, damaged)."""
+def configuration(run: Run) -> str:
+    """What the run was given that its figures depend on, beyond its benchmark and system:
+    DEFAULT when nothing; a run without a record of its overrides (from Python) says so."""
+    overrides = run.overrides
+    if overrides is None:
+        return "settings not recorded (a run from Python: see its config.yaml)"
+    given = [f"{key}={value}" for key, value in sorted(overrides.items())
+             if key.split(".")[0].lstrip("+~") not in NOT_CONFIGURATION]
+    return redact(", ".join(given)) or DEFAULT
+
+
+def _candidates(path: Path) -> list[Candidate] | Failed:
+    """The run's figures by system and benchmark, or why it has none."""
     if not (path / METRICS).is_file():
+        if (path / ".hydra").is_dir() and time.time() - (path / ".hydra").stat().st_mtime < 3600:
+            return _failed(path, f"no {METRICS} yet: still running, or stopped within the hour "
+                                 f"(its log is in the directory)")
         return _failed(path, f"no {METRICS}: the run did not finish (its log is in the directory)")
     try:
         run = Run.load(path)
@@ -99,69 +165,163 @@ def _scores(path: Path) -> tuple[str, list[Score]] | Failed:
         if run.result.failures:
             return Failed(system, run.experiment, str(path), str(run.result.failures[0]))
         with reading(path / METRICS):
-            return system, outputs_of(run.experiment).scores(run)
+            scores = outputs_of(run.experiment).scores(run)
+        setting, embedder = configuration(run), run.result.embedder or "—"
     except (OSError, UnreadableResult) as err:
         return _failed(path, str(err))
+    grouped: dict[tuple[str, str], list[Score]] = {}
+    for score in scores:
+        grouped.setdefault((score.system or system, score.benchmark), []).append(score)
+    return [Candidate(who, bench, tuple(found), str(path), setting, embedder, run.started or "")
+            for (who, bench), found in grouped.items()]
 
 
-def build(paths: Sequence[Path]) -> Board:
-    board = Board()
+def _better(a: Candidate, b: Candidate) -> bool:
+    """Whether `a` beats `b` on the benchmark's first figure (a missing figure never does)."""
+    first, second = a.scores[0].value, b.scores[0].value
+    if first is None or second is None:
+        return second is None and first is not None
+    return first > second if a.scores[0].higher_is_better else first < second
+
+
+def _chosen(found: Sequence[Candidate]) -> Candidate:
+    """A default run, the latest; else the best on the benchmark's first figure."""
+    defaults = [c for c in found if c.default]
+    if defaults:
+        return max(defaults, key=lambda c: c.started)
+    best = found[0]
+    for candidate in found[1:]:
+        if _better(candidate, best):
+            best = candidate
+    return best
+
+
+def build(paths: Sequence[Path], choice: str = CHOICES[0]) -> Board:
+    board = Board(choice=choice)
+    by_benchmark: dict[tuple[str, str], list[Candidate]] = {}
     for path in run_dirs(paths):
-        found = _scores(path)
+        found = _candidates(path)
         if isinstance(found, Failed):
             board.failed.append(found)
             board.add_system(found.system)
             continue
-        system, scores = found
-        for score in scores:
-            board.add(system, score, str(path))
+        for candidate in found:
+            by_benchmark.setdefault((candidate.system, candidate.benchmark), []).append(candidate)
+    for (system, _), found in by_benchmark.items():
+        if choice == "all":
+            for candidate in found:
+                row = system if candidate.default else f"{system} [{candidate.configuration}]"
+                board.add(row, candidate)
+            continue
+        chosen = _chosen(found)
+        board.add(system, chosen)
+        why = ("a later run with the default configuration was chosen" if chosen.default else
+               f"no run with the default configuration: the best on "
+               f"{chosen.scores[0].measure} was chosen")
+        board.left_out += [(c, why) for c in found if c is not chosen]
     return board
 
 
-def to_json(board: Board) -> dict[str, Any]:
-    def cell(score: Score, run: str) -> dict[str, Any]:
-        return {"value": score.value, "ci95": list(score.ci95) if score.ci95 else None,
-                "run": run}
+def _cell_text(score: Score, candidate: Candidate, mixed: bool) -> str:
+    marks = ("" if candidate.default else MARK) + (f" ({candidate.embedder})" if mixed else "")
+    return score.shown + marks
 
-    return {"schema": SCHEMA, "version": VERSION, "systems": board.systems,
+
+def to_json(board: Board) -> dict[str, Any]:
+    def cell(score: Score, candidate: Candidate) -> dict[str, Any]:
+        return {"value": score.value, "ci95": list(score.ci95) if score.ci95 else None,
+                "shown": score.shown, "unit": score.unit.name, "population": score.population,
+                "run": candidate.run, "configuration": candidate.configuration,
+                "embedder": candidate.embedder}
+
+    def listed(candidate: Candidate) -> dict[str, Any]:
+        return {"run": candidate.run, "system": candidate.system,
+                "benchmark": candidate.benchmark, "configuration": candidate.configuration,
+                "embedder": candidate.embedder, "started": candidate.started}
+
+    return {"schema": SCHEMA, "version": VERSION,
+            "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "choice": board.choice,
+            "systems": board.systems,
             "columns": [{"key": column_key(c), "benchmark": c.benchmark, "measure": c.measure,
-                         "higher_is_better": c.higher_is_better} for c in board.columns],
+                         "unit": c.unit.name, "higher_is_better": c.higher_is_better}
+                        for c in board.columns],
             "cells": {system: {key: cell(*found) for key, found in cells.items()}
                       for system, cells in board.cells.items()},
+            "runs_used": [listed(c) for c in board.used()],
+            "runs_left_out": [{**listed(c), "why": why} for c, why in board.left_out],
             "failed": [vars(f) for f in board.failed]}
 
 
-def shown_score(score: Score) -> str:
-    if score.value is None:
-        return "—"
-    digits = 1 if abs(score.value) >= 10 else 3
-    text = f"{score.value:.{digits}f}"
-    low, high = score.ci95 or (None, None)
-    return text if low is None or high is None else f"{text} [{low:.{digits}f}–{high:.{digits}f}]"
+def _linked(text: str, run: str, at: Path | None) -> str:
+    """The cell as HTML, linked to its run's report when one was written."""
+    import html
+
+    report = Path(run) / "report.html"
+    if at is None or not report.is_file():
+        return html.escape(text)
+    return f"<a href='{html.escape(os.path.relpath(report, at.parent))}'>{html.escape(text)}</a>"
 
 
-def sections(board: Board) -> list[Section]:
+def sections(board: Board, at: Path | None = None) -> list[Section]:
+    """The board as report sections; `at`: where the HTML page goes (its cells link to each
+    run's report, relative to it); None: plain text cells."""
+    import html
+
     import pandas as pd
 
-    failed = {(f.system, f.experiment) for f in board.failed}
     rows = []
     for system in board.systems:
-        row = {"system": system}
+        row = {"system": html.escape(system) if at is not None else system}
         for column in board.columns:
-            found = board.cells[system].get(column_key(column))
-            row[column_key(column)] = shown_score(found[0]) if found else ""
+            key = column_key(column)
+            found = board.cells[system].get(key)
+            row[key] = _linked(_cell_text(*found, board.mixed_embedders(key)), found[1].run,
+                               at) if found else ""
         rows.append(row)
     arrows = {column_key(c): f"{column_key(c)} {'↑' if c.higher_is_better else '↓'}"
               for c in board.columns}
     table = pd.DataFrame(rows, columns=["system", *arrows]).rename(columns=arrows)
-    out = [Section("Systems × benchmarks", "Each cell: the figure and its 95% CI from one run "
-                   "(↑ higher is better, ↓ lower); empty: no run of that benchmark, or the "
-                   "system lacks the capability.", table=table)]
-    if failed:
+    rule = ("every configuration as a row of its own, named beside the system" if
+            board.choice == "all" else
+            f"per system and benchmark, a run with the default configuration (the latest), else "
+            f"the best on the benchmark's first figure, marked {MARK} (its configuration is in "
+            f"the runs used)")
+    out = [Section("Systems × benchmarks",
+                   f"Each cell: the figure and its 95% CI as its run printed it (↑ higher is "
+                   f"better, ↓ lower); empty: no run of that benchmark, or the system lacks the "
+                   f"capability. Chosen: {rule}. A column mixing embedders names each cell's."
+                   + (" A figure links to its run's report, where one was written."
+                      if at is not None else ""), table=table, html_cells=at is not None),
+           Section("Runs used", "Where each row's figures came from.", table=pd.DataFrame(
+               [{"system": c.system, "benchmark": c.benchmark, "run": c.run,
+                 "configuration": c.configuration, "embedder": c.embedder,
+                 "started": c.started} for c in board.used()]))]
+    if board.left_out:
+        out.append(Section("Runs left out", "Runs with figures the board did not show, and "
+                           "why.", table=pd.DataFrame(
+                               [{"system": c.system, "benchmark": c.benchmark, "run": c.run,
+                                 "configuration": c.configuration, "why": why}
+                                for c, why in board.left_out])))
+    if board.failed:
         out.append(Section("Failed runs", "These runs gave no figures; the table keeps "
                            "everyone else's.", table=pd.DataFrame(
                                [vars(f) for f in board.failed])))
     return out
+
+
+def terminal(board: Board) -> str:
+    """The table within the terminal's width: each column's measure under a short benchmark
+    name, the systems as rows (the files hold every detail)."""
+    header = ["system", *(clipped(f"{c.measure} {'↑' if c.higher_is_better else '↓'}", 22)
+                          for c in board.columns)]
+    rows = [[clipped(system, 24), *(
+        clipped(_cell_text(*board.cells[system][column_key(c)],
+                           board.mixed_embedders(column_key(c))), 24)
+        if column_key(c) in board.cells[system] else "" for c in board.columns)]
+        for system in board.systems]
+    names = "; ".join(f"{i + 1}. {column_key(c)}" for i, c in enumerate(board.columns))
+    header = ["system", *(f"{i + 1}. {h}" for i, h in enumerate(header[1:]))]
+    return f"{column_blocks(header, rows)}\ncolumns: {names}"
 
 
 def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:
@@ -173,6 +333,7 @@ def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:
     examples = [{"id": f"system-{n}", "input": {"system": system},
                  "output": {key: cell["value"] for key, cell in cells.items()},
                  "metadata": {"ci95": {key: cell["ci95"] for key, cell in cells.items()},
+                              "shown": {key: cell["shown"] for key, cell in cells.items()},
                               "failed": [f["reason"] for f in table["failed"]
                                          if f["system"] == system]}}
                 for n, (system, cells) in enumerate(table["cells"].items())]
@@ -188,11 +349,11 @@ def write(board: Board, out: Path) -> list[Path]:
     from memeval.utils.atomic import write_text_atomic
 
     out.mkdir(parents=True, exist_ok=True)
-    title = "memeval leaderboard"
-    parts = sections(board)
+    title = f"memeval leaderboard, {time.strftime('%Y-%m-%d %H:%M')}"
     files = {out / "leaderboard.json": json.dumps(to_json(board), indent=1),
-             out / "leaderboard.md": render_markdown(title, parts, out),
-             out / "leaderboard.html": render_html(title, parts)}
+             out / "leaderboard.md": render_markdown(title, sections(board), out),
+             out / "leaderboard.html": render_html(title, sections(board,
+                                                                   out / "leaderboard.html"))}
     for path, text in files.items():
         write_text_atomic(path, text)
     return list(files)

@@ -5,13 +5,13 @@ on experiment names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memeval.results.findings import Findings
-from memeval.results.result import CI, UnreadableResult
+from memeval.results.result import CI, NO_CI, PassMetrics, UnreadableResult, as_ci
 
 if TYPE_CHECKING:  # an experiment declares its outputs at import: pandas waits for a report
     import pandas as pd
@@ -27,6 +27,7 @@ class Section:
     text: str = ""
     table: pd.DataFrame | None = None
     image: Path | None = None
+    html_cells: bool = False  # the table's cells are HTML already (links): not escaped again
 
 
 def no_sections(run: Run) -> list[Section]:
@@ -46,15 +47,104 @@ def no_inputs(run: Run) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Unit:
+    """How a headline figure reads, in every view alike: `shown` is the terminal's, the report's,
+    `runs`' and the leaderboard's text; `in_phoenix` the figure as Phoenix shows it. Phoenix's
+    compare view cuts a mean below 1 to two decimals, so a rate goes as a percentage and a score
+    below 1 in hundredths (`x100`), each rounded as it is shown."""
+
+    name: str
+    digits: int  # decimals shown (of the percentage, for a rate)
+    ci_digits: int
+    scale: float = 1.0  # 100: a rate, shown as a percentage
+    phoenix_scale: float = 1.0  # what the figure is multiplied by in Phoenix
+    phoenix_suffix: str = ""  # what Phoenix's evaluation name adds: "%", "x100", "ms"
+    after: str = ""  # after the value shown: "%", " ms"
+
+    def shown(self, value: float | None, ci95: CI | None = None) -> str:
+        if value is None:
+            return "—"
+        text = f"{self.scale * value:.{self.digits}f}{self.after}"
+        low, high = ci95 or (None, None)
+        if low is None or high is None:
+            return text
+        digits = self.ci_digits
+        return f"{text} [{self.scale * low:.{digits}f}–{self.scale * high:.{digits}f}]"
+
+    def in_phoenix(self, value: float) -> float:
+        """Rounded as shown, then scaled: the terminal's 57.6% is 57.6, its 0.039 is 3.9."""
+        shown = round(self.scale * value, self.digits) / self.scale
+        return round(self.phoenix_scale * shown, 6)
+
+
+RATE = Unit("rate", 1, 0, scale=100.0, phoenix_scale=100.0, phoenix_suffix="%",
+            after="%")  # a share: 99.1% [97–100]
+NUMBER = Unit("number", 3, 3, phoenix_scale=100.0, phoenix_suffix="x100")  # 0.039 [0.021–0.060]
+COUNT = Unit("count", 0, 0)  # how many: 31 [22–40]
+MILLISECONDS = Unit("ms", 1, 1, phoenix_suffix="ms", after=" ms")  # a latency
+
+
+@dataclass(frozen=True)
 class Score:
-    """A figure a run gives its system on the leaderboard: which benchmark (the experiment and
-    its data), which measure, the value and its 95% CI."""
+    """A headline figure of a run, declared once by its experiment (`Outputs.scores`) and read
+    by every view alike: the terminal, the report, `runs`, the leaderboard and Phoenix. Which
+    benchmark (the experiment and its data), which measure, the value, its 95% CI, which way is
+    better, its unit, and the population it is computed on. `system` names the system it
+    belongs to when a run measures several (compare_systems); else it is the run's."""
 
     benchmark: str
     measure: str
     value: float | None
     ci95: CI | None = None
     higher_is_better: bool = True
+    unit: Unit = NUMBER
+    population: str = ""
+    system: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The figure with its CI, as every view prints it."""
+        return self.unit.shown(self.value, self.ci95)
+
+    @property
+    def better(self) -> str:
+        return "higher" if self.higher_is_better else "lower"
+
+    def below(self, other: Score) -> bool:
+        """Whether this figure's 95% CI lies wholly below the other's."""
+        high, low = (self.ci95 or NO_CI)[1], (other.ci95 or NO_CI)[0]
+        return high is not None and low is not None and high < low
+
+
+def pass_scores(measured: PassMetrics, benchmark: str) -> list[Score]:
+    """A write-gate pass's figures: the human-labelled substantive entries kept, the noise
+    entries stored (a count, its CI the stored share's) and the share of entries dropped before
+    the judge."""
+    labels = measured.sections.get("per_label") or {}
+    noise_n = (labels.get("noise") or {}).get("n")
+    share = as_ci(measured.sections.get("noise_stored_rate_ci95"))
+    noise_ci = None if noise_n is None or share[0] is None or share[1] is None else \
+        (share[0] * noise_n, share[1] * noise_n)
+    where = f"pass {measured.label}"
+    substantive = (labels.get("substantive") or {}).get("n", "?")
+    return [Score(benchmark, "recall", measured.substantive_recall,
+                  measured.substantive_recall_ci95, unit=RATE,
+                  population=f"{substantive} substantive entries, {where}"),
+            Score(benchmark, "noise stored",
+                  None if measured.noise_stored is None else float(measured.noise_stored),
+                  noise_ci, higher_is_better=False, unit=COUNT,
+                  population=f"{noise_n if noise_n is not None else '?'} noise entries, "
+                             f"{where}"),
+            Score(benchmark, "pre-judge", measured.prejudge_filter_rate,
+                  measured.prejudge_filter_rate_ci95, unit=RATE,
+                  population=f"{measured.entries} entries, {where}")]
+
+
+def headline_line(scores: Sequence[Score]) -> str:
+    """The declared figures in one sentence, as the terminal prints them after a run."""
+    parts = [f"{s.system + ' ' if s.system else ''}{s.measure} {s.shown}"
+             + (f" ({s.population})" if s.population else "") for s in scores]
+    return "headline figures (95% CIs): " + "; ".join(parts) if parts else ""
 
 
 def no_scores(run: Run) -> list[Score]:

@@ -121,6 +121,22 @@ def _experiment_sections(run: Run) -> list[Section]:
         return [Section("Experiment", f"{err}.")]
 
 
+def figures_section(run: Run) -> Section | None:
+    """The headline figures the run's experiment declares, as every view shows them."""
+    with reading(run.result.source):
+        try:
+            scores = outputs_of(run.experiment).scores(run)
+        except UnknownExperiment:
+            return None
+    if not scores:
+        return None
+    rows = [{"benchmark": s.benchmark, **({"system": s.system} if s.system else {}),
+             "figure": s.measure, "value [95% CI]": s.shown, "on": s.population,
+             "better": s.better} for s in scores]
+    return Section("Headline figures", "The figures `runs`, the leaderboard and Phoenix show "
+                   "for this run, as the run printed them.", table=pd.DataFrame(rows))
+
+
 def run_sections(run: Run) -> list[Section]:
     """The run's components, the per-pass tables as the terminal prints them (every arm's
     passes, labelled by arm), its experiment's sections and its figures. A section its
@@ -128,6 +144,8 @@ def run_sections(run: Run) -> list[Section]:
     passes = [p for arm in run.result.by_arm().values() for p in arm]
     with reading(run.result.source):
         sections = [overview(run)]
+        figures = figures_section(run)
+        sections += [figures] if figures is not None else []
         if any(p.gated for p in passes):
             sections += [block.section() for block in pass_blocks(passes)]
         sections += _experiment_sections(run)
@@ -230,7 +248,8 @@ def render_html(title: str, sections: list[Section], lead: str = "") -> str:
         if section.text:
             parts.append(_paragraph(section.text))
         if section.table is not None:
-            parts.append(section.table.map(cell).to_html(index=False, border=0))
+            parts.append(section.table.map(cell).to_html(index=False, border=0,
+                                                         escape=not section.html_cells))
         if section.image is not None:
             data = base64.b64encode(Path(section.image).read_bytes()).decode()
             parts.append(f"<img alt='{html.escape(section.title)}' "

@@ -1,23 +1,28 @@
-"""The runs table as one self-contained HTML page (no external resources): a click on a header
-sorts by that column (a few lines of inline script), the settings that differ between the runs
-are highlighted, and each figure carries its 95% CI."""
+"""The runs table as one self-contained HTML page (no external resources): a table per
+experiment, each row linked to its run's report, naming its system, embedder and what it read,
+its headline figures with their 95% CIs, and the settings that set it apart folded into one
+cell, so the figures fit a 1280-pixel window. A click on a header sorts by that column (a few
+lines of inline script)."""
 
 from __future__ import annotations
 
 import html
+import os
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from memeval.reporting.leaderboard import shown_score
 from memeval.reporting.report import STYLE
 from memeval.reporting.runs_table import NONE, RunRow, RunsTable
-from memeval.reporting.runs_text import setting_headers
+from memeval.reporting.runs_text import LEGEND, setting_headers
 from memeval.utils.redact import redact
 
 DIFFERS = "differs"  # the class of a differing setting's header and cells
-PAGE_STYLE = (STYLE + "body{max-width:none;margin:2em}"
-              "th{cursor:pointer;white-space:nowrap;text-align:left}th:hover{background:#e4e4e4}"
-              "td{text-align:left;white-space:nowrap}td.fig{text-align:right}"
-              "td.note{white-space:normal;min-width:24em}"
+PAGE_STYLE = (STYLE + "body{max-width:none;margin:1em}"
+              "th{cursor:pointer;text-align:left}th:hover{background:#e4e4e4}"
+              "td{text-align:left;max-width:16em;overflow-wrap:anywhere}"
+              "td.fig{text-align:right;white-space:nowrap}"
+              "td.note{min-width:12em;font-size:12px}details ul{margin:0;padding-left:1em}"
               f".{DIFFERS}{{background:#fff3bf}}th.{DIFFERS}{{background:#ffe066}}"
               "th[data-dir=asc]::after{content:' ▲'}th[data-dir=desc]::after{content:' ▼'}")
 # Sorts by the clicked column: numbers (a cell's data-v) as numbers, text naturally; a second
@@ -42,47 +47,64 @@ document.querySelectorAll("table.runs th").forEach((th, col) => th.addEventListe
 """
 
 
-def _cell(text: str, css: str = "", sort: str | None = None) -> str:
+def _cell(text: str, css: str = "", sort: str | None = None, link: str | None = None) -> str:
     attributes = (f" class='{css}'" if css else "") + (
         f" data-v='{html.escape(sort)}'" if sort is not None else "")
-    return f"<td{attributes}>{html.escape(redact(text))}</td>"
+    shown = html.escape(redact(text))
+    if link is not None:
+        shown = f"<a href='{html.escape(link)}'>{shown}</a>"
+    return f"<td{attributes}>{shown}</td>"
 
 
-def _row(row: RunRow, table: RunsTable) -> str:
-    cells = [_cell(row.run), _cell(row.when), _cell(row.experiment or "?")]
-    cells += [_cell(row.settings.get(key, NONE), DIFFERS, "" if key not in row.settings else None)
-              for key in table.settings]
-    for measure in table.measures:
+def _report_link(row: RunRow, table: RunsTable, at: Path) -> str | None:
+    """The run's report page, relative to the page, when one was written."""
+    report = table.folder / row.run / "report.html"
+    return os.path.relpath(report, at.parent) if report.is_file() else None
+
+
+def _settings_cell(row: RunRow, table: RunsTable) -> str:
+    """The settings that set the run apart, folded: the figures stay in view."""
+    given = [f"{name}={row.settings[key]}" for key, name in zip(
+        table.settings, setting_headers(table), strict=True) if row.settings.get(key, NONE) != NONE]
+    if not given:
+        return "<td></td>"
+    items = "".join(f"<li>{html.escape(redact(item))}</li>" for item in given)
+    return (f"<td class='{DIFFERS}'><details><summary>{len(given)} setting"
+            f"{'s' * (len(given) != 1)}</summary><ul>{items}</ul></details></td>")
+
+
+def _row(row: RunRow, measures: Sequence[str], table: RunsTable, at: Path) -> str:
+    cells = [_cell(row.run, link=_report_link(row, table, at)), _cell(row.when),
+             _cell(row.system), _cell(row.embedder), _cell(row.data)]
+    for measure in measures:
         score = row.figures.get(measure)
         value = None if score is None else score.value
-        cells.append(_cell(NONE if score is None else shown_score(score), "fig",
+        cells.append(_cell(NONE if score is None else score.shown, "fig",
                            "" if value is None else repr(value)))
-    cells.append(_cell("; ".join(row.notes), "note"))
+    cells += [_settings_cell(row, table), _cell("; ".join(row.notes), "note")]
     return "<tr>" + "".join(cells) + "</tr>"
 
 
-def _header(names: Sequence[str], titles: Sequence[str], differs: Sequence[bool]) -> str:
-    return "<tr>" + "".join(
-        f"<th title='{html.escape(title)}'{f' class={DIFFERS!r}' if flag else ''}>"
-        f"{html.escape(name)}</th>" for name, title, flag in zip(names, titles, differs,
-                                                                 strict=True)) + "</tr>"
+def _table(name: str, rows: Sequence[RunRow], table: RunsTable, at: Path) -> str:
+    measures = table.measures(rows)
+    titles = ["run (its report)", "date", "system", "embedder", "read", *measures, "settings",
+              "notes"]
+    header = "<tr>" + "".join(f"<th>{html.escape(title)}</th>" for title in titles) + "</tr>"
+    return "\n".join([f"<h2>{html.escape(name)}</h2><table class='runs'><thead>", header,
+                      "</thead><tbody>", *(_row(row, measures, table, at) for row in rows),
+                      "</tbody></table>"])
 
 
-def page(table: RunsTable) -> str:
-    fixed = ["run", "date", "experiment"]
-    names = [*fixed, *setting_headers(table), *table.measures, "notes"]
-    titles = [*fixed, *table.settings, *table.measures, "notes"]
-    differs = [name in table.settings for name in titles]
+def page(table: RunsTable, at: Path) -> str:
+    """The page, for writing at `at` (its links to each run's report are relative to it)."""
     title = redact(f"memeval runs under {table.folder}")
     return "\n".join([
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{PAGE_STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-        f"<p>{len(table.rows)} runs of {html.escape(', '.join(table.experiments) or '?')}. "
-        f"Highlighted: the settings that differ between the runs. Click a header to sort.</p>",
+        f"<p>{len(table.rows)} runs of {html.escape(', '.join(table.experiments) or '?')}, "
+        f"listed {html.escape(time.strftime('%Y-%m-%d %H:%M'))}: a table per experiment. "
+        f"Click a header to sort; open a run's settings to see what sets it apart.</p>",
         f"<p>Same in every run: {html.escape(redact(table.shared))}</p>",
-        "<table class='runs'><thead>", _header(names, titles, differs), "</thead><tbody>",
-        *(_row(row, table) for row in table.rows),
-        "</tbody></table>",
-        "<p>Figures: each experiment's headline scores, as on the leaderboard, with their 95% "
-        "CIs.</p>",
+        *(_table(name, rows, table, at) for name, rows in table.by_experiment().items()),
+        f"<p>{html.escape(LEGEND.capitalize())}.</p>",
         f"<script>{SORT_SCRIPT}</script></body></html>"])

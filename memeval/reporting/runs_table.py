@@ -40,8 +40,19 @@ class RunRow:
     when: str  # when it wrote metrics.json (when it started, for a run without one)
     experiment: str | None
     settings: dict[str, str] = field(default_factory=dict)  # a differing setting's value, shown
-    figures: dict[str, Score] = field(default_factory=dict)  # by measure
+    figures: dict[str, Score] = field(default_factory=dict)  # by `figure_key`
     notes: list[str] = field(default_factory=list)
+    system: str = NONE  # the system under test, as it names itself
+    embedder: str = NONE  # the embedder's identity (its model), if the run built one
+    data: str = NONE  # what the run read: its dataset, else its experiment's own inputs
+
+
+def figure_key(score: Score) -> str:
+    """A figure's column: its measure; where a run measures several systems on several
+    benchmarks, after the system's name and the benchmark's (`memledger conflicts recall`)."""
+    if not score.system:
+        return score.measure
+    return f"{score.system} {score.benchmark.partition(' (')[0]} {score.measure}"
 
 
 @dataclass
@@ -50,12 +61,23 @@ class RunsTable:
     rows: list[RunRow]
     settings: list[str]  # the settings that differ between the runs, as columns
     same: dict[str, str]  # what every run was given alike, shown
-    measures: list[str]  # the figures' columns, in the order first met
     from_overrides: bool  # settings compared as the jobs' overrides, not as resolved configs
 
     @property
     def experiments(self) -> list[str]:
         return sorted({row.experiment for row in self.rows if row.experiment})
+
+    def measures(self, rows: Sequence[RunRow]) -> list[str]:
+        """The figures' columns of these rows, in the order first met."""
+        return list(dict.fromkeys(key for row in rows for key in row.figures))
+
+    def by_experiment(self) -> dict[str, list[RunRow]]:
+        """The rows grouped by experiment (in the order first met), so one column never holds
+        two experiments' figures."""
+        groups: dict[str, list[RunRow]] = {}
+        for row in self.rows:
+            groups.setdefault(row.experiment or "?", []).append(row)
+        return groups
 
     @property
     def shared(self) -> str:
@@ -106,13 +128,19 @@ def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
     except NOT_READ as err:
         return RunRow(name, _when(metrics), _configured_experiment(path),
                       notes=[_relative(str(err), path)]), None
-    row = RunRow(name, _when(metrics), run.experiment)
-    if run.result.failures:
-        row.notes.append(f"failed: {run.result.failures[0]}")
+    result = run.result
+    row = RunRow(name, _when(metrics), run.experiment,
+                 system=result.system.name if result.system else "reference",
+                 embedder=result.embedder or NONE)
+    if result.failures:
+        row.notes.append(f"failed: {result.failures[0]}")
     try:
         with reading(metrics):
-            row.figures = {score.measure: score
-                           for score in outputs_of(run.experiment).scores(run)}
+            declared = outputs_of(run.experiment)
+            row.figures = {figure_key(score): score for score in declared.scores(run)}
+            read = [result.dataset.name or NONE] if result.dataset else \
+                [value.split(" (")[0] for value in declared.inputs(run).values()]
+            row.data = ", ".join(read) or NONE
     except NOT_READ as err:  # UnreadableResult names the file, and so does an OSError
         row.notes.append(_relative(f"no headline figures: {err}", path))
     return row, run
@@ -169,5 +197,17 @@ def collect(folder: Path, experiment: str | None = None) -> RunsTable:
             runs.append(run)
             configured.append(row)
     settings, same = _settings(configured, runs)
-    measures = list(dict.fromkeys(measure for row in rows for measure in row.figures))
-    return RunsTable(folder, rows, settings, same, measures, _from_overrides(runs))
+    return RunsTable(folder, rows, settings, same, _from_overrides(runs))
+
+
+def as_json(table: RunsTable) -> dict[str, Any]:
+    """The table as data: every row with its headline figures as the run printed them."""
+    return {"folder": str(table.folder), "same": table.shared, "runs": [
+        {"run": row.run, "when": row.when, "experiment": row.experiment, "system": row.system,
+         "embedder": row.embedder, "read": row.data, "settings": row.settings,
+         "notes": row.notes,
+         "figures": {key: {"benchmark": s.benchmark, "measure": s.measure, "value": s.value,
+                           "ci95": list(s.ci95) if s.ci95 else None, "shown": s.shown,
+                           "unit": s.unit.name, "population": s.population,
+                           "system": s.system} for key, s in row.figures.items()}}
+        for row in table.rows]}

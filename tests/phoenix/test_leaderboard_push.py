@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from memeval.reporting.leaderboard import Board, Failed, push
+from memeval.reporting.leaderboard import DEFAULT, Board, Candidate, Failed, push
 from memeval.reporting.outputs import Score
 
 pytestmark = pytest.mark.integration
@@ -14,8 +14,11 @@ pytestmark = pytest.mark.integration
 
 def test_the_leaderboard_is_a_phoenix_dataset(phoenix_url: str) -> None:
     board = Board()
-    board.add("reference", Score("QA (locomo10, extractive)", "F1", 0.121, (0.109, 0.132)), "r1")
-    board.add("mem0", Score("QA (locomo10, extractive)", "F1", 0.119, (0.107, 0.131)), "r2")
+    for system, figure, run in (("reference", (0.121, (0.109, 0.132)), "r1"),
+                                ("mem0", (0.119, (0.107, 0.131)), "r2")):
+        score = Score("QA (locomo10, extractive)", "F1", *figure)
+        board.add(system, Candidate(system, score.benchmark, (score,), run, DEFAULT, "hashing",
+                                    "2026-11-29T05:00:00"))
     board.failed.append(Failed("memledger", "memory_qa", "r3", "answerer: 3 of 9 failed"))
     board.cells["memledger"] = {}
     board.systems.append("memledger")

@@ -109,8 +109,7 @@ def test_each_detector_is_an_experiment_with_a_run_and_evaluations_per_item(
             assert experiment_row["metadata"][figure] == detector.metrics[figure]
             body = client.get(f"/v1/experiments/{experiment_row['id']}/json").json()
             assert len(body) == len(detector.outputs)
-            headline = {e["name"] for e in headline_evaluations(detector.metrics,
-                                                                detector.headlines, "")}
+            headline = {e["name"] for e in headline_evaluations(detector.scores, "")}
             carried = []
             for phoenix_run in body:
                 names = {a["name"] for a in phoenix_run["annotations"]}

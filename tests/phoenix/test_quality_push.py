@@ -252,7 +252,7 @@ def test_a_push_sends_each_set_once_redacted_and_a_second_adds_nothing(
     runs = sum(len(d.outputs) for s in sets for d in s.detectors)
     assert len(stand_in.datasets) == len(sets)
     assert len(stand_in.experiments_by_id) == sum(len(s.detectors) for s in sets)
-    headlines = sum(len(headline_evaluations(d.metrics, d.headlines, ""))
+    headlines = sum(len(headline_evaluations(d.scores, ""))
                     for s in sets for d in s.detectors)
     assert report.runs_created == runs and report.evaluations == 2 * runs + headlines
     for experiment in stand_in.experiments_by_id.values():
@@ -315,7 +315,7 @@ def test_calibration_figures_are_evaluations_with_their_direction_rounded_as_pri
     assert [run for (run, name) in stand_in.evaluations if name == "Brier x100 (lower is better)"
             and run.startswith(trust["id"] + "/")] == [f"{trust['id']}/r0"]
     brier = mine["Brier x100 (lower is better)"]["result"]
-    assert (brier["score"], brier["label"]) == (3.9, "0.039 [0.100-0.900]")
+    assert (brier["score"], brier["label"]) == (3.9, "0.039 [0.100–0.900]")
     assert "lower is better" in brier["explanation"]
     assert mine["ECE x100 (lower is better)"]["result"]["score"] == 2.1
     assert mine["Spearman x100 (higher is better)"]["result"]["score"] == 80.0
@@ -343,9 +343,9 @@ def test_mai_scenarios_are_a_set_with_the_accuracy_as_headline(tmp_path: Path) -
     assert detector.outputs["0"] == {"predicted": "well_attributed", "score": 0.9,
                                      "terms": {"sessions": 0.5}}
     assert [e["score"] for key in ("0", "1") for e in detector.evaluations[key]] == [1.0, 0.0]
-    (accuracy,) = headline_evaluations(detector.metrics, detector.headlines, "MAI")
+    (accuracy,) = headline_evaluations(detector.scores, "MAI")
     assert (accuracy["name"], accuracy["score"], accuracy["label"]) == (
-        "MAI accuracy % (higher is better)", 57.6, "57.6% [10.0%-90.0%]")
+        "MAI accuracy % (higher is better)", 57.6, "57.6% [10–90]")
 
 
 def test_a_directory_with_nothing_to_push_says_what_is_missing(tmp_path: Path) -> None:

@@ -22,15 +22,12 @@ from typing import Any, TextIO
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memeval.reporting.outputs import Score, pass_scores
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
 from memeval.reporting.phoenix.files import EXAMPLES, PHOENIX_DIR, SPANS, passes_by_arm, read_jsonl
-from memeval.reporting.phoenix.headline import (
-    HEADLINES,
-    declare_directions,
-    headline_evaluations,
-)
+from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
 from memeval.reporting.phoenix.otlp import ExportError, batches, export_batch
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.retrieval_push import (
@@ -40,6 +37,7 @@ from memeval.reporting.phoenix.retrieval_push import (
 )
 from memeval.reporting.phoenix.spans import FILTER_STAGES
 from memeval.reporting.table import wrapped
+from memeval.results.result import PassMetrics
 from memeval.results.run import CONFIG, read_config
 from memeval.results.run_dir import read_metrics
 from memeval.utils.atomic import write_text_atomic
@@ -51,7 +49,6 @@ INGEST_TIMEOUT_S = 120.0
 DOCUMENT_BATCH = 100  # Phoenix stores about 100 document evaluations a second
 EVALUATIONS = ("correct", "substantive recall", "noise stored", "pre-judge filtered",
                "judge called")
-PASS_HEADLINES = ("substantive_recall", "prejudge_filter_rate")
 
 
 class PhoenixUnavailable(ExportError):
@@ -339,7 +336,8 @@ class Pusher:
                   for key in sorted(grouped)}
         varying = naming.settings_apart(self.rest, experiments, self.report.run_id,
                                  next(iter(chosen.values())))
-        declare_directions(self.rest, [HEADLINES[name] for name in PASS_HEADLINES])
+        figures = {key: self._pass_scores(found) for key, found in metrics.items()}
+        declare_directions(self.rest, [s for found in figures.values() for s in found])
         for (arm, pass_no), metadata in chosen.items():
             name = naming.name(metadata, varying, experiment)
             experiment_id = naming.upsert_experiment(
@@ -348,8 +346,14 @@ class Pusher:
                 f"{self.report.run_id})", metadata)
             self.report.experiments[name] = experiment_id
             self._runs(experiment_id, grouped[(arm, pass_no)], nodes, judged,
-                       headline_evaluations(metrics.get((arm, pass_no), {}), PASS_HEADLINES,
+                       headline_evaluations(figures.get((arm, pass_no), []),
                                             f"{arm} arm, pass {pass_no}"))
+
+    def _pass_scores(self, written: Mapping[str, Any]) -> list[Score]:
+        """A pass's figures as the run declares them (outputs.py `pass_scores`)."""
+        dataset = self.metrics.get("dataset") or {}
+        return pass_scores(PassMetrics.from_dict(written),
+                           f"{self.metrics['experiment']} ({dataset.get('name')})")
 
     def _tokens(self) -> dict[str, str]:
         """What every experiment's name says of its configuration, in short words, those most

@@ -17,6 +17,8 @@ from typing import Any
 
 from memeval.data.quality_sets import TRUST_LABELS, trust_band
 from memeval.paths import shown_path
+from memeval.reporting.outputs import RATE, Score
+from memeval.results.result import as_ci
 from memeval.results.run_dir import jsonable, read_table
 
 Evaluation = dict[str, Any]  # {"name", "label", "score", "explanation"}
@@ -31,7 +33,7 @@ class Detector:
     metrics: dict[str, Any]
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # item key -> output
     evaluations: dict[str, list[Evaluation]] = field(default_factory=dict)  # item key -> CODE
-    headlines: tuple[str, ...] = ()  # figures of `metrics` pushed as evaluations (headline.py)
+    scores: tuple[Score, ...] = ()  # its headline figures, pushed as evaluations (headline.py)
 
 
 @dataclass
@@ -77,6 +79,16 @@ def conflict_headline(stats: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def conflict_scores(stats: Mapping[str, Any] | None, pairs: int) -> tuple[Score, ...]:
+    """Any-conflict precision and recall, as conflict_detection declares them."""
+    if not stats:
+        return ()
+    found = stats["any_conflict"]
+    return tuple(Score("conflicts", measure, found.get(measure),
+                       as_ci(found.get(f"{measure}_ci95")), unit=RATE,
+                       population=f"{pairs} pairs") for measure in ("precision", "recall"))
+
+
 RULE_MODES = ("memeval", "compat")
 
 
@@ -104,7 +116,8 @@ def _conflict_set(name: str, description: str, rows: Sequence[Mapping[str, Any]]
     """`detectors`: the table's column prefix -> (experiment name, its figures)."""
     found = []
     for column, (title, stats) in detectors.items():
-        detector = Detector(title, f"{title} on {name}", conflict_headline(stats))
+        detector = Detector(title, f"{title} on {name}", conflict_headline(stats),
+                            scores=conflict_scores(stats, len(rows)))
         for i, row in enumerate(rows):
             guessed = row[f"{column}_predicted"]
             output = {"predicted": guessed, "any_conflict": guessed != "none"}
@@ -158,7 +171,17 @@ BREAKDOWN = ("declared_confidence", "effective_confidence", "confidence_basis", 
              "usage", "access", "conflict_penalty", "hedged_penalty", "raw", "missing_ancestors",
              "chain_truncated", "gate_action")
 TRUST_METRICS = ("spearman", "kendall", "brier", "ece")
-CALIBRATION_HEADLINES = ("spearman", "brier", "ece")
+CALIBRATION_SCORES = {"spearman": ("Spearman", True), "brier": ("Brier", False),
+                      "ece": ("ECE", False)}  # name, higher is better
+
+
+def trust_scores(stats: Mapping[str, Any] | None) -> tuple[Score, ...]:
+    """Spearman, Brier and ECE, as mqs_calibration declares them."""
+    if not stats:
+        return ()
+    return tuple(Score("trust", name, stats.get(key), as_ci(stats.get(f"{key}_ci95")),
+                       higher_is_better=higher, population=f"{stats.get('n')} records")
+                 for key, (name, higher) in CALIBRATION_SCORES.items())
 
 
 def trust_headline(stats: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -206,7 +229,7 @@ def _record_set(name: str, description: str, rows: Sequence[Mapping[str, Any]],
     found = []
     for title, stats, column, details in scorers:
         detector = Detector(title, f"{title} on {name}", trust_headline(stats),
-                            headlines=CALIBRATION_HEADLINES)
+                            scores=trust_scores(stats))
         for i, row in enumerate(rows):
             if row.get(column) is None:
                 continue  # e.g. no out-of-fold score for a record graded only
@@ -281,7 +304,10 @@ def mai_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     title = "MAI memledger" if system == "reference" else f"MAI {system}"
     detector = Detector(title, f"{title} on mai scenarios",
                         {"scenarios": mai.get("scenarios"), "pass_mark": mai.get("pass_mark"),
-                         **_ci_headline(mai, ("accuracy",))}, headlines=("accuracy",))
+                         **_ci_headline(mai, ("accuracy",))},
+                        scores=(Score("MAI", "MAI accuracy", mai.get("accuracy"),
+                                      as_ci(mai.get("accuracy_ci95")), unit=RATE,
+                                      population=f"{mai.get('scenarios')} scenarios"),))
     for i, row in enumerate(rows):
         detector.outputs[_key(i)] = {
             "predicted": row["predicted"], "score": row["score"],

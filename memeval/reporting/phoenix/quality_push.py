@@ -21,11 +21,7 @@ from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
 from memeval.reporting.phoenix.files import PHOENIX_DIR
-from memeval.reporting.phoenix.headline import (
-    HEADLINES,
-    declare_directions,
-    headline_evaluations,
-)
+from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
 from memeval.reporting.phoenix.naming import (
     experiments_of_run,
     fingerprint,
@@ -95,8 +91,7 @@ class QualityPusher:
         chosen = [(detector, redacted(self._metadata(item_set, detector)))
                   for detector in item_set.detectors]
         varying = settings_apart(self.rest, experiments, run_id, chosen[0][1])
-        declare_directions(self.rest, [HEADLINES[n] for n in sorted(
-            {n for d in item_set.detectors for n in d.headlines})])
+        declare_directions(self.rest, [s for d in item_set.detectors for s in d.scores])
         for detector, metadata in chosen:
             title = redact(naming.name(metadata, varying, experiment))
             experiment_id = upsert_experiment(
@@ -120,8 +115,7 @@ class QualityPusher:
               nodes: Mapping[str, str]) -> None:
         """A run per item with its evaluations; the first also carries the detector's headline
         figures (headline.py), so each evaluation's mean is the figure."""
-        headline = headline_evaluations(detector.metrics, detector.headlines,
-                                        f"{detector.name} on {item_set.name}")
+        headline = headline_evaluations(detector.scores, f"{detector.name} on {item_set.name}")
         anchor = next(iter(detector.outputs), None)
         now = datetime.now(UTC).isoformat()
         runs = [ExperimentRun(nodes[key], redacted(output), now, now, [

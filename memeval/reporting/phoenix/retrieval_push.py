@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memeval.paths import shown_path
+from memeval.reporting.outputs import RATE, Score
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
 from memeval.reporting.phoenix.files import SEARCHES
-from memeval.reporting.phoenix.headline import HEADLINES, declare_directions
+from memeval.reporting.phoenix.headline import declare_directions, headline_evaluations
 from memeval.reporting.phoenix.rest import PhoenixREST
 from memeval.reporting.phoenix.spans import search_ids
+from memeval.results.result import as_ci
 from memeval.results.run_dir import read_table
 
 RELEVANCE = "relevance"  # the document evaluation's name, Phoenix's own for retrieval
@@ -72,13 +73,13 @@ def push_searches(rest: PhoenixREST, run_dir: Path, metrics: Mapping[str, Any],
     run_id = str(metrics["run_id"])
     existing = naming.experiments_of_run(experiments, run_id, lambda m: m.get("arm"))
     figures = next(p for p in metrics["passes"] if int(p["pass"]) == last)
-    headline = replace(HEADLINES["ndcg"], title=f"nDCG@{k} x100")
+    scored = arm_scores(metrics)
     chosen = {arm: {**metadata, "arm": arm, "pass": last, "lead": arm,
                     **{f"{m}{s}": figures[arm].get(f"{m}{s}") for m in ("ndcg", "recall")
                        for s in ("", "_ci95")}}
               for arm in figures["arms"]}
     varying = naming.settings_apart(rest, experiments, run_id, next(iter(chosen.values())))
-    declare_directions(rest, [headline])
+    declare_directions(rest, [s for found in scored.values() for s in found])
     made, written = {}, (0, 0)
     for arm, meta in chosen.items():
         title = naming.name(meta, varying, str(metrics["experiment"]))
@@ -88,8 +89,7 @@ def push_searches(rest: PhoenixREST, run_dir: Path, metrics: Mapping[str, Any],
             meta)
         made[title] = experiment_id
         mine = [r for r in rows if r["arm"] == arm]
-        top = [headline.evaluation(float(figures[arm]["ndcg"]), figures[arm].get("ndcg_ci95"),
-                                   f"{arm} arm, pass {last}")]
+        top = headline_evaluations(scored[arm], f"{arm} arm, pass {last}")
         runs = []
         for i, r in enumerate(mine):  # the first run carries the arm's headline figure
             at = datetime.fromtimestamp(float(r["searched_at"]), UTC).isoformat()
@@ -99,10 +99,25 @@ def push_searches(rest: PhoenixREST, run_dir: Path, metrics: Mapping[str, Any],
                 [_evaluation(f"nDCG@{k}", r["ndcg"]), _evaluation(f"recall@{k}", r["recall"]),
                  *(top if i == 0 else ())],
                 search_ids(run_id, arm, last, str(r["query_id"]))[0]))
-        names = [f"nDCG@{k}", f"recall@{k}", top[0]["name"]]
+        names = [f"nDCG@{k}", f"recall@{k}", *(e["name"] for e in top)]
         created, evaluations = record_runs(rest, experiment_id, runs, names)
         written = (written[0] + created, written[1] + evaluations)
     return dataset, made, written
+
+
+def arm_scores(metrics: Mapping[str, Any]) -> dict[str, list[Score]]:
+    """Each arm's headline figures on the last pass, as retrieval_replay declares its own."""
+    figures = metrics["passes"][-1]
+    k = int(((metrics.get("retrieval") or {}).get("settings") or {}).get("k", 5))
+    queries = ((metrics.get("retrieval") or {}).get("queries") or {}).get("evaluation")
+    last = figures["pass"]
+    return {arm: [Score("retrieval", f"nDCG@{k}", figures[arm]["ndcg"],
+                        as_ci(figures[arm].get("ndcg_ci95")),
+                        population=f"{queries} evaluation queries, {arm}, pass {last}"),
+                  Score("retrieval", f"recall@{k}", figures[arm]["recall"],
+                        as_ci(figures[arm].get("recall_ci95")), unit=RATE,
+                        population=f"{queries} evaluation queries, {arm}, pass {last}")]
+            for arm in figures["arms"]}
 
 
 def _dataset(rest: PhoenixREST, examples: Mapping[str, Mapping[str, Any]],
