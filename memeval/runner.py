@@ -232,6 +232,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "run_id": run_id,
         "started_at": started_at,
         "experiment": chosen.name,
+        "run_name": checked.settings.run_name,
+        "tags": list(checked.settings.tags),
         "seed": checked.settings.seed,
         **_components(ctx, checked),
         "passes": result.passes,

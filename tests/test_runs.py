@@ -4,6 +4,7 @@ listed with a note, an empty folder a clear exit 1."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from html.parser import HTMLParser
@@ -185,3 +186,32 @@ class Tags(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         (self.scripts if self._in_script else self.text).append(data)
+
+
+def test_a_named_run_is_called_by_its_name_everywhere(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memeval.config import compose
+    from memeval.reporting.report import write_report
+
+    run_dir = tmp_path / "runs" / "2026-01-01" / "12-00-00"
+    run_experiment(compose([*COMMON, f"cache_dir={tmp_path / 'cache'}", "progress=false",
+                            "plots=false", "bootstrap=30", "experiment.passes=1",
+                            "reporting.phoenix.enabled=false", "run_name=minilm baseline",
+                            "tags=[nightly,gate]"]), run_dir)
+    capsys.readouterr()
+    assert main([str(tmp_path / "runs"), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["runs"]
+    assert (row["name"], row["tags"]) == ("minilm baseline", ["nightly", "gate"])
+    assert main([str(tmp_path / "runs")]) == 0
+    assert "minilm baseline" in capsys.readouterr().out
+    _, markdown = write_report([run_dir], tmp_path / "report")
+    assert "'minilm baseline': memeval three_pass run" in markdown.read_text()
+
+
+@pytest.mark.parametrize("name", ["''", "'   '", "x" * 61])
+def test_a_run_name_is_one_short_line(name: str) -> None:
+    from memeval.config import compose, validate
+    from memeval.registry import ConfigError
+
+    with pytest.raises(ConfigError, match="run_name must be one line of 1 to 60 characters"):
+        validate(compose(["+experiment=three_pass", f"run_name={name}"]))

@@ -6,13 +6,15 @@ decides what a run does reads these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from memeval.data.base import ChosenInput
 from memeval.engine.gate.gate import GateConfig
 from memeval.registry import SEEDS, Chosen, bounded
 from memeval.reporting.phoenix.config import PhoenixConfig
+
+NAME_CHARS = 60  # a run's name or tag: short enough for a table's column
 
 
 @dataclass
@@ -26,6 +28,17 @@ class Settings:
     bootstrap: int = bounded(2000, 20, 100_000)
     plots: bool = True
     resume: bool = False
+    # what every view calls the run (its report's title, `runs`, the leaderboard), and labels to
+    # find it by; kept in metrics.json, neither changes a figure
+    run_name: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+    def validate(self) -> None:
+        for what, text in (("run_name", self.run_name), *(("a tag", t) for t in self.tags)):
+            if text is not None and (not text.strip() or len(text) > NAME_CHARS
+                                     or not text.isprintable()):
+                raise ValueError(f"{what} must be one line of 1 to {NAME_CHARS} characters, got "
+                                 f"{text!r}")
 
 
 @runtime_checkable

@@ -63,6 +63,7 @@ class Candidate:
     configuration: str  # DEFAULT, or the settings it was given, e.g. `embedder=hashing`
     embedder: str
     started: str
+    name: str = ""  # what the user named the run (`run_name=`)
 
     @property
     def default(self) -> bool:
@@ -172,7 +173,8 @@ def _candidates(path: Path) -> list[Candidate] | Failed:
     grouped: dict[tuple[str, str], list[Score]] = {}
     for score in scores:
         grouped.setdefault((score.system or system, score.benchmark), []).append(score)
-    return [Candidate(who, bench, tuple(found), str(path), setting, embedder, run.started or "")
+    return [Candidate(who, bench, tuple(found), str(path), setting, embedder, run.started or "",
+                      run.result.run_name or "")
             for (who, bench), found in grouped.items()]
 
 
@@ -235,7 +237,7 @@ def to_json(board: Board) -> dict[str, Any]:
                 "embedder": candidate.embedder}
 
     def listed(candidate: Candidate) -> dict[str, Any]:
-        return {"run": candidate.run, "system": candidate.system,
+        return {"run": candidate.run, "name": candidate.name, "system": candidate.system,
                 "benchmark": candidate.benchmark, "configuration": candidate.configuration,
                 "embedder": candidate.embedder, "started": candidate.started}
 
@@ -293,7 +295,7 @@ def sections(board: Board, at: Path | None = None) -> list[Section]:
                    + (" A figure links to its run's report, where one was written."
                       if at is not None else ""), table=table, html_cells=at is not None),
            Section("Runs used", "Where each row's figures came from.", table=pd.DataFrame(
-               [{"system": c.system, "benchmark": c.benchmark, "run": c.run,
+               [{"system": c.system, "benchmark": c.benchmark, "run": c.name or c.run,
                  "configuration": c.configuration, "embedder": c.embedder,
                  "started": c.started} for c in board.used()]))]
     if board.left_out:

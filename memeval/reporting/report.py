@@ -77,6 +77,7 @@ def components(run: Run) -> dict[str, str]:
     result, origin = run.result, run.provenance
     dataset, scorer, system = result.dataset, result.scorer, result.system
     used: dict[str, str | None] = {
+        "run name": result.run_name, "tags": ", ".join(result.tags) or None,
         "experiment": run.experiment, "started": run.started,
         "seed": None if result.seed is None else str(result.seed),
         "system": system.name if system else None,
@@ -155,8 +156,10 @@ def run_sections(run: Run) -> list[Section]:
 
 
 def run_title(run: Run) -> str:
-    """The experiment and when it started, else the run directory's name."""
-    return f"memeval {run.experiment} run, " + (run.started or run.name)
+    """The run's name when it was given one, the experiment and when it started (else the run
+    directory's name)."""
+    named = f"'{run.result.run_name}': " if run.result.run_name else ""
+    return f"{named}memeval {run.experiment} run, " + (run.started or run.name)
 
 
 def differences(a: Run, b: Run, diff: Mapping[str, tuple[str, str]]) -> Section:

@@ -74,7 +74,8 @@ def _settings_cell(row: RunRow, table: RunsTable) -> str:
 
 
 def _row(row: RunRow, measures: Sequence[str], table: RunsTable, at: Path) -> str:
-    cells = [_cell(row.run, link=_report_link(row, table, at)), _cell(row.when),
+    named = " ".join([row.name or row.run, *(f"#{tag}" for tag in row.tags)])
+    cells = [_cell(named, link=_report_link(row, table, at)), _cell(row.when),
              _cell(row.system), _cell(row.embedder), _cell(row.data)]
     for measure in measures:
         score = row.figures.get(measure)

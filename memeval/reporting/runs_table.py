@@ -27,9 +27,11 @@ from memeval.results.run import (
     run_settings,
     varying_keys,
 )
+from memeval.systems.factory import FACTORY
 
 HYDRA = ".hydra"  # what Hydra writes as a run starts: a folder with it but no metrics.json died
 EXPERIMENT_KEYS = ("experiment", "experiment.name")  # the table's own column
+NAMING_KEYS = ("run_name", "tags")  # the run's own column
 NOT_READ = (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError)
 NONE = "—"
 
@@ -42,6 +44,8 @@ class RunRow:
     settings: dict[str, str] = field(default_factory=dict)  # a differing setting's value, shown
     figures: dict[str, Score] = field(default_factory=dict)  # by `figure_key`
     notes: list[str] = field(default_factory=list)
+    name: str = ""  # what the user named the run (`run_name=`), else its directory
+    tags: tuple[str, ...] = ()
     system: str = NONE  # the system under test, as it names itself
     embedder: str = NONE  # the embedder's identity (its model), if the run built one
     data: str = NONE  # what the run read: its dataset, else its experiment's own inputs
@@ -129,8 +133,8 @@ def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
         return RunRow(name, _when(metrics), _configured_experiment(path),
                       notes=[_relative(str(err), path)]), None
     result = run.result
-    row = RunRow(name, _when(metrics), run.experiment,
-                 system=result.system.name if result.system else "reference",
+    row = RunRow(name, _when(metrics), run.experiment, name=result.run_name or name,
+                 tags=result.tags, system=result.system.name if result.system else "reference",
                  embedder=result.embedder or NONE)
     if result.failures:
         row.notes.append(f"failed: {result.failures[0]}")
@@ -172,9 +176,12 @@ def _settings(rows: Sequence[RunRow], runs: Sequence[Run]) -> tuple[list[str], d
         return [], {}
     settings = run_settings(runs)
     varying = varying_keys(settings)
-    shown = [key for key in group_keys(varying) if key not in EXPERIMENT_KEYS]
+    shown = [key for key in group_keys(varying) if key not in EXPERIMENT_KEYS
+             and key.split(".")[0] not in NAMING_KEYS]
     for row, run, found in zip(rows, runs, settings, strict=True):
         row.settings = {key: _value(run, found, key) for key in shown}
+        if row.settings.get("system") == FACTORY and "system.target" in row.settings:
+            del row.settings["system"]  # `system=module:callable`: its target names it
     same = {key: shown_setting(value) for key, value in settings[0].items()
             if _from_overrides(runs) and key not in varying and key not in EXPERIMENT_KEYS}
     return shown, same
@@ -203,7 +210,8 @@ def collect(folder: Path, experiment: str | None = None) -> RunsTable:
 def as_json(table: RunsTable) -> dict[str, Any]:
     """The table as data: every row with its headline figures as the run printed them."""
     return {"folder": str(table.folder), "same": table.shared, "runs": [
-        {"run": row.run, "when": row.when, "experiment": row.experiment, "system": row.system,
+        {"run": row.run, "name": row.name or row.run, "tags": list(row.tags),
+         "when": row.when, "experiment": row.experiment, "system": row.system,
          "embedder": row.embedder, "read": row.data, "settings": row.settings,
          "notes": row.notes,
          "figures": {key: {"benchmark": s.benchmark, "measure": s.measure, "value": s.value,

@@ -15,9 +15,10 @@ from memeval.utils.redact import redact
 
 RUN_CHARS = 30  # a run's path: enough for multirun/DATE/TIME/JOB
 CELL_CHARS = 22  # any other cell or header
-LEGEND = ("figures: each experiment's headline figures, as the run, its report, the leaderboard "
-          "and Phoenix show them (their 95% CIs in --html and metrics.json); system: as it names "
-          "itself; embedder: the model it embedded with; read: the data it read")
+LEGEND = ("run: its name (run_name=), else its directory; figures: each experiment's headline "
+          "figures, as the run, its report, the leaderboard and Phoenix show them (their 95% CIs "
+          "in --html and metrics.json); system: as it names itself; embedder: the model it "
+          "embedded with; read: the data it read")
 
 
 def setting_headers(table: RunsTable) -> list[str]:
@@ -31,7 +32,8 @@ def _cells(row: RunRow, measures: Sequence[str]) -> list[str]:
     figures = [row.figures[m].unit.shown(row.figures[m].value) if m in row.figures else NONE
                for m in measures]
     cells = [row.when, row.system, row.embedder, row.data, *figures]
-    return [clipped(redact(row.run), RUN_CHARS), *(clipped(redact(c), CELL_CHARS) for c in cells)]
+    return [clipped(redact(row.name or row.run), RUN_CHARS),
+            *(clipped(redact(c), CELL_CHARS) for c in cells)]
 
 
 def _settings_lines(rows: Sequence[RunRow], table: RunsTable) -> list[str]:

@@ -68,6 +68,15 @@ def _instant(value: Any) -> str | None:
     return value
 
 
+def _text(value: Any) -> str | None:
+    """A name as written; anything but text is none (a damaged file names nothing)."""
+    return value if isinstance(value, str) else None
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
+
+
 def as_ci(value: Any) -> CI:
     return NO_CI if not value else (value[0], value[1])
 
@@ -293,6 +302,8 @@ class RunResult:
     experiment: str
     run_id: str | None = None
     started_at: str | None = None  # ISO 8601 with the UTC offset; older runs did not record it
+    run_name: str | None = None  # what the user named the run (`run_name=`)
+    tags: tuple[str, ...] = ()
     seed: int | None = None
     dataset: Dataset | None = None  # None: the run replayed no traces
     embedder: str | None = None  # the embedder's identity
@@ -313,6 +324,8 @@ class RunResult:
         return cls(
             schema_version=version, experiment=str(data["experiment"]),
             run_id=data.get("run_id"), started_at=_instant(data.get("started_at")),
+            run_name=_text(data.get("run_name")),
+            tags=_texts(data.get("tags")),
             seed=data.get("seed"),
             dataset=Dataset.from_dict(dataset) if dataset else None,
             embedder=(data.get("embedder") or {}).get("identity"), judge=data.get("judge"),

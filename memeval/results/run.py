@@ -32,7 +32,7 @@ MAX_OVERRIDES_BYTES = 64 * 2**10
 HYDRA_DAY, HYDRA_TIME = re.compile(r"\d{4}-\d{2}-\d{2}"), re.compile(r"\d{2}-\d{2}-\d{2}")
 # Settings that change how a run is shown or cached, never its results: free to differ on resume,
 # and never what tells two runs' results apart.
-PRESENTATION_KEYS = ("resume", "progress", "plots", "reporting", "cache_dir")
+PRESENTATION_KEYS = ("resume", "progress", "plots", "reporting", "cache_dir", "run_name", "tags")
 
 
 def read_overrides(run_dir: Path) -> dict[str, Any] | None:
