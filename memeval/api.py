@@ -51,4 +51,19 @@ def evaluate(experiment: str, overrides: Sequence[str] = (),
     finally:
         if token is not None:
             _system.reset(token)
+    _record_overrides(Path(run_dir), args)
     return Run.load(run_dir)
+
+
+def _record_overrides(run_dir: Path, args: Sequence[str]) -> None:
+    """The overrides as Hydra records a command's (`.hydra/overrides.yaml`, redacted), so `runs`
+    and the leaderboard tell this run's settings apart as they do a command's."""
+    import yaml
+
+    from memeval.utils.atomic import write_text_atomic
+    from memeval.utils.redact import redact
+
+    hydra = run_dir / ".hydra"
+    if not (hydra / "overrides.yaml").exists():
+        hydra.mkdir(exist_ok=True)
+        write_text_atomic(hydra / "overrides.yaml", redact(yaml.safe_dump(list(args))))

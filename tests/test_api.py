@@ -23,6 +23,11 @@ def test_returns_the_typed_result_of_the_run_it_wrote(tmp_path: Path) -> None:
     assert 0.0 <= run.result.passes[-1].substantive_recall <= 1.0
     assert run.setting("embedder.name") == "hashing"
     assert set(run.decisions["pass_no"]) == {1, 2, 3}
+    # its overrides recorded as a command's are: runs and the leaderboard read its settings
+    assert run.overrides is not None and run.overrides["embedder"] == "hashing"
+    from memeval.reporting.leaderboard import configuration
+
+    assert configuration(run) == "bootstrap=50, embedder=hashing"  # what its figures rest on
 
 
 def test_a_misspelt_key_is_named_before_any_work(tmp_path: Path) -> None:

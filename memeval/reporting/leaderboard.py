@@ -20,6 +20,7 @@ The JSON is versioned (`schema`, `version`): a reader checks both before trustin
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import time
@@ -104,7 +105,7 @@ class Board:
         return list(found.values())
 
     def mixed_embedders(self, key: str) -> bool:
-        """Whether the column's figures came from runs with different embedders."""
+        """Whether a figure's cells came from runs with different embedders."""
         return len({c.embedder for cells in self.cells.values()
                     for k, (_, c) in cells.items() if k == key}) > 1
 
@@ -217,7 +218,7 @@ def build(paths: Sequence[Path], choice: str = CHOICES[0]) -> Board:
             continue
         chosen = _chosen(found)
         board.add(system, chosen)
-        why = ("a later run with the default configuration was chosen" if chosen.default else
+        why = ("a run with the default configuration was chosen" if chosen.default else
                f"no run with the default configuration: the best on "
                f"{chosen.scores[0].measure} was chosen")
         board.left_out += [(c, why) for c in found if c is not chosen]
@@ -255,11 +256,11 @@ def to_json(board: Board) -> dict[str, Any]:
 
 
 def _linked(text: str, run: str, at: Path | None) -> str:
-    """The cell as HTML, linked to its run's report when one was written."""
-    import html
-
+    """The cell as HTML, linked to its run's report when one was written (`at` None: text)."""
+    if at is None:
+        return text
     report = Path(run) / "report.html"
-    if at is None or not report.is_file():
+    if not report.is_file():
         return html.escape(text)
     return f"<a href='{html.escape(os.path.relpath(report, at.parent))}'>{html.escape(text)}</a>"
 
@@ -267,22 +268,22 @@ def _linked(text: str, run: str, at: Path | None) -> str:
 def sections(board: Board, at: Path | None = None) -> list[Section]:
     """The board as report sections; `at`: where the HTML page goes (its cells link to each
     run's report, relative to it); None: plain text cells."""
-    import html
-
     import pandas as pd
 
+    def text(value: str) -> str:
+        return html.escape(value) if at is not None else value
+
     rows = []
-    for system in board.systems:
-        row = {"system": html.escape(system) if at is not None else system}
-        for column in board.columns:
-            key = column_key(column)
+    for column in board.columns:  # a row per figure, a column per system: fits a page
+        key = column_key(column)
+        row = {"benchmark": text(column.benchmark),
+               "figure": text(f"{column.measure} {'↑' if column.higher_is_better else '↓'}")}
+        for system in board.systems:
             found = board.cells[system].get(key)
-            row[key] = _linked(_cell_text(*found, board.mixed_embedders(key)), found[1].run,
-                               at) if found else ""
+            row[text(system)] = _linked(_cell_text(*found, board.mixed_embedders(key)),
+                                        found[1].run, at) if found else ""
         rows.append(row)
-    arrows = {column_key(c): f"{column_key(c)} {'↑' if c.higher_is_better else '↓'}"
-              for c in board.columns}
-    table = pd.DataFrame(rows, columns=["system", *arrows]).rename(columns=arrows)
+    table = pd.DataFrame(rows)
     rule = ("every configuration as a row of its own, named beside the system" if
             board.choice == "all" else
             f"per system and benchmark, a run with the default configuration (the latest), else "
@@ -291,7 +292,8 @@ def sections(board: Board, at: Path | None = None) -> list[Section]:
     out = [Section("Systems × benchmarks",
                    f"Each cell: the figure and its 95% CI as its run printed it (↑ higher is "
                    f"better, ↓ lower); empty: no run of that benchmark, or the system lacks the "
-                   f"capability. Chosen: {rule}. A column mixing embedders names each cell's."
+                   f"capability. Chosen: {rule}. A figure from runs with different embedders "
+                   f"names each cell's."
                    + (" A figure links to its run's report, where one was written."
                       if at is not None else ""), table=table, html_cells=at is not None),
            Section("Runs used", "Where each row's figures came from.", table=pd.DataFrame(
@@ -312,18 +314,15 @@ def sections(board: Board, at: Path | None = None) -> list[Section]:
 
 
 def terminal(board: Board) -> str:
-    """The table within the terminal's width: each column's measure under a short benchmark
-    name, the systems as rows (the files hold every detail)."""
-    header = ["system", *(clipped(f"{c.measure} {'↑' if c.higher_is_better else '↓'}", 22)
-                          for c in board.columns)]
-    rows = [[clipped(system, 24), *(
+    """The table within the terminal's width: a row per figure, a column per system (the files
+    hold every detail)."""
+    header = ["benchmark", "figure", *(clipped(system, 24) for system in board.systems)]
+    rows = [[clipped(c.benchmark, 40), f"{c.measure} {'↑' if c.higher_is_better else '↓'}", *(
         clipped(_cell_text(*board.cells[system][column_key(c)],
                            board.mixed_embedders(column_key(c))), 24)
-        if column_key(c) in board.cells[system] else "" for c in board.columns)]
-        for system in board.systems]
-    names = "; ".join(f"{i + 1}. {column_key(c)}" for i, c in enumerate(board.columns))
-    header = ["system", *(f"{i + 1}. {h}" for i, h in enumerate(header[1:]))]
-    return f"{column_blocks(header, rows)}\ncolumns: {names}"
+        if column_key(c) in board.cells[system] else "" for system in board.systems)]
+        for c in board.columns]
+    return column_blocks(header, rows, keep=2)
 
 
 def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:

@@ -20,7 +20,7 @@ from memeval.utils.redact import redact
 DIFFERS = "differs"  # the class of a differing setting's header and cells
 PAGE_STYLE = (STYLE + "body{max-width:none;margin:1em}"
               "th{cursor:pointer;text-align:left}th:hover{background:#e4e4e4}"
-              "td{text-align:left;max-width:16em;overflow-wrap:anywhere}"
+              "td{text-align:left;max-width:12em;overflow-wrap:break-word}"
               "td.fig{text-align:right;white-space:nowrap}"
               "td.note{min-width:12em;font-size:12px}details ul{margin:0;padding-left:1em}"
               f".{DIFFERS}{{background:#fff3bf}}th.{DIFFERS}{{background:#ffe066}}"
@@ -73,7 +73,8 @@ def _settings_cell(row: RunRow, table: RunsTable) -> str:
             f"{'s' * (len(given) != 1)}</summary><ul>{items}</ul></details></td>")
 
 
-def _row(row: RunRow, measures: Sequence[str], table: RunsTable, at: Path) -> str:
+def _row(row: RunRow, measures: Sequence[str], table: RunsTable, at: Path,
+         extra: Sequence[str]) -> str:
     named = " ".join([row.name or row.run, *(f"#{tag}" for tag in row.tags)])
     cells = [_cell(named, link=_report_link(row, table, at)), _cell(row.when),
              _cell(row.system), _cell(row.embedder), _cell(row.data)]
@@ -82,17 +83,21 @@ def _row(row: RunRow, measures: Sequence[str], table: RunsTable, at: Path) -> st
         value = None if score is None else score.value
         cells.append(_cell(NONE if score is None else score.shown, "fig",
                            "" if value is None else repr(value)))
-    cells += [_settings_cell(row, table), _cell("; ".join(row.notes), "note")]
+    if "settings" in extra:
+        cells.append(_settings_cell(row, table))
+    if "notes" in extra:
+        cells.append(_cell("; ".join(row.notes), "note"))
     return "<tr>" + "".join(cells) + "</tr>"
 
 
 def _table(name: str, rows: Sequence[RunRow], table: RunsTable, at: Path) -> str:
     measures = table.measures(rows)
-    titles = ["run (its report)", "date", "system", "embedder", "read", *measures, "settings",
-              "notes"]
+    extra = [*(["settings"] if any(row.settings for row in rows) else []),
+             *(["notes"] if any(row.notes for row in rows) else [])]  # only where any has them
+    titles = ["run (its report)", "date", "system", "embedder", "read", *measures, *extra]
     header = "<tr>" + "".join(f"<th>{html.escape(title)}</th>" for title in titles) + "</tr>"
     return "\n".join([f"<h2>{html.escape(name)}</h2><table class='runs'><thead>", header,
-                      "</thead><tbody>", *(_row(row, measures, table, at) for row in rows),
+                      "</thead><tbody>", *(_row(row, measures, table, at, extra) for row in rows),
                       "</tbody></table>"])
 
 
@@ -107,5 +112,5 @@ def page(table: RunsTable, at: Path) -> str:
         f"Click a header to sort; open a run's settings to see what sets it apart.</p>",
         f"<p>Same in every run: {html.escape(redact(table.shared))}</p>",
         *(_table(name, rows, table, at) for name, rows in table.by_experiment().items()),
-        f"<p>{html.escape(LEGEND.capitalize())}.</p>",
+        f"<p>{html.escape(LEGEND[:1].upper() + LEGEND[1:])}.</p>",
         f"<script>{SORT_SCRIPT}</script></body></html>"])

@@ -6,6 +6,7 @@ so one damaged run never hides the others."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ EXPERIMENT_KEYS = ("experiment", "experiment.name")  # the table's own column
 NAMING_KEYS = ("run_name", "tags")  # the run's own column
 NOT_READ = (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError)
 NONE = "—"
+FILE_NAME = re.compile(r"[\w.-]+\.jsonl?\b")  # a file an experiment names among its inputs
 
 
 @dataclass
@@ -143,8 +145,9 @@ def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
             declared = outputs_of(run.experiment)
             row.figures = {figure_key(score): score for score in declared.scores(run)}
             read = [result.dataset.name or NONE] if result.dataset else \
-                [value.split(" (")[0] for value in declared.inputs(run).values()]
-            row.data = ", ".join(read) or NONE
+                [name for value in declared.inputs(run).values()
+                 for name in FILE_NAME.findall(value)]
+            row.data = ", ".join(dict.fromkeys(read)) or NONE
     except NOT_READ as err:  # UnreadableResult names the file, and so does an OSError
         row.notes.append(_relative(f"no headline figures: {err}", path))
     return row, run
@@ -203,8 +206,21 @@ def collect(folder: Path, experiment: str | None = None) -> RunsTable:
         if run is not None and _configured(run, row):
             runs.append(run)
             configured.append(row)
-    settings, same = _settings(configured, runs)
-    return RunsTable(folder, rows, settings, same, _from_overrides(runs))
+    _, same = _settings(configured, runs)  # the line every run shares
+    for rows_of, runs_of in _by_experiment(configured, runs):  # apart within each table
+        _settings(rows_of, runs_of)
+    shown = list(dict.fromkeys(key for row in rows for key in row.settings))
+    return RunsTable(folder, rows, shown, same, _from_overrides(runs))
+
+
+def _by_experiment(rows: Sequence[RunRow], runs: Sequence[Run]
+                   ) -> list[tuple[list[RunRow], list[Run]]]:
+    groups: dict[str | None, tuple[list[RunRow], list[Run]]] = {}
+    for row, run in zip(rows, runs, strict=True):
+        group = groups.setdefault(row.experiment, ([], []))
+        group[0].append(row)
+        group[1].append(run)
+    return list(groups.values())
 
 
 def as_json(table: RunsTable) -> dict[str, Any]:
