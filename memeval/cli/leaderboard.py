@@ -30,6 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "'default' shows a run with the default configuration (the "
                              "latest), else the best, marked and its configuration named; "
                              "'all' gives every configuration a row of its own")
+    parser.add_argument("--phoenix-dataset", default="memeval leaderboard", metavar="NAME",
+                        help="the Phoenix dataset the table goes to, replaced by each push "
+                             "(default: %(default)s)")
     options = parser.parse_args(argv)
     from memeval.components import load_components
     from memeval.reporting.leaderboard import build, terminal, write
@@ -51,19 +54,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in written:
         print(f"wrote {path}")
     if options.phoenix:
-        _push(board, options.phoenix)
+        _push(board, options.phoenix, options.phoenix_dataset)
     return 0
 
 
-def _push(board: Any, base_url: str) -> None:
+def _push(board: Any, base_url: str, name: str) -> None:
     """After the files are written: an unreachable Phoenix costs the push, not the table."""
-    import time
-
     from memeval.reporting.leaderboard import push
     from memeval.reporting.phoenix.otlp import ExportError
     from memeval.utils.redact import redact
 
-    name = f"memeval leaderboard {time.strftime('%Y-%m-%d %H:%M:%S')}"
     try:
         push(board, base_url, 10.0, name)
     except (ExportError, OSError) as err:

@@ -326,21 +326,33 @@ def terminal(board: Board) -> str:
 
 
 def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:
-    """The table as a Phoenix dataset named `name`: one example per system, its figures as the
-    output and their CIs as metadata. Returns the dataset's id."""
+    """The table as the Phoenix dataset `name`, replacing the one of that name a previous push
+    made (a leaderboard is one dataset, however often it is rebuilt): an example per system and
+    figure, its input the system, benchmark and measure, its output the figure (value, CI, as
+    shown) and the run it came from. Returns the dataset's id."""
     from memeval.reporting.phoenix.rest import PhoenixREST
 
     table = to_json(board)
-    examples = [{"id": f"system-{n}", "input": {"system": system},
-                 "output": {key: cell["value"] for key, cell in cells.items()},
-                 "metadata": {"ci95": {key: cell["ci95"] for key, cell in cells.items()},
-                              "shown": {key: cell["shown"] for key, cell in cells.items()},
-                              "failed": [f["reason"] for f in table["failed"]
-                                         if f["system"] == system]}}
-                for n, (system, cells) in enumerate(table["cells"].items())]
+    examples = [{"id": f"{system} / {key}", "input": {"system": system, "benchmark": column[
+                    "benchmark"], "measure": column["measure"]},
+                 "output": {field: cell[field] for field in ("value", "ci95", "shown", "unit")},
+                 "metadata": {field: cell[field] for field in (
+                     "run", "configuration", "embedder", "population")}}
+                for system, cells in table["cells"].items()
+                for key, cell in cells.items()
+                for column in table["columns"] if column["key"] == key]
+    examples += [{"id": f"failed {f['run']}", "input": {"system": f["system"],
+                                                        "benchmark": f["experiment"],
+                                                        "measure": "failed"},
+                  "output": {"reason": f["reason"]}, "metadata": {"run": f["run"]}}
+                 for f in table["failed"]]
     client = PhoenixREST(base_url, timeout_s)
     try:
-        return client.create_dataset(name, f"{SCHEMA} v{VERSION}: systems × benchmarks", examples)
+        earlier = client.dataset_id(name)
+        if earlier is not None:
+            client.delete_dataset(earlier)
+        return client.create_dataset(name, f"{SCHEMA} v{VERSION}: systems × benchmarks, made "
+                                           f"{table['generated']}", examples)
     finally:
         client.close()
 

@@ -124,6 +124,9 @@ class PhoenixREST:
         response = self._call("POST", "/v1/datasets/upload", params={"sync": "true"}, json=body)
         return str(_json(response)["data"]["dataset_id"])
 
+    def delete_dataset(self, dataset_id: str) -> None:
+        self._call("DELETE", f"/v1/datasets/{dataset_id}", ok=(200, 204))
+
     def example_node_ids(self, dataset_id: str) -> dict[str, str]:
         """Our stable example id -> the id Phoenix's experiment API wants (its node id)."""
         body = _json(self._call("GET", f"/v1/datasets/{dataset_id}/examples"))
