@@ -160,7 +160,7 @@ def _row(question: Question, served: list[str], recalled: Sequence[Recalled], an
     return {
         "question_id": question.id, "question": question.text, "category": query.category,
         "gold": query.answer, "unanswerable": query.unanswerable, "answer": answer.text,
-        "served": served,
+        "served": served, "evidence": sorted(evidence),
         "f1": locomo_f1(answer.text, query.answer, query.category, query.unanswerable)
         if scored else None,
         "bleu1": bleu1(answer.text, query.answer) if scored and query.answer else None,
@@ -253,9 +253,29 @@ def qa_blocks(qa: Mapping[str, Any]) -> list[Block]:
     return [table, Note("Cost", "\n".join(lines))]
 
 
+EVIDENCE_ROWS = 200  # questions the report shows one by one (qa_questions.parquet holds all)
+
+
 def report(run: Run) -> list[Section]:
-    """The tables the run printed."""
-    return [block.section() for block in qa_blocks(run.result.of(Answered).qa)]
+    """The tables the run printed, then question by question: what was asked, the gold answer,
+    the system's answer and its scores, and the memories it served against the evidence."""
+    import pandas as pd
+
+    blocks = [block.section() for block in qa_blocks(run.result.of(Answered).qa)]
+    rows = run.table("qa_questions").head(EVIDENCE_ROWS).to_dict("records")
+    if not rows or "evidence" not in rows[0]:  # a run written before the evidence was kept
+        return blocks
+    table = pd.DataFrame([{
+        "question": r["question"], "gold": "(unanswerable)" if r["unanswerable"] else r["gold"],
+        "answer": r["answer"] or r["answer_error"], "F1": r["f1"], "J": r["j"],
+        "served (✓ evidence)": ", ".join(f"{m}{' ✓' if m in set(r['evidence']) else ''}"
+                                         for m in r["served"]),
+        "evidence missed": ", ".join(m for m in r["evidence"] if m not in set(r["served"]))}
+        for r in rows])
+    shown = f"the first {EVIDENCE_ROWS}" if len(rows) == EVIDENCE_ROWS else "every question"
+    return [*blocks, Section("Question by question", f"{shown.capitalize()}: the memories "
+                             f"served, best first, ✓ where they are the question's evidence; all "
+                             f"of them are in qa_questions.parquet.", table=table)]
 
 
 def figures(run: Run) -> list[Path]:

@@ -59,6 +59,7 @@ from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig
 from memeval.registry import bounded, input_file
 from memeval.reporting.outputs import RATE, Outputs, Score, Section
+from memeval.reporting.phoenix.files import SEARCHES
 from memeval.reporting.table import Block, Table, printed
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
@@ -205,7 +206,7 @@ class RetrievalReplay:
                          "feedback_noise": self.cfg.feedback_noise,
                          "baseline": self.cfg.baseline, "arms": dict(self.cfg.arms)}})
         return ExperimentResult(passes, [], found, summary=summarise(passes, self.cfg.k),
-                                tables={"retrieval_queries": rows})
+                                tables={SEARCHES: rows})
 
     def _sequence(self, asks: Sequence[Ask], pass_no: int, seed: int) -> list[Ask]:
         """This pass's order: by time of asking where known (queries without one first, as at
@@ -382,7 +383,32 @@ def report(run: Run) -> list[Section]:
         return [Section("Retrieval", "Written before the passes listed their arms: the "
                                      "numbers are in metrics.json.")]
     k = run.result.of(Retrieval).retrieval["settings"]["k"]
-    return [block.section() for block in retrieval_blocks(passes, k)]
+    return [*(block.section() for block in retrieval_blocks(passes, k)), *_by_query(run)]
+
+
+EVIDENCE_ROWS = 200  # queries the report shows one by one (the per-query table holds all)
+
+
+def _by_query(run: Run) -> list[Section]:
+    """The headline arm's last pass, query by query: what each search served, ✓ where it is
+    labelled relevant (its grade), against the query's nDCG and recall."""
+    import pandas as pd
+
+    try:
+        searches = run.table(SEARCHES)
+    except FileNotFoundError:  # a run written before its searches were kept
+        return []
+    arm, last = _headline_arm(run.result.of(Retrieval).retrieval), run.result.passes[-1].pass_no
+    mine = searches[(searches["arm"] == arm) & (searches["pass"] == last)].head(EVIDENCE_ROWS)
+    rows = [{"query": r["query"], "kind": r["kind"], "nDCG": r["ndcg"], "recall": r["recall"],
+             "served (✓ relevant, its grade)": ", ".join(
+                 f"{m}{f' ✓{g}' if g else ''}" for m, g in zip(r["served_memories"],
+                                                                 r["served_grades"],
+                                                                 strict=True))}
+            for r in mine.to_dict("records")]
+    return [Section(f"Query by query ({arm}, pass {last})",
+                    f"The evaluation queries ({len(rows)} shown; the run's "
+                    f"{SEARCHES}.parquet holds every arm and pass).", table=pd.DataFrame(rows))]
 
 
 def figures(run: Run) -> list[Path]:
@@ -392,14 +418,18 @@ def figures(run: Run) -> list[Path]:
     return make_retrieval_figures(run.path, run.result.passes, k)
 
 
+def _headline_arm(found: Mapping[str, Any]) -> str:
+    """The system's arm (the reference's: the baseline, its own search); a run before arms were
+    named had `off` (cosine) and `on` (the graph)."""
+    return str(found["system"]["arm"] if found.get("system") else
+               found["settings"].get("baseline", "off"))
+
+
 def scores(run: Run) -> list[Score]:
     """The system's arm on the last pass (the reference's: the baseline, its own search), over
     the held-out evaluation queries."""
     found = run.result.of(Retrieval).retrieval
-    # a run before arms were named had `off` (cosine) and `on` (the graph), and no workload
-    arm = found["system"]["arm"] if found.get("system") else \
-        found["settings"].get("baseline", "off")
-    last = run.result.passes[-1]
+    arm, last = _headline_arm(found), run.result.passes[-1]
     scored = last.sections[arm]
     workload = (found.get("workload") or {}).get("name") or \
         Path(str(found["queries"].get("source", "?"))).stem

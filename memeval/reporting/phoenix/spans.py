@@ -130,11 +130,31 @@ def entry_spans(run: RunInfo, row: Mapping[str, Any],
         "attributes": {**common, "openinference.span.kind": "CHAIN", **_attributes(**{
             "input.value": str(texts.get("assistant_response") or "")[: run.text_chars] or None,
             "memeval.user_prompt": str(texts.get("user_prompt") or "")[: run.text_chars] or None,
-            "output.value": row["outcome"], "memeval.outcome": row["outcome"],
+            "output.value": _verdict(row), "memeval.outcome": row["outcome"],
+            "memeval.correct": _correct(row),
             "memeval.retained": bool(row["retained"]), "memeval.label": row.get("label"),
             "memeval.label_source": row.get("label_source"), "memeval.embedder": run.embedder,
             "memeval.asst_len": row.get("asst_len")})}}
     return [root, *children]
+
+
+def _correct(row: Mapping[str, Any]) -> bool | None:
+    """Whether the gate did right by the entry's label: kept what is substantive, dropped
+    noise; None for a low-value or unlabelled entry, where either is defensible."""
+    label = row.get("label")
+    if label not in ("substantive", "noise"):
+        return None
+    return bool(row["retained"]) == (label == "substantive")
+
+
+def _verdict(row: Mapping[str, Any]) -> str:
+    """The trace row's output, read at a glance: the outcome, the label and whether the gate
+    did right by it (`prefilter: dropped a noise entry, correct`)."""
+    kept = "kept" if row["retained"] else "dropped"
+    label = row.get("label") or "unlabelled"
+    correct = _correct(row)
+    judged = "" if correct is None else (", correct" if correct else ", WRONG")
+    return f"{row['outcome']}: {kept} a {label} entry{judged}"
 
 
 def _stage_attributes(run: RunInfo, row: Mapping[str, Any], stage: str) -> dict[str, Any]:
