@@ -15,6 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from memeval.cli.report import main
+from memeval.components import load_components
 from memeval.reporting.plots import learning_curve, rejection_store, score_distributions
 from memeval.reporting.report import comparison_stem, write_report
 from memeval.results.result import load_result
@@ -52,6 +53,7 @@ def test_the_markdown_report_rounds_every_number(tmp_path: Path) -> None:
 
 def test_the_report_is_titled_by_experiment_and_start(tmp_path: Path) -> None:
     """A run that did not record its start is dated by the directory Hydra named for it."""
+    load_components()  # the experiment's own headline sentence opens the page
     hydra = tmp_path / "runs" / "2026-11-24" / "10-04-31"
     shutil.copytree(THREE_PASS, hydra)
     assert write_report([hydra])[1].read_text().startswith(

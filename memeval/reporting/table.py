@@ -80,8 +80,9 @@ OUTCOMES = ("pass", "recall [95% CI]", "noise", "low filt.", "pre-judge", "judge
             "judge err.", "saved")
 OUTCOMES_LEGEND = ("recall: human-labelled substantive entries kept (stored or deduplicated); "
                    "noise: noise entries stored; low filt.: low-value entries filtered; pre-judge: "
-                   "entries filtered before the judge; saved: judge calls saved, of all entries; "
-                   "[lo–hi]: 95% CI")
+                   "entries filtered before the judge; judge calls: entries sent to the judge; "
+                   "judge err.: calls that gave no verdict; saved: judge calls saved, of all "
+                   "entries; [lo–hi]: 95% CI")
 STAGES = ("pass", "prefilter", "length", "content", "judge SKIP", "dedup", "stored", "threshold",
           "rej. store")
 STAGES_LEGEND = ("entries ended at each stage: rejected by the prefilter, the length cut, the "
