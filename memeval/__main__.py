@@ -7,6 +7,7 @@ import sys
 
 from memeval.cli.commands import COMMANDS, run_command, usage
 from memeval.threads import size_pools
+from memeval.user_errors import complain
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         size_pools()  # before any command imports numpy, so every pool and worker is sized
     except ValueError as err:
-        print(f"memeval: {err}", file=sys.stderr)
+        complain(f"memeval: {err}")
         return 2
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())

@@ -1,11 +1,13 @@
 """Logs hold no secrets: every record a handler emits is redacted, and HTTP clients do not log
 each request's URL (httpx logs every request at INFO, with the URL as configured: a
-`user:password@` in it included). The console shows other libraries' warnings only."""
+`user:password@` in it included). The console shows other libraries' warnings only, each line
+wrapped to the width the results are printed in."""
 
 from __future__ import annotations
 
 import logging
 
+from memeval.reporting.table import wrapped
 from memeval.utils.redact import redact
 
 QUIET = ("httpx", "httpcore")
@@ -36,6 +38,16 @@ class OwnInfoOnly(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.WARNING or record.name.split(".")[0] in OWN
+
+
+class Wrapped(logging.Formatter):
+    """A record's line wrapped at WIDTH columns, continuations indented: a warning that names a
+    file and line (a skipped input line) reads in a terminal instead of running off its edge. A
+    traceback stays as Python wrote it. Set on the console only; the log file keeps one line per
+    record, to search."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return wrapped(super().formatMessage(record))
 
 
 def redact_logs() -> None:

@@ -17,10 +17,10 @@ from matplotlib.patches import Rectangle
 
 from memeval.data.quality_sets import CONFLICT_LABELS
 from memeval.experiments.conflict_detection import ConflictFindings
-from memeval.reporting.calibration_plots import LABELS, breakdown
+from memeval.reporting.calibration_plots import LABELS, breakdown, trust_against_mqs
 from memeval.reporting.conflict_plots import confusion_figure
 from memeval.reporting.figures import confusion_matrix, contrast
-from memeval.reporting.plots import score_distributions, stored_mqs
+from memeval.reporting.plots import learning_curve, score_distributions, stored_mqs
 from memeval.reporting.retrieval_plots import retrieval_figure
 from memeval.results.result import load_result
 from memeval.results.run_dir import read_decisions
@@ -119,18 +119,29 @@ def _legend_has_data(ax: plt.Axes) -> bool:
     return all(drawn.get(t.get_text(), 0) > 0 for t in legend.get_texts())
 
 
+def _offsets(ax: plt.Axes, label: str) -> np.ndarray:
+    """How far each of a label's dots lies from the nearest pass tick."""
+    (dots,) = [c for c in ax.collections if c.get_label() == label]
+    xs = np.asarray(dots.get_offsets())[:, 0]
+    return xs - np.round(xs)
+
+
 def test_stored_mqs_says_once_why_auroc_is_undefined_and_lists_only_drawn_labels() -> None:
-    """The committed run's oracle judge stores only substantive memories: no AUROC anywhere."""
+    """The committed run's oracle judge stores only substantive memories: no AUROC anywhere;
+    the dots sit on their pass's tick, and the x axis keeps its title."""
     result = load_result(THREE_PASS)
     stored = pd.read_parquet(THREE_PASS / "stored_memories.parquet")
     fig, ax = plt.subplots()
     stored_mqs(result, stored, ax)
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == ["pass 1", "pass 2", "pass 3"]
-    assert ax.get_xlabel().endswith("n/a: no low-value memories stored")
+    assert ax.get_title().endswith("\nAUROC n/a: no low-value memories stored")
+    assert ax.get_xlabel().startswith("pass (")
     legend = ax.get_legend()
     assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["substantive"]
     assert _legend_has_data(ax)
+    offsets = _offsets(ax, "substantive")
+    assert abs(offsets.mean()) < 0.03 and np.abs(offsets).max() < 0.25  # centred on the tick
     plt.close(fig)
 
 
@@ -146,9 +157,12 @@ def test_stored_mqs_names_the_passes_without_auroc_when_others_have_one() -> Non
     stored_mqs(replace(result, passes=(scored, *result.passes[1:])), stored, ax)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["pass 1\nAUROC 0.750", "pass 2",
                                                             "pass 3"]
-    assert ax.get_xlabel().endswith("n/a in pass 2: not reported; "
-                                    "pass 3: no low-value memories stored")
+    assert ax.get_title().endswith("n/a in pass 2: not reported; "
+                                   "pass 3: no low-value memories stored")
     assert _legend_has_data(ax)
+    noise, substantive = _offsets(ax, "noise"), _offsets(ax, "substantive")
+    assert noise.max() < 0 and len(noise) == 3  # beside the substantive dots of pass 2, left
+    assert np.abs(substantive).max() < 0.3
     plt.close(fig)
 
 
@@ -166,6 +180,86 @@ def test_retrieval_bars_start_at_zero_name_their_k_and_hide_no_arm() -> None:
         assert all(end <= start + 1e-9 for (_, end), (start, _) in pairwise(bars))  # no overlap
     legend = gini.get_legend()
     assert legend is not None and len(legend.get_texts()) == arms
+    plt.close(fig)
+
+
+def test_score_distributions_tell_every_label_apart_where_they_overlap() -> None:
+    """Shared bins, each label translucent with an opaque outline and its own hatching: noise
+    and low_value, which overlap, never read as one colour."""
+    decisions = read_decisions(THREE_PASS)
+    fig, ax = plt.subplots()
+    score_distributions(load_result(THREE_PASS), decisions, ax)
+    shapes = [patch for patch in ax.patches if not patch.get_label().startswith("_")]
+    assert [patch.get_label().split(" ")[0] for patch in shapes] == ["noise", "low_value",
+                                                                     "substantive"]
+    assert len({patch.get_hatch() or "" for patch in shapes}) == 3
+    assert len({tuple(patch.get_edgecolor()) for patch in shapes}) == 3
+    assert all(patch.get_facecolor()[3] <= 0.3 and patch.get_edgecolor()[3] == 1
+               for patch in shapes)
+    last = decisions[(decisions["pass_no"] == 3) & (decisions["phase"] == "eval")]
+    bins = set(np.round(np.histogram_bin_edges(last["score"].dropna(), bins=30), 9))
+    assert all(set(np.round(patch.get_path().vertices[:, 0], 9)) <= bins for patch in shapes)
+    plt.close(fig)
+
+
+def _band(ax: plt.Axes, index: int) -> dict[float, tuple[float, float]]:
+    """The `index`-th shaded band: its low and high at each pass."""
+    vertices = ax.collections[index].get_paths()[0].vertices
+    return {float(x): (float(vertices[vertices[:, 0] == x][:, 1].min()),
+                       float(vertices[vertices[:, 0] == x][:, 1].max()))
+            for x in np.unique(vertices[:, 0])}
+
+
+def test_the_learning_curve_shades_each_rates_ci_stored_or_bootstrapped() -> None:
+    """The committed run stored recall's CI but not the pre-judge rate's: that one is drawn
+    from the pass's decisions; without them the legend says it is not available."""
+    result = load_result(THREE_PASS)
+    fig, ax = plt.subplots()
+    learning_curve(result, read_decisions(THREE_PASS), ax)
+    recall, prejudge = _band(ax, 0), _band(ax, 1)
+    assert recall == {float(p.pass_no): p.substantive_recall_ci95 for p in result.passes}
+    for p in result.passes:
+        assert p.prejudge_filter_rate_ci95 == (None, None) and p.prejudge_filter_rate is not None
+        low, high = prejudge[p.pass_no]
+        assert low < p.prejudge_filter_rate < high and high - low < 0.2
+    assert "CI" in ax.get_title()
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    learning_curve(result, pd.DataFrame(), ax)
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "substantive recall (% of substantive)",
+        "pre-judge filter rate (% of entries) (95% CI n/a)"]
+    plt.close(fig)
+
+
+def _report(value: float, width: float) -> dict[str, float | list[float]]:
+    return {metric: value for metric in ("brier", "ece", "spearman")} | {
+        f"{metric}_ci95": [value - width, value + width] for metric in ("brier", "ece", "spearman")}
+
+
+def test_the_trust_score_against_mqs_shows_each_metric_with_its_ci_on_every_split() -> None:
+    trust = {"dev": {"records": 300, "trust_out_of_fold": _report(0.1, 0.02),
+                     "mqs": _report(0.3, 0.04)},
+             "test": {"records": 100, "trust": _report(0.2, 0.05), "mqs": _report(0.4, 0.06)}}
+    fig = trust_against_mqs(trust)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "Brier (lower is better)", "ECE (lower is better)", "Spearman (higher is better)"]
+    for ax in fig.axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["dev, out of fold\n300 records",
+                                                                "test\n100 records"]
+        bars = sorted(tuple(np.round(segment[:, 1], 9))
+                      for c in ax.collections for segment in c.get_segments())
+        assert bars == [(0.08, 0.12), (0.15, 0.25), (0.26, 0.34), (0.34, 0.46)]
+        assert sorted(t.get_text() for t in ax.texts) == ["0.100", "0.200", "0.300", "0.400"]
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["trust score",
+                                                                                 "MQS"]
+    plt.close(fig)
+    fig = trust_against_mqs({**trust, "test": None})  # no test split: the dev CV alone
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [
+        "dev, out of fold\n300 records"]
     plt.close(fig)
 
 

@@ -18,6 +18,7 @@ from memeval.reporting.compare import IncomparableRuns, compare_runs
 from memeval.reporting.report import write_report
 from memeval.results.run import Run
 from memeval.runner import run_experiment
+from tests.test_cli import unwrapped
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
@@ -110,7 +111,7 @@ def test_runs_on_different_data_are_refused_unless_forced(
 def test_a_folder_that_is_not_a_run_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path)]) == 2
-    assert "not a run directory" in capsys.readouterr().err
+    assert "not a run directory" in unwrapped(capsys.readouterr().err)
 
 
 def test_quality_runs_cannot_be_paired(

@@ -160,7 +160,7 @@ def test_a_malformed_metrics_file_is_refused_in_one_line(
     with pytest.raises(UnreadableResult, match="not a memeval run's metrics"):
         load_result(run_dir)
     assert report_main([str(run_dir)]) == 2
-    err = capsys.readouterr().err.strip()
+    err = unwrapped(capsys.readouterr().err.strip())
     assert err.startswith(f"memeval report: {run_dir / 'metrics.json'}: not a memeval run's")
     assert "\n" not in err and "Traceback" not in err
 

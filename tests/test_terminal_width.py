@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,14 +15,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from memeval.entry import Entry
 from memeval.experiments.conflict_detection import learned_blocks
-from memeval.log_redaction import OwnInfoOnly
+from memeval.log_redaction import OwnInfoOnly, Wrapped
 from memeval.reporting.systems_table import systems_summary
 from memeval.reporting.table import WIDTH, ci_suffix, pass_table, threshold_footer
 from memeval.reporting.table import printed as as_printed
 from memeval.results.result import load_result
 from memeval.runner import run_experiment
 from tests.metrics.test_table import table_pass
-from tests.test_cli import memeval
+from tests.test_cli import memeval, unwrapped
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path(__file__).parent / "data" / "runs"
@@ -157,3 +159,54 @@ def test_the_phoenix_push_summary_wraps_within_the_width() -> None:
     summary = report.summary()
     assert too_wide(summary) == [] and len(summary.splitlines()) > 1
     assert "945 spans (295/s)" in summary and summary.endswith("in 3.2 s")
+
+
+def test_the_refusal_to_compare_two_runs_wraps_within_the_width(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memeval.__main__ import main
+
+    other = tmp_path / "other_run_with_a_long_directory_name_as_hydra_makes_them"
+    shutil.copytree(RUNS / "schema1_three_pass", other)
+    metrics = json.loads((other / "metrics.json").read_text())
+    metrics["dataset"]["fingerprint"] = "0123456789abcdef"
+    (other / "metrics.json").write_text(json.dumps(metrics))
+    assert main(["report", str(RUNS / "schema1_three_pass"), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert too_wide(err) == [] and len(err.splitlines()) > 1
+    assert "(--force to compare anyway)" in unwrapped(err)
+
+
+def test_console_log_lines_wrap_within_the_width_and_the_log_file_keeps_one_line() -> None:
+    config = OmegaConf.load(ROOT / "memeval" / "conf" / "config.yaml").hydra
+    for logging_config in (config.job_logging, config.hydra_logging):
+        formatter = logging_config.handlers.console.formatter
+        assert logging_config.formatters[formatter]["()"] == "memeval.log_redaction.Wrapped"
+        assert "formatter" not in logging_config.handlers.get("file", {})  # Hydra's own: as is
+    shown = Wrapped("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    try:
+        raise ValueError("the cause")
+    except ValueError:
+        record = logging.LogRecord("memeval.experiments.base", logging.WARNING, __file__, 1,
+                                   "skipped %s", ("/data/" + "long_name_" * 6 + ".jsonl:81: "
+                                                  "unknown label 'bogus' (expected one of …)",),
+                                   sys.exc_info())
+    printed = shown.format(record)
+    message, traceback = printed.split("\nTraceback")
+    assert too_wide(message) == [] and len(message.splitlines()) > 1
+    assert " ".join(message.split()).endswith(record.getMessage())  # nothing lost
+    assert traceback.endswith("ValueError: the cause")
+
+
+def test_a_progress_bar_fits_the_width_whatever_its_name(
+        fast_config: Callable[..., DictConfig], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from memeval.config import validate
+    from memeval.experiments.base import RunContext
+
+    cfg = fast_config("+experiment=three_pass")
+    cfg.progress = True
+    ctx = RunContext(cfg, tmp_path / "run", validate(cfg))
+    assert list(ctx.progress(range(3), 3, "outside agents_md_history_openai_agents_v1: " * 3,
+                             "pair")) == [0, 1, 2]
+    bar = capsys.readouterr().err
+    assert "outside agents_md" in bar and too_wide(bar) == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,6 +11,7 @@ from omegaconf import OmegaConf
 
 from memeval.registry import to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
+from memeval.user_errors import complain
 
 
 def settings_for(run_dir: Path, endpoint: str | None, project: str | None) -> PhoenixConfig:
@@ -50,14 +50,14 @@ def main(args: list[str]) -> int:
     from memeval.reporting.phoenix.pushers import push_run
 
     if not (options.run_dir / "metrics.json").is_file():
-        print(f"memeval phoenix push: {options.run_dir} is not a run directory "
-              f"(no metrics.json)", file=sys.stderr)
+        complain(f"memeval phoenix push: {options.run_dir} is not a run directory "
+                 f"(no metrics.json)")
         return 2
     try:
         settings = settings_for(options.run_dir, options.endpoint, options.project)
         report = push_run(options.run_dir, settings, progress=not options.no_progress)
     except Exception as err:
-        print(f"memeval phoenix push: {err}", file=sys.stderr)
+        complain(f"memeval phoenix push: {err}")
         return 1
     print(report.summary())
     return 0

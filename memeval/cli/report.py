@@ -9,8 +9,9 @@ files. Both come from the same sections, read through the results API.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from memeval.user_errors import complain
 
 # The report is built when the command runs: `report --help` loads nothing heavy.
 
@@ -28,8 +29,7 @@ def main(args: list[str]) -> int:
         parser.error("give one run directory, or two to compare")
     for path in options.run_dirs:
         if not (path / "metrics.json").is_file():
-            print(f"memeval report: {path} is not a run directory (no metrics.json)",
-                  file=sys.stderr)
+            complain(f"memeval report: {path} is not a run directory (no metrics.json)")
             return 2
     from memeval.components import load_components
     from memeval.reporting.compare import IncomparableRuns
@@ -40,7 +40,7 @@ def main(args: list[str]) -> int:
     try:
         html_path, md_path = write_report(options.run_dirs, options.out, options.force)
     except (IncomparableRuns, UnreadableResult, OSError) as err:  # each names its file
-        print(f"memeval report: {err}", file=sys.stderr)
+        complain(f"memeval report: {err}")
         return 2
     print(f"wrote {html_path}  (self-contained HTML)\n      {md_path}  (Markdown)")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,7 +36,7 @@ from memeval.experiments.settings import Settings, Validated
 from memeval.metrics.gate_metrics import SystemFailure, pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
 from memeval.reporting.outputs import Outputs, Score, declare, pass_scores
-from memeval.reporting.table import headline
+from memeval.reporting.table import WIDTH, headline
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
 from memeval.systems.boundary import GuardedSystem, as_system, guarded, limits_of
@@ -99,6 +100,12 @@ def gate_headline(run: Run) -> str:
 GATE_REPLAY = Outputs(Replay, gate_figures, scores=gate_scores, headline=gate_headline)
 """What a replay through the write gate declares: its protocol, the gate's figures, its
 leaderboard scores and its headline."""
+
+
+def bar_columns() -> int:
+    """A progress bar's width: the terminal's, at most the WIDTH the printed results fit (tqdm
+    shortens its bar, then cuts a long name, to fit)."""
+    return min(shutil.get_terminal_size((WIDTH, 24)).columns, WIDTH)
 
 
 class RunContext:
@@ -266,12 +273,12 @@ class RunContext:
     def progress(self, items: Iterable[T], total: int, desc: str,
                  unit: str = "entry") -> Iterator[T]:
         yield from tqdm(items, total=total, desc=desc, disable=not self.settings.progress,
-                        unit=unit, leave=False)
+                        unit=unit, leave=False, ncols=bar_columns())
 
     def bar(self, total: int, desc: str, unit: str = "entry") -> tqdm[Any]:
         """A progress bar to update by hand, for work done in batches: it counts items."""
         return tqdm(total=total, desc=desc, unit=unit, leave=False,
-                    disable=not self.settings.progress)
+                    disable=not self.settings.progress, ncols=bar_columns())
 
     def prepare(self, gate: Ingestor, entries: list[Any], batch: int = CHUNK) -> list[Any]:
         """Redact and embed in batches, with a progress bar counting entries: the one long step

@@ -56,6 +56,7 @@ from memeval.systems.base import (
     Ingestor,
     System,
 )
+from memeval.utils.progress import step
 from memeval.utils.redact import redact
 
 if TYPE_CHECKING:
@@ -189,7 +190,9 @@ class CompareSystems:
         scores = {}
         for n, s in systems.items():
             try:
-                scores[n] = np.asarray(s.score_records(records), dtype=float)[keep]
+                scored = step(ctx.progress, f"{n} trust of {len(records)} records",
+                              partial(s.score_records, records))
+                scores[n] = np.asarray(scored, dtype=float)[keep]
             except SystemFailure as err:
                 self._fails("trust", n, err)
         table = {n: calibration_report(v, ranks, trusted, **common) for n, v in scores.items()}
@@ -209,7 +212,8 @@ class CompareSystems:
             try:
                 found = [conflict_answer(system.name, system.detect_conflict(p.a.content,
                                                                         p.b.content),
-                                         f"pair '{p.id}'") for p in pairs]
+                                         f"pair '{p.id}'")
+                         for p in ctx.progress(pairs, len(pairs), f"{name} conflicts", "pair")]
             except SystemFailure as err:
                 self._fails("conflicts", name, err)
                 continue
@@ -237,8 +241,10 @@ class CompareSystems:
         recall: dict[str, np.ndarray] = {}
         for name, system in systems.items():
             try:
-                system.index(memories)
-                ranked = [[hit.id for hit in system.search(q.query, k)] for q in queries]
+                step(ctx.progress, f"{name} index of {len(memories)} memories",
+                     partial(system.index, memories))
+                ranked = [[hit.id for hit in system.search(q.query, k)]
+                          for q in ctx.progress(queries, len(queries), f"{name} search", "query")]
             except SystemFailure as err:
                 self._fails("search", name, err)
                 continue

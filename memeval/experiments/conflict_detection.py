@@ -43,6 +43,7 @@ from memeval.systems.reference.stored_models import labelled_sides
 from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.folds import Split, held_out_splits
 from memeval.utils.folds import out_of_fold as held_out_values
+from memeval.utils.progress import under
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
@@ -193,7 +194,8 @@ class ConflictDetection:
                 for name, held in zip(dict.fromkeys(authors), folds, strict=True)}
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs or self.cfg.outside_pairs:
-            learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos)
+            learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos,
+                        under(ctx.progress, "conflict detector, final fit"))
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
             scored, test_rows = self._held_out(ctx, "test", test, learned, rules, section)
@@ -219,7 +221,8 @@ class ConflictDetection:
         """A set no model was fitted on, scored by the fitted detector and by the rules, with the
         gap from the development CV to it."""
         resamples, seed = ctx.resamples, ctx.seed
-        guessed = learned.predict(labelled_sides(pairs), self._cosines(ctx, pairs))
+        guessed = learned.predict(labelled_sides(pairs), self._cosines(ctx, pairs),
+                                  under(ctx.progress, split))
         newer = _newer(learned, pairs)
         figures = score(pairs, guessed, newer, resamples, seed)
         gap = {k: _minus(section["cv"]["headline"][k], figures["headline"][k])

@@ -415,7 +415,7 @@ def figures(run: Run) -> list[Path]:
     from memeval.reporting.calibration_plots import make_calibration_figures
 
     found = run.result.of(Calibrated)
-    return make_calibration_figures(run.path, found.mqs, found.mai)
+    return make_calibration_figures(run.path, found.mqs, found.mai, found.trust_score)
 
 
 def _blocks(found: Calibrated) -> list[Block]:

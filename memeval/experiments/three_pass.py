@@ -33,6 +33,7 @@ from memeval.systems.reference.stored_models import (
     fit_stored_models,
 )
 from memeval.systems.reference.system import ReferenceIngestor
+from memeval.utils.progress import under
 
 
 @dataclass
@@ -60,7 +61,7 @@ class ThreePass:
         """Fitted on the development sets once per run, when a pass first needs them."""
         if self._models is None:
             self._models = fit_stored_models(self.cfg.stored_models, self.cfg.stored_mqs.mqs,
-                                             ctx.fits)
+                                             ctx.fits, under(ctx.progress, "stored_models fit"))
         return self._models
 
     def run(self, ctx: RunContext) -> ExperimentResult:
@@ -83,13 +84,15 @@ class ThreePass:
         if not isinstance(gate, ReferenceIngestor):  # only the reference engine shows its store
             return PassRecord(metrics, rows, {"stored": []})
         common = {"resamples": ctx.resamples, "seed": ctx.seed + pass_no}
+        shown = under(ctx.progress, f"pass {pass_no} stored")  # scoring a large store takes a while
         models = self.models(ctx) if self.cfg.stored_models.enabled else None  # fitted apart
         with ctx.scoring.running():
-            quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common)
+            quality, memories = gate.stored_quality(rows, self.cfg.stored_mqs, **common,
+                                                    progress=shown)
             metrics = {**metrics, "stored_mqs": quality}
             if models is not None:
                 learned, columns = gate.stored_models(rows, self.cfg.stored_mqs, models,
-                                                      **common)
+                                                      **common, progress=shown)
                 metrics["stored_models"] = learned
                 memories = [{**row, **columns[row["memory_id"]]} for row in memories]
         return PassRecord(metrics, rows, {"stored": memories})

@@ -28,16 +28,19 @@ from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.quality.difference_words import DifferenceWords
 from memeval.registry import Registry, bounded
 from memeval.utils.fit_cache import FitCache
+from memeval.utils.progress import Progress, quiet, step
 
 Pair = tuple[ConflictSide, ConflictSide]
 
 
 class PairDetector(Protocol):
-    def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None) -> None: ...
+    """`progress` wraps the loop over pairs, the long part of fitting and predicting."""
 
-    def predict(self, pairs: Sequence[Pair],
-                cosines: Sequence[float] | None = None) -> list[str]: ...
+    def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
+            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None: ...
+
+    def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
+                progress: Progress = quiet) -> list[str]: ...
 
 
 CONFLICT_DETECTORS: Registry[PairDetector] = Registry("conflict detector")
@@ -106,13 +109,14 @@ class RulesDetector:
         self.detector = ConflictDetector(rules)
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None) -> None:
+            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None:
         """Nothing to learn."""
 
-    def predict(self, pairs: Sequence[Pair],
-                cosines: Sequence[float] | None = None) -> list[str]:
+    def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
+                progress: Progress = quiet) -> list[str]:
         found = [self.detector.detect(a.content, b.content,
-                                      a.path is not None and a.path == b.path) for a, b in pairs]
+                                      a.path is not None and a.path == b.path)
+                 for a, b in progress(pairs, len(pairs), "conflict rules", "pair")]
         return [c.kind.value if c else "none" for c in found]
 
 
@@ -141,14 +145,17 @@ class LearnedConflictDetector:
                                cfg.seed) if cfg.difference_words else None
 
     def features(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
-                 words: np.ndarray | None = None) -> np.ndarray:
+                 words: np.ndarray | None = None, progress: Progress = quiet) -> np.ndarray:
         """One row per pair: `pair_features`, then (when stacked) the difference-word model's
-        class probabilities, `words` if given, else from the fitted model."""
+        class probabilities, `words` if given, else from the fitted model. Reading the values
+        both memories state is what takes the time: `progress` shows it."""
         rows = np.asarray([pair_features(self.read(a.content), self.read(b.content), a, b,
                                          cosines[i] if cosines is not None else 0.0)
                            + (edit_features(a.content, b.content) if self.cfg.edit_features
                               else [])
-                           for i, (a, b) in enumerate(pairs)], dtype=float)
+                           for i, (a, b) in enumerate(progress(pairs, len(pairs),
+                                                               "conflict pairs", "pair"))],
+                          dtype=float)
         if self.words is None:
             return rows
         if words is None:
@@ -156,29 +163,32 @@ class LearnedConflictDetector:
         return np.hstack([rows.reshape(len(pairs), -1), words])
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None) -> None:
+            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None:
         if self.fits is None:
-            self.model, self.words = self._fitted(pairs, labels, cosines)
+            self.model, self.words = self._fitted(pairs, labels, cosines, progress)
             return
         key = (repr(self.cfg), training_digest(pairs, labels, cosines))
         self.model, self.words = self.fits.fit(
-            "conflict_detector", key, lambda: self._fitted(pairs, labels, cosines))
+            "conflict_detector", key, lambda: self._fitted(pairs, labels, cosines, progress))
 
     def _fitted(self, pairs: Sequence[Pair], labels: Sequence[str],
-                cosines: Sequence[float] | None) -> tuple[Any, DifferenceWords | None]:
+                cosines: Sequence[float] | None,
+                progress: Progress) -> tuple[Any, DifferenceWords | None]:
         """The classifier and its difference-word model, fitted anew (shared ones stay as
         they are: a cached fit may be in use by another detector)."""
         self.words = self._difference_words()
-        held_out = self.words.fit(_texts(pairs), labels) if self.words is not None else None
+        held_out = self.words.fit(_texts(pairs), labels, progress) if self.words is not None \
+            else None
         model = CLASSIFIERS[self.cfg.classifier](self.cfg)
-        model.fit(self.features(pairs, cosines, held_out), np.asarray(labels))
+        x = self.features(pairs, cosines, held_out, progress)
+        step(progress, "conflict classifier", lambda: model.fit(x, np.asarray(labels)))
         return model, self.words
 
-    def predict(self, pairs: Sequence[Pair],
-                cosines: Sequence[float] | None = None) -> list[str]:
+    def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
+                progress: Progress = quiet) -> list[str]:
         if self.model is None:
             raise RuntimeError("the learned conflict detector predicts only after fit()")
-        x = self.features(pairs, cosines)
+        x = self.features(pairs, cosines, progress=progress)
         if self.cfg.none_probability is None:
             return [str(label) for label in self.model.predict(x)]
         classes = [str(c) for c in self.model.classes_]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memeval.quality.words import stem, tokens
+from memeval.utils.progress import Progress, quiet
 
 if TYPE_CHECKING:  # scikit-learn loads when a model is fitted, not when the module registers
     from scipy.sparse import spmatrix
@@ -53,17 +54,25 @@ class DifferenceWords:
     def _bag(texts: Sequence[tuple[str, str]]) -> spmatrix:
         return _hasher().transform([said_by_one(a, b) for a, b in texts])
 
-    def fit(self, texts: Sequence[tuple[str, str]], labels: Sequence[str]) -> np.ndarray:
-        """Fit on all pairs; return each pair's probabilities from a model that did not see it."""
-        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    def fit(self, texts: Sequence[tuple[str, str]], labels: Sequence[str],
+            progress: Progress = quiet) -> np.ndarray:
+        """Fit on all pairs; return each pair's probabilities from a model that did not see it,
+        one fold after another under `progress` (a class missing from a fold's training pairs
+        gets probability 0 there, as scikit-learn's cross_val_predict gives it)."""
+        from sklearn.model_selection import StratifiedKFold
 
         x, y = self._bag(texts), np.asarray(labels)
-        smallest = int(np.unique(y, return_counts=True)[1].min())
-        folds = StratifiedKFold(max(2, min(self.folds, smallest)), shuffle=True,
+        classes, counts = np.unique(y, return_counts=True)
+        folds = StratifiedKFold(max(2, min(self.folds, int(counts.min()))), shuffle=True,
                                 random_state=self.seed)
-        held_out = cross_val_predict(self._model(), x, y, cv=folds, method="predict_proba")
+        held_out = np.zeros((len(y), len(classes)))
+        for train, held in progress(folds.split(x, y), folds.get_n_splits(),
+                                    "difference words", "fold"):
+            model = self._model().fit(x[train], y[train])
+            held_out[np.ix_(held, np.searchsorted(classes, model.classes_))] = \
+                model.predict_proba(x[held])
         self.model = self._model().fit(x, y)
-        return np.asarray(held_out, dtype=float)
+        return held_out
 
     def probabilities(self, texts: Sequence[tuple[str, str]]) -> np.ndarray:
         if self.model is None:

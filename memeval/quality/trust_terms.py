@@ -19,6 +19,7 @@ import numpy as np
 from memeval.quality.content_signals import SIGNALS, ContentSignals
 from memeval.quality.mqs import MQSConstants, compute_mqs
 from memeval.quality.record import MemoryRecord
+from memeval.utils.progress import Progress, quiet
 
 TERMS = ("confidence", "usage_rate", "access", "hedged", "successes", "failures", "cited",
          "newer_side", "older_side", "unresolved", "derived", "ancestor_shortfall",
@@ -70,9 +71,10 @@ def trust_terms(record: MemoryRecord, ledger: Mapping[str, MemoryRecord],
 
 
 def term_matrix(records: Sequence[MemoryRecord], constants: MQSConstants,
-                signals: ContentSignals) -> np.ndarray:
+                signals: ContentSignals, progress: Progress = quiet) -> np.ndarray:
     """One row of TERMS per record, the records read as one ledger (one file, one store)."""
     ledger = {record.id: record for record in records}
-    rows = [trust_terms(record, ledger, constants, signals) for record in records]
+    rows = [trust_terms(record, ledger, constants, signals)
+            for record in progress(records, len(records), "trust terms", "record")]
     return np.asarray([[row[t] for t in TERMS] for row in rows], dtype=float).reshape(-1,
                                                                                       len(TERMS))

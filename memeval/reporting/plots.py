@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -12,15 +13,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgba
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from memeval.metrics.gate_metrics import OUTCOMES
+from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.gate_metrics import OUTCOMES, PREJUDGE_STAGES
 from memeval.reporting.figures import save
 from memeval.reporting.outputs import outputs_of
-from memeval.results.result import RunResult
+from memeval.results.result import CI, PassMetrics, RunResult
 from memeval.results.run import Run
 
-LABEL_COLOURS = {"noise": "tab:red", "low_value": "tab:orange", "substantive": "tab:green"}
+# Okabe and Ito's colour-blind-safe palette; each label is hatched apart too, so two labels never
+# read as one colour where they overlap or to a reader who cannot tell the hues apart.
+LABEL_COLOURS = {"noise": "#D55E00", "low_value": "#0072B2", "substantive": "#009E73"}
+LABEL_HATCHES = {"noise": "//", "low_value": "\\\\", "substantive": ""}
 UNLABELLED = {"None": "unlabelled"}  # the rejection store counts a text without a label as "None"
 SCORE_UNITS = {"logistic": "logit", "knn_margin": "top-k cosine to accepted − to rejected",
                "memoryd": "quality / (quality + noise) similarity, 0–1"}
@@ -42,35 +48,90 @@ def funnel(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
     ax.legend()
 
 
-def learning_curve(result: RunResult, _: pd.DataFrame, ax: plt.Axes) -> None:
+def _recall_flags(rows: pd.DataFrame) -> np.ndarray:
+    """What substantive recall is the mean of: each human-labelled substantive entry, kept."""
+    return rows.loc[(rows["label"] == "substantive") & (rows["label_source"] == "human"),
+                    "retained"].to_numpy(dtype=float)
+
+
+def _prejudge_flags(rows: pd.DataFrame) -> np.ndarray:
+    """What the pre-judge filter rate is the mean of: each entry, stopped before the judge."""
+    return rows["outcome"].isin(PREJUDGE_STAGES).to_numpy(dtype=float)
+
+
+class Curve(NamedTuple):
+    """A rate the learning curve draws: its name and line style, its value and 95% CI as a pass
+    holds them, and the per-entry flags it is the mean of (to bootstrap the CI of a run whose
+    metrics hold none)."""
+
+    name: str
+    style: str
+    value: Callable[[PassMetrics], float | None]
+    ci: Callable[[PassMetrics], CI]
+    flags: Callable[[pd.DataFrame], np.ndarray]
+
+
+CURVES = (Curve("substantive recall (% of substantive)", "o-", lambda p: p.substantive_recall,
+                lambda p: p.substantive_recall_ci95, _recall_flags),
+          Curve("pre-judge filter rate (% of entries)", "s--", lambda p: p.prejudge_filter_rate,
+                lambda p: p.prejudge_filter_rate_ci95, _prejudge_flags))
+RESAMPLES = 2000  # for a CI bootstrapped here, from the decisions of a run that stored none
+
+
+def _interval(p: PassMetrics, curve: Curve, decisions: pd.DataFrame, arm: str,
+              seed: int) -> tuple[float, float]:
+    """The pass's 95% CI as its metrics hold it; else bootstrapped from its measured decisions
+    as the run does (same flags, seed); nan where neither is there."""
+    low, high = curve.ci(p)
+    if low is not None and high is not None:
+        return float(low), float(high)
+    if decisions.empty:
+        return float("nan"), float("nan")
+    rows = decisions[(decisions["pass_no"] == p.pass_no) & (decisions["phase"] == "eval")]
+    if "arm" in rows:
+        rows = rows[rows["arm"].fillna("main") == arm]
+    return bootstrap_ci(curve.flags(rows), RESAMPLES, seed + p.pass_no)
+
+
+def learning_curve(result: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> None:
+    """Each rate per pass with its 95% CI shaded; a pass without one is named in the legend."""
     for arm, passes in result.by_arm().items():
         xs = [p.pass_no for p in passes]
         suffix = "" if arm == "main" else f" ({arm})"
-        recall = np.array([p.substantive_recall for p in passes], dtype=float)  # None: NaN
-        prejudge = np.array([p.prejudge_filter_rate for p in passes], dtype=float)
-        ax.plot(xs, recall, "o-", label="substantive recall (% of substantive)" + suffix)
-        ax.plot(xs, prejudge, "s--", label="pre-judge filter rate (% of entries)" + suffix)
+        for curve in CURVES:
+            ys = np.array([curve.value(p) for p in passes], dtype=float)  # None: NaN
+            low, high = np.array([_interval(p, curve, decisions, arm, result.seed or 0)
+                                  for p in passes]).T
+            missing = [str(x) for x, bound in zip(xs, low, strict=True) if np.isnan(bound)]
+            note = "" if not missing else (" (95% CI n/a)" if len(missing) == len(xs) else
+                                           f" (95% CI n/a: pass {', '.join(missing)})")
+            line, = ax.plot(xs, ys, curve.style, label=curve.name + suffix + note)
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("pass (replay of the dataset, 1 = first)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("rate (%)")
     ax.yaxis.set_major_formatter(PercentFormatter(xmax=1))
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("Learning over passes")
+    ax.set_title("Learning over passes (shaded: 95% CI)")
     ax.legend(fontsize=8)
 
 
 def score_distributions(result: RunResult, decisions: pd.DataFrame, ax: plt.Axes) -> None:
+    """The last pass's content scores per label on shared bins: each label translucent, outlined
+    in its colour and hatched its own way, so overlapping labels all stay visible."""
     scored = decisions[decisions["score"].notna() & (decisions["phase"] == "eval")]
     if scored.empty:
         ax.text(0.5, 0.5, "content scorer never active", ha="center", transform=ax.transAxes)
         return
     last_pass = int(scored["pass_no"].max())
     last = scored[scored["pass_no"] == last_pass]
+    edges = np.histogram_bin_edges(last["score"], bins=30)
     for label, colour in LABEL_COLOURS.items():
         values = last[last["label"] == label]["score"]
         if not values.empty:
-            ax.hist(values, bins=30, alpha=0.5, color=colour,
-                    label=f"{label} (n = {len(values)} turns)")
+            ax.hist(values, bins=edges.tolist(), histtype="stepfilled",
+                    facecolor=to_rgba(colour, 0.25), edgecolor=colour, linewidth=1.5,
+                    hatch=LABEL_HATCHES[label], label=f"{label} (n = {len(values)} turns)")
     threshold = last["threshold"].dropna()
     if not threshold.empty:
         ax.axvline(float(threshold.iloc[-1]), color="black", linestyle="--", label="threshold")
@@ -120,39 +181,46 @@ def _no_auroc(labels: pd.Series) -> str:
 
 
 def stored_mqs(result: RunResult, stored: pd.DataFrame, ax: plt.Axes) -> None:
-    """MQS of each pass's stored memories by label, one jittered dot per memory, with the
-    AUROC the pass reports: does the score put what is worth keeping on top? Where it has none,
-    the axis says why, once."""
+    """MQS of each pass's stored memories by label, one jittered dot per memory by its pass's
+    tick (the labels a pass stored side by side, centred on it), with the AUROC the pass
+    reports: does the score put what is worth keeping on top? Where it has none, the title says
+    why, once."""
+    groups = {**LABEL_COLOURS, "unlabelled": "grey"}
+    kinds = stored["label"].fillna("unlabelled").to_numpy()
+    passes, xs = stored["pass"].to_numpy(), stored["pass"].to_numpy(dtype=float)
     jitter = np.random.default_rng(0)
-    offsets = dict(zip(LABEL_COLOURS, (-0.25, 0.0, 0.25), strict=True))
-    for label, colour in LABEL_COLOURS.items():
-        mine = stored[stored["label"] == label]
-        if mine.empty:  # a legend entry for it would show nothing
-            continue
-        xs = mine["pass"].to_numpy() + offsets[label] + jitter.uniform(-0.08, 0.08, len(mine))
-        ax.scatter(xs, mine["score"], s=9, alpha=0.6, color=colour, label=f"{label}")
-    unlabelled = stored[stored["label"].isna()]
-    if not unlabelled.empty:
-        ax.scatter(unlabelled["pass"] + jitter.uniform(-0.08, 0.08, len(unlabelled)),
-                   unlabelled["score"], s=9, alpha=0.3, color="grey", label="unlabelled")
+    for t in np.unique(passes):
+        present = [g for g in groups if ((passes == t) & (kinds == g)).any()]
+        slot = 0.6 / len(present)
+        for i, group in enumerate(present):
+            mine = (passes == t) & (kinds == group)
+            xs[mine] += (i - (len(present) - 1) / 2 + jitter.uniform(-0.4, 0.4, mine.sum())) * slot
+    for group, colour in groups.items():
+        mine = kinds == group
+        if mine.any():  # a legend entry for it would show nothing
+            ax.scatter(xs[mine], stored["score"].to_numpy()[mine], s=9, color=colour,
+                       alpha=0.3 if group == "unlabelled" else 0.6, label=group)
     aurocs = {p.pass_no: p.stored_mqs.mqs.auroc if p.stored_mqs else None
               for p in result.passes}
     ticks = sorted(stored["pass"].unique())
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"pass {t}" + ("" if aurocs.get(t) is None else
                                         f"\nAUROC {aurocs[t]:.3f}") for t in ticks])
+    ax.set_xlim(min(ticks, default=1) - 0.5, max(ticks, default=1) + 0.5)
+    ax.set_xlabel("pass (replay of the dataset; AUROC: MQS, substantive vs low-value)")
     missing: dict[str, list[str]] = {}  # why, and the passes it applies to
     for t in ticks:
         if aurocs.get(t) is None:
             missing.setdefault(_no_auroc(stored[stored["pass"] == t]["label"]), []).append(str(t))
+    title = "MQS of stored memories, by label"
     if missing:
         everywhere = [str(t) for t in ticks] in missing.values()  # one reason, every pass
-        ax.set_xlabel("AUROC (MQS, substantive vs low-value) n/a" + (
-            f": {next(iter(missing))}" if everywhere else " in " + "; ".join(
-                f"pass {', '.join(of)}: {why}" for why, of in missing.items())))
+        reasons = (f": {next(iter(missing))}" if everywhere else " in " + "; ".join(
+            f"pass {', '.join(of)}: {why}" for why, of in missing.items()))
+        title += f"\nAUROC n/a{reasons}"
+    ax.set_title(title)
     ax.set_ylabel("MQS (0–100)")
     ax.set_ylim(-2, 102)
-    ax.set_title("MQS of stored memories, by label")
     ax.legend(fontsize=8)
 
 

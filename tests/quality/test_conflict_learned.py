@@ -43,6 +43,7 @@ from memeval.registry import ConfigError, to_dataclass
 from memeval.results.run_dir import read_table
 from memeval.runner import run_experiment
 from memeval.systems.reference.stored_models import labelled_sides
+from memeval.utils.progress import Progress, quiet
 
 CONF = CONF_DIR / "conflict_detector" / "learned.yaml"
 
@@ -235,11 +236,11 @@ class Spy:
         self.asked: list[set[str]] = []
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None) -> None:
+            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None:
         self.fits.append({a.content for a, _ in pairs})
 
-    def predict(self, pairs: Sequence[Pair],
-                cosines: Sequence[float] | None = None) -> list[str]:
+    def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
+                progress: Progress = quiet) -> list[str]:
         self.asked.append({a.content for a, _ in pairs})
         return ["none"] * len(pairs)
 

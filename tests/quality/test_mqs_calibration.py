@@ -45,7 +45,8 @@ def test_calibration_run_writes_metrics_tables_and_figures(
     assert mai["accuracy"] == (scenarios["ground_truth"] == scenarios["predicted"]).mean()
     assert sum(sum(row.values()) for row in mai["confusion"].values()) == mai["scenarios"]
     figures = {p.name for p in (tmp_path / "run" / "figures").iterdir()}
-    assert figures == {"mqs_reliability.png", "mqs_breakdown.png", "mai_confusion.png"}
+    assert figures == {"mqs_reliability.png", "mqs_breakdown.png", "mai_confusion.png",
+                       "trust_vs_mqs.png"}  # the last: the trust score against MQS
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert saved["mqs"]["fingerprint"] == mqs["fingerprint"]
 
@@ -109,7 +110,8 @@ def test_a_numeric_trust_grade_gets_its_own_rank_agreement(
     table = read_table(tmp_path / "graded", "mqs_records")
     assert table["label"].isna().all() and set(table["trust"]) == {0.1, 0.5, 0.9}
     figures = {p.name for p in (tmp_path / "graded" / "figures").iterdir()}
-    assert figures == {"mqs_breakdown.png", "mai_confusion.png"}  # no labels: no reliability
+    # no labels: no reliability diagram
+    assert figures == {"mqs_breakdown.png", "mai_confusion.png", "trust_vs_mqs.png"}
     _, markdown = write_report([tmp_path / "graded"], tmp_path / "report")
     text = markdown.read_text()
     assert "MQS against the numeric trust grade" in text and "MQS calibration\n" not in text
@@ -146,7 +148,7 @@ def test_either_set_alone_skips_the_other_half(
     assert metrics[kept] is not None and all(metrics[half] is None for half in other)
     written = {p.stem for p in (tmp_path / "run").glob("*.parquet")} - {"decisions"}
     assert written == tables
-    figures = {p.name for p in (tmp_path / "run" / "figures").iterdir()}
+    figures = {p.name for p in (tmp_path / "run" / "figures").iterdir()} - {"trust_vs_mqs.png"}
     assert figures and all(name.startswith(kept) for name in figures)
 
 

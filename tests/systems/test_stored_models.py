@@ -3,7 +3,7 @@ candidate pairs, per-memory columns, the per-pass section, and the switch that l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,6 +31,7 @@ from memeval.systems.reference.stored_models import (
 )
 from memeval.systems.reference.stored_quality import stored_records
 from memeval.utils.fit_cache import FitCache
+from memeval.utils.progress import Progress, quiet
 
 DEV = StoredModelsConfig(
     dev_pairs=[data_path("conflicts/memory_pairs_v1.jsonl")],
@@ -46,8 +47,8 @@ class Scripted(LearnedConflictDetector):
         self.labels = labels
         self.asked: list[tuple[str, str]] = []
 
-    def predict(self, pairs: Sequence[Pair],
-                cosines: Sequence[float] | None = None) -> list[str]:
+    def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
+                progress: Progress = quiet) -> list[str]:
         self.asked += [(a.content, b.content) for a, b in pairs]
         return [self.labels.get((a.content, b.content), "none") for a, b in pairs]
 
@@ -78,9 +79,40 @@ def decisions(labels: Sequence[str]) -> list[Decision]:
             for i, label in enumerate(labels)]
 
 
+class Bars:
+    """A `Progress` that keeps each bar's name, total and the items that went through it."""
+
+    def __init__(self) -> None:
+        self.shown: list[tuple[str, int, int]] = []
+
+    def __call__(self, items: Iterable[Any], total: int, desc: str,
+                 unit: str = "item") -> Iterator[Any]:
+        done = 0
+        for item in items:
+            done += 1
+            yield item
+        self.shown.append((desc, total, done))
+
+
+FIT_BARS = Bars()
+
+
 @pytest.fixture(scope="module")
 def fitted() -> StoredModels:
-    return fit_stored_models(DEV, MQSConstants(), FitCache(None))
+    """Fitted here, not taken from a fit this process made elsewhere, so its bars are seen."""
+    return fit_stored_models(DEV, MQSConstants(), FitCache(None, code="bars seen"), FIT_BARS)
+
+
+def test_each_long_step_of_fitting_and_scoring_shows_a_bar_of_its_items(
+        fitted: StoredModels) -> None:
+    pairs, records = fitted.fitted_on["pairs"], fitted.fitted_on["records"]
+    assert FIT_BARS.shown == [("conflict pair files", 1, 1), ("difference words", 5, 5),
+                              ("conflict pairs", pairs, pairs), ("conflict classifier", 1, 1),
+                              ("trust terms", records, records)]
+    scoring = Bars()
+    stored_model_quality(stand_in_gate(), decisions(["substantive"] * 5),  # type: ignore[arg-type]
+                         StoredMQSConfig(), fitted, resamples=20, seed=0, progress=scoring)
+    assert scoring.shown == [("conflict pairs", 2, 2), ("trust terms", 5, 5)]
 
 
 def scored(fitted: StoredModels, detector: Scripted, labels: Sequence[str],

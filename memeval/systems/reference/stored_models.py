@@ -46,6 +46,7 @@ from memeval.quality.trust_terms import TERMS, term_matrix
 from memeval.registry import bounded
 from memeval.systems.reference.stored_quality import stored_records
 from memeval.utils.fit_cache import FitCache
+from memeval.utils.progress import Progress, quiet
 
 KINDS = CONFLICT_LABELS[:-1]  # every label but "none"
 QUANTILES = (0.1, 0.5, 0.9)
@@ -101,26 +102,30 @@ def labelled_sides(pairs: Sequence[LabelledPair]) -> list[Pair]:
              ConflictSide(p.b.content, p.b.timestamp, p.b.path)) for p in pairs]
 
 
-def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants,
-                      fits: FitCache) -> StoredModels:
+def fit_stored_models(cfg: StoredModelsConfig, mqs: MQSConstants, fits: FitCache,
+                      progress: Progress = quiet) -> StoredModels:
     """Both models fitted on the development sets, with what they were fitted on. The fit is
     deterministic, so it is kept in the fit cache by the settings and the files' contents: a
-    sweep's, a gate's or a test session's later runs reuse it instead of refitting (10–20 s)."""
+    sweep's, a gate's or a test session's later runs reuse it instead of refitting (10–20 s,
+    minutes on a slow machine: `progress` shows each step)."""
     files = tuple(file_fingerprint(path) for path in (*cfg.dev_pairs, *cfg.dev_records))
-    return fits.fit("stored_models", (repr(cfg), repr(mqs), files), lambda: _fit(cfg, mqs))
+    return fits.fit("stored_models", (repr(cfg), repr(mqs), files),
+                    lambda: _fit(cfg, mqs, progress))
 
 
-def _fit(cfg: StoredModelsConfig, mqs: MQSConstants) -> StoredModels:
-    pairs = [p for path in cfg.dev_pairs for p in load_conflict_pairs(path, cfg.on_error)[0]]
+def _fit(cfg: StoredModelsConfig, mqs: MQSConstants, progress: Progress) -> StoredModels:
+    pairs = [p for path in progress(cfg.dev_pairs, len(cfg.dev_pairs), "conflict pair files",
+                                    "file")
+             for p in load_conflict_pairs(path, cfg.on_error)[0]]
     detector = CONFLICT_DETECTORS.build(cfg.detector)
-    detector.fit(labelled_sides(pairs), [p.conflict for p in pairs])
+    detector.fit(labelled_sides(pairs), [p.conflict for p in pairs], progress=progress)
     signals = ContentSignals(cfg.trust.content)
     files = [load_memory_records(path, cfg.on_error)[0] for path in cfg.dev_records]
     trusted = [item.trusted for items in files for item in items]
     if len(set(trusted)) < 2:
         raise ValueError("stored_models.dev_records: fitting the trust score needs trusted and "
                          "other records; the development records hold one kind only")
-    x = np.vstack([term_matrix([item.record for item in items], mqs, signals)
+    x = np.vstack([term_matrix([item.record for item in items], mqs, signals, progress)
                    for items in files])
     model = fit_trust_model(x, np.asarray(trusted, dtype=float), TERMS, cfg.trust)
     fitted_on = {"pairs": len(pairs), "records": len(trusted),
@@ -142,10 +147,11 @@ def _superseder(detector: PairDetector, pairs: Sequence[Pair], kinds: Sequence[s
 
 
 def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConfig,
-                         models: StoredModels, *, resamples: int, seed: int
+                         models: StoredModels, *, resamples: int, seed: int,
+                         progress: Progress = quiet
                          ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """One pass's stored memories: a summary for metrics.json and, per memory id, its columns
-    for the `stored_memories` table."""
+    for the `stored_memories` table; `progress` shows the pairs read and the records scored."""
     memories, written, records = stored_records(gate, decisions, cfg)
     ids = [m.id for m in memories]
     nearest = [(earlier, later, cosine) for later, found in enumerate(
@@ -155,7 +161,7 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
     candidates = [(a, b, cosine) for a, b, cosine in nearest if short[a] and short[b]]
     pairs = [(ConflictSide(memories[a].text), ConflictSide(memories[b].text))
              for a, b, _ in candidates]
-    kinds = models.detector.predict(pairs) if pairs else []
+    kinds = models.detector.predict(pairs, progress=progress) if pairs else []
     winners = _superseder(models.detector, pairs, kinds, [ids[a] for a, _, _ in candidates],
                           [ids[b] for _, b, _ in candidates])
     conflicts: list[list[dict[str, Any]]] = [[] for _ in memories]
@@ -167,7 +173,7 @@ def stored_model_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredM
                                    "newer": winner})
     superseded = [any(c["newer"] is not None and c["newer"] != ids[i] for c in found)
                   for i, found in enumerate(conflicts)]
-    trust = models.trust.score(term_matrix(records, models.mqs, models.signals))
+    trust = models.trust.score(term_matrix(records, models.mqs, models.signals, progress))
     columns = {ids[i]: {"learned_conflicts": conflicts[i],
                         "learned_conflict_kinds": sorted({c["kind"] for c in conflicts[i]}),
                         "superseded": superseded[i], "trust_score": float(trust[i])}

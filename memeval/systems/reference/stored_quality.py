@@ -15,6 +15,7 @@ from memeval.metrics.separation import separation
 from memeval.quality.mqs import compute_mqs
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig, records_from_store
+from memeval.utils.progress import Progress, quiet
 
 
 def gate_confidences(gate: Gate, scores: Sequence[float | None]) -> list[float | None]:
@@ -41,10 +42,12 @@ def stored_records(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConf
 
 
 def stored_memory_quality(gate: Gate, decisions: Sequence[Decision], cfg: StoredMQSConfig, *,
-                          resamples: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                          resamples: int, seed: int, progress: Progress = quiet
+                          ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One pass's stored memories scored: a summary for metrics.json and a row per memory."""
     memories, written, records = stored_records(gate, decisions, cfg)
-    breakdowns = [compute_mqs(record, None, cfg.mqs) for record in records]
+    breakdowns = [compute_mqs(record, None, cfg.mqs)
+                  for record in progress(records, len(records), "MQS", "memory")]
     rows = [{"pass": memory.pass_no, "memory_id": memory.id, "entry_id": memory.source_id,
              "label": decision.label, "label_source": decision.label_source,
              "content_score": decision.score, "hedged": record.hedged,

@@ -36,6 +36,7 @@ from memeval.systems.base import (
 )
 from memeval.systems.reference.stored_models import StoredModels, stored_model_quality
 from memeval.systems.reference.stored_quality import stored_memory_quality
+from memeval.utils.progress import Progress, quiet
 from memeval.utils.redact import redact
 
 REFERENCE = "reference"  # its option name: memeval's own engine, run without the boundary
@@ -55,16 +56,20 @@ class ReferenceIngestor(Gate):
                 "threshold_calibrations": dict(content.calibrations) if content else {}}
 
     def stored_quality(self, decisions: Sequence[Decision], cfg: StoredMQSConfig, *,
-                       resamples: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                       resamples: int, seed: int, progress: Progress = quiet
+                       ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """MQS of the memories this pass stored (see systems/reference/stored_quality.py)."""
-        return stored_memory_quality(self, decisions, cfg, resamples=resamples, seed=seed)
+        return stored_memory_quality(self, decisions, cfg, resamples=resamples, seed=seed,
+                                     progress=progress)
 
     def stored_models(self, decisions: Sequence[Decision], cfg: StoredMQSConfig,
-                      models: StoredModels, *, resamples: int, seed: int
+                      models: StoredModels, *, resamples: int, seed: int,
+                      progress: Progress = quiet
                       ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """The learned conflict detector and trust score on the same memories (see
         systems/reference/stored_models.py)."""
-        return stored_model_quality(self, decisions, cfg, models, resamples=resamples, seed=seed)
+        return stored_model_quality(self, decisions, cfg, models, resamples=resamples, seed=seed,
+                                    progress=progress)
 
 
 @dataclass
