@@ -14,8 +14,6 @@ DESCRIPTION = "memory systems × benchmarks from run directories (Markdown, HTML
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from memeval.reporting.leaderboard import CHOICES
-
     parser = argparse.ArgumentParser(prog="python -m memeval leaderboard",
                                      description=DESCRIPTION)
     parser.add_argument("runs", nargs="+", type=Path,
@@ -25,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--phoenix", default=os.environ.get("PHOENIX_COLLECTOR_ENDPOINT"),
                         help="a Phoenix server to push the table to as a dataset (default: "
                              "$PHOENIX_COLLECTOR_ENDPOINT; none: no push)")
-    parser.add_argument("--choose", choices=CHOICES, default=CHOICES[0],
+    parser.add_argument("--choose", default="default", metavar="RULE",
                         help="when several runs give a system figures on one benchmark: "
                              "'default' shows a run with the default configuration (the "
                              "latest), else the best, marked and its configuration named; "
@@ -35,7 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: %(default)s)")
     options = parser.parse_args(argv)
     from memeval.components import load_components
-    from memeval.reporting.leaderboard import build, terminal, write
+    from memeval.reporting.leaderboard import CHOICES, build, terminal, write
+
+    if options.choose not in CHOICES:  # checked here: --help must not load the reporting code
+        parser.error(f"--choose must be one of {', '.join(CHOICES)}, got {options.choose!r}")
 
     missing = [str(p) for p in options.runs if not p.is_dir()]
     if missing:

@@ -450,7 +450,15 @@ def headline(run: Run) -> str:
             f"(95% CIs in brackets).")
 
 
+def inputs(run: Run) -> dict[str, str]:
+    """The labelled queries the run read besides its dataset (a store workload's file)."""
+    queries = run.result.of(Retrieval).retrieval.get("queries") or {}
+    source = queries.get("source")
+    return {"labelled queries": f"{Path(str(source)).name} ({queries.get('labelled', '?')} "
+                                f"queries)"} if source else {}
+
+
 @register("retrieval_replay", RetrievalReplayConfig,
-          Outputs(Retrieval, figures, report, scores, headline))
+          Outputs(Retrieval, figures, report, scores, headline, inputs))
 def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
     return RetrievalReplay(cfg)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memeval.reporting.outputs import Score, Section, outputs_of
-from memeval.reporting.table import clipped, column_blocks
+from memeval.reporting.table import clipped, column_blocks, wrapped
 from memeval.results.result import METRICS, UnreadableResult, reading
 from memeval.results.run import CONFIG, PRESENTATION_KEYS, Run, read_settings_file
 from memeval.utils.redact import redact
@@ -322,7 +322,9 @@ def terminal(board: Board) -> str:
                            board.mixed_embedders(column_key(c))), 24)
         if column_key(c) in board.cells[system] else "" for system in board.systems)]
         for c in board.columns]
-    return column_blocks(header, rows, keep=2)
+    marked = [f"{MARK} {c.system}, {c.benchmark}: {c.configuration} ({c.run})"
+              for c in board.used() if not c.default]
+    return "\n".join([column_blocks(header, rows, keep=2), *(wrapped(m) for m in marked)])
 
 
 def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:

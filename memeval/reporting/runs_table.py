@@ -144,9 +144,9 @@ def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
         with reading(metrics):
             declared = outputs_of(run.experiment)
             row.figures = {figure_key(score): score for score in declared.scores(run)}
-            read = [result.dataset.name or NONE] if result.dataset else \
-                [name for value in declared.inputs(run).values()
-                 for name in FILE_NAME.findall(value)]
+            read = [*([result.dataset.name or NONE] if result.dataset else []),
+                    *(name for value in declared.inputs(run).values()
+                      for name in FILE_NAME.findall(value))]
             row.data = ", ".join(dict.fromkeys(read)) or NONE
     except NOT_READ as err:  # UnreadableResult names the file, and so does an OSError
         row.notes.append(_relative(f"no headline figures: {err}", path))
@@ -185,6 +185,8 @@ def _settings(rows: Sequence[RunRow], runs: Sequence[Run]) -> tuple[list[str], d
         row.settings = {key: _value(run, found, key) for key in shown}
         if row.settings.get("system") == FACTORY and "system.target" in row.settings:
             del row.settings["system"]  # `system=module:callable`: its target names it
+        if "embedder" in row.settings and row.embedder != NONE:
+            row.settings["embedder"] = row.embedder  # the model, not the option's name
     same = {key: shown_setting(value) for key, value in settings[0].items()
             if _from_overrides(runs) and key not in varying and key not in EXPERIMENT_KEYS}
     return shown, same
