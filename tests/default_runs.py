@@ -37,9 +37,19 @@ def _rounded(value: float | list[float] | None) -> Any:
     return None if value is None else round(value, DIGITS)
 
 
+def _trust(stored: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The trust score of what a pass stored, where the run scores it (`three_pass`)."""
+    trust = (stored or {}).get("trust")
+    if not trust:
+        return {}
+    return {"trust": {key: _rounded(trust[key])
+                      for key in ("mean", "mean_ci95", "p10", "p50", "p90")}}
+
+
 def summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """What the docs quote of a write-gate run: per pass recall, noise stored, pre-judge rate
-    (with their CIs), judge calls, content-score rejections and audits; the holdout's split."""
+    (with their CIs), judge calls, content-score rejections, audits and the stored memories'
+    trust score; the holdout's split."""
     passes = [{"entries": p["entries"],
                "recall": _rounded(p["substantive_recall"]),
                "recall_ci95": _rounded(p["substantive_recall_ci95"]),
@@ -48,7 +58,8 @@ def summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
                "prejudge_ci95": _rounded(p["prejudge_filter_rate_ci95"]),
                "judge_calls": p["judge_calls"],
                "content_score": p["stage_counts"]["content_score"],
-               "audits": p["audits"]} for p in metrics["passes"]]
+               "audits": p["audits"], **_trust(p.get("stored_models"))}
+              for p in metrics["passes"]]
     split = metrics.get("split")
     return {"embedder": metrics["embedder"]["identity"], "passes": passes,
             **({"learn": split["learn"], "eval": split["eval"]} if split else {})}

@@ -687,6 +687,11 @@ def per_pass(doc: str, row: str, column: int, run: str, key: str, table: str = "
             for index in PASSES]
 
 
+def trust(index: int, pick: Callable[[dict[str, Any]], float]) -> Callable[[], float]:
+    """A figure of the trust score of what three_pass stored in pass `index`."""
+    return lambda: pick(committed()[THREE_PASS]["passes"][index]["trust"])
+
+
 def audits(pick: Callable[..., int]) -> Callable[[], float]:
     return lambda: pick(p["audits"] for p in committed()[THREE_PASS]["passes"])
 
@@ -765,6 +770,14 @@ DEFAULT_RUN_CLAIMS: list[Claim] = [
                                (2, "judge_calls", 1))),
     Claim("docs/gate.md", r"against NUM% in every pass at 4,000", in_summary(HOLDOUT, "recall",
                                                                           scale=100)),
+    # the trust score of the stored memories, as the run prints it
+    *(Claim("docs/quality.md", rf"^{index + 1}\s+111\s+{before}NUM", trust(index, pick))
+      for index in (0, 2) for before, pick in (
+          ("", lambda t: t["mean"]), (r"[\d.]+ \[", lambda t: t["mean_ci95"][0]),
+          (r"[\d.]+ \[[\d.]+–", lambda t: t["mean_ci95"][1]),
+          (r"[\d.]+ \[[\d.–]+\]\s+", lambda t: t["p10"]),
+          (r"[\d.]+ \[[\d.–]+\]\s+\d+/", lambda t: t["p50"]),
+          (r"[\d.]+ \[[\d.–]+\]\s+\d+/\d+/", lambda t: t["p90"]))),
 ]
 
 
