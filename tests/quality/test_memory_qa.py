@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from memeval.backends.answerers.prompts import ANSWER_SYSTEM, GRADE_SYSTEM
 from memeval.backends.judges.base import JudgeError
+from memeval.experiments.memory_qa import summarise
 from memeval.reporting.report import write_report
 from memeval.runner import run_experiment
 from tests.backends.test_http_judges import openai_reply
@@ -56,6 +57,7 @@ def test_the_offline_answerer_scores_every_question_with_locomos_f1(
         in markdown
     assert "\n\ncost: search p50 " in markdown
     assert "| question | gold | answer | LoCoMo F1 | mem0 F1 | J |" in markdown
+    assert max(map(len, summarise(qa).splitlines())) <= 100  # the table as printed
 
     # a run written before the two F1s were named apart held LoCoMo's as `f1`, and no mem0 F1
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
