@@ -57,14 +57,17 @@ def config_groups() -> dict[str, list[str]]:
 
 def expand_targets(args: list[str]) -> list[str]:
     """`system=module:callable` (a system from the user's own code) as the factory option and
-    its target, which Hydra can compose; any other argument unchanged."""
+    its target, which Hydra can compose; so too a system composed in under a package of its own
+    (`+system@experiment.systems.mine=module:callable`, compare_systems). Any other argument
+    unchanged."""
     from memeval.systems.factory import FACTORY, is_target
 
     out = []
     for arg in args:
         key, equals, value = arg.partition("=")
-        if equals and key == "system" and is_target(value):
-            out += [f"system={FACTORY}", f"system.target={value}"]
+        group, _, package = key.lstrip("+").partition("@")
+        if equals and group == "system" and is_target(value):
+            out += [f"{key}={FACTORY}", f"{package or group}.target={value}"]
         else:
             out.append(arg)
     return out

@@ -1,7 +1,9 @@
 """Every figure the docs state about a committed artefact (a bundled data set beside its card, the
-committed example comparison, the committed leaderboard) is read off the doc and recomputed from
-the artefact, so a doc that drifts from its data fails here rather than misleading a reader.
-Figures measured by a fresh run are not here: nothing committed holds them."""
+committed example comparison, the committed leaderboard, the regression thresholds) is read off
+the doc and recomputed from the artefact, so a doc that drifts from its data fails here rather
+than misleading a reader. Figures of a fresh default run are read off its committed summary,
+reports/default_runs.json, which tests/test_acceptance.py holds to fresh runs; other fresh-run
+figures are not here: nothing committed holds them."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.bundled_counts import (
     STATISTICS,
@@ -52,6 +55,7 @@ from tests.bundled_counts import (
     total,
     with_tag,
 )
+from tests.default_runs import committed, in_summary, summary_bound
 from tests.doc_claims import NUMBER, ROOT, Claim, agrees, cell, value
 
 EXAMPLE = ROOT / "reports" / "example" / "compare_default_vs_target-recall-0.90.md"
@@ -660,7 +664,148 @@ LEADERBOARD_CLAIMS: list[Claim] = [
     if (key := measured(system, benchmark, measure))]
 
 
-CLAIMS = [*DATA_CARDS, *DOCS_ON_DATA, *EXAMPLE_CLAIMS, *LEADERBOARD_CLAIMS]
+# --- the bundled default runs, by their committed summary ---------------------------------------
+
+THREE_PASS, HOLDOUT = "+experiment=three_pass", "+experiment=three_pass_holdout"
+SEED_2 = f"{HOLDOUT} seed=2"
+MEMORYD = f"{HOLDOUT} scorer=memoryd"
+CALIBRATED = f"{MEMORYD} threshold=judge_quantile"
+RESULTS, PASSES = "docs/results.md", range(3)
+THREE_PASS_TABLE = r"pass \| substantive recall \[95% CI\] \| noise stored \| low-value"
+SEEDS_TABLE = r"seed \| recall, passes"
+ABLATIONS_TABLE = r"configuration \| substantive recall \| noise stored \| pre-judge"
+
+
+def ci(pattern: str, side: int) -> str:
+    """`pattern` (a cell, NUM its figure) moved to that figure's CI bound `[low–high]`."""
+    return pattern.replace("NUM", r"[\d.]+% \[NUM" if side == 0 else r"[\d.]+% \[\d+–NUM")
+
+
+def per_pass(doc: str, row: str, column: int, run: str, key: str, table: str = "") -> list[Claim]:
+    """A cell of `figure / figure / figure`, one per pass."""
+    return [Claim(doc, cell(row, column, index, table), in_summary(run, key, index, 100))
+            for index in PASSES]
+
+
+def trust(index: int, pick: Callable[[dict[str, Any]], float]) -> Callable[[], float]:
+    """A figure of the trust score of what three_pass stored in pass `index`."""
+    return lambda: pick(committed()[THREE_PASS]["passes"][index]["trust"])
+
+
+def audits(pick: Callable[..., int]) -> Callable[[], float]:
+    return lambda: pick(p["audits"] for p in committed()[THREE_PASS]["passes"])
+
+
+DEFAULT_RUN_CLAIMS: list[Claim] = [
+    # the first section's table and prose
+    *per_pass(RESULTS, r"bundled \(`write_gate_v1`\), three_pass", 3, THREE_PASS, "recall"),
+    *per_pass(RESULTS, r"bundled \(`write_gate_v1`\), three_pass", 5, THREE_PASS, "prejudge"),
+    Claim(RESULTS, cell(r"bundled \(`write_gate_v1`\), three_pass", 4), in_summary(
+        THREE_PASS, "noise_stored")),
+    *per_pass(RESULTS, r"bundled, holdout, seed 0", 3, HOLDOUT, "recall"),
+    *per_pass(RESULTS, r"bundled, holdout, seed 0", 5, HOLDOUT, "prejudge"),
+    *(Claim(RESULTS, cell(r"bundled, holdout, worst of seeds", 3), in_summary(SEED_2, "recall",
+                                                                              index, 100))
+      for index in PASSES),
+    Claim(RESULTS, cell(r"bundled, holdout, worst of seeds", 5), in_summary(SEED_2, "prejudge",
+                                                                          scale=100)),
+    *(Claim(RESULTS, rf"^\| bundled, holdout, seed 0 \|[^|\n]*\| {before}NUM", in_summary(
+        HOLDOUT, key)) for before, key in (("learn ", "learn"), (r"learn \d+, evaluate ", "eval"))),
+    Claim(RESULTS, r"holdout \(seed 0\) it keeps NUM%", in_summary(HOLDOUT, "recall", scale=100)),
+    Claim(RESULTS, r"holdout \(seed 0\) it keeps [\d.]+% and\s+filters NUM%",
+          in_summary(HOLDOUT, "prejudge", scale=100)),
+    *(Claim(RESULTS, pattern, in_summary(SEED_2, "recall", scale=100)) for pattern in (
+        r"never resembled \(NUM%", r"worst pass ≥ 97%: \*\*not met\*\* \(seed 2: NUM%")),
+    # the bundled sets' tables
+    *(claim for index in PASSES for claim in (
+        Claim(RESULTS, cell(str(index + 1), column, table=THREE_PASS_TABLE),
+              in_summary(THREE_PASS, key, index, scale))
+        for column, key, scale in ((1, "recall", 100), (2, "noise_stored", 1),
+                                   (4, "prejudge", 100), (5, "judge_calls", 1),
+                                   (6, "content_score", 1), (7, "audits", 1)))),
+    *(Claim(RESULTS, ci(cell(str(index + 1), column, table=THREE_PASS_TABLE), side),
+            summary_bound(THREE_PASS, key, side, index, 100))
+      for index in PASSES for column, key in ((1, "recall_ci95"), (4, "prejudge_ci95"))
+      for side in (0, 1)),
+    *(claim for seed in range(5) for claim in (
+        *per_pass(RESULTS, rf"{seed}\b(?: \(default\))?", 1,
+                  HOLDOUT if seed == 0 else f"{HOLDOUT} seed={seed}", "recall", SEEDS_TABLE),
+        Claim(RESULTS, cell(rf"{seed}\b(?: \(default\))?", 3, table=SEEDS_TABLE),
+              in_summary(HOLDOUT if seed == 0 else f"{HOLDOUT} seed={seed}", "prejudge",
+                       scale=100)),
+        Claim(RESULTS, cell(rf"{seed}\b(?: \(default\))?", 4, table=SEEDS_TABLE),
+              in_summary(HOLDOUT if seed == 0 else f"{HOLDOUT} seed={seed}", "judge_calls")))),
+    *(Claim(RESULTS, cell(row, column, table=ABLATIONS_TABLE), in_summary(run, key, scale=100))
+      for row, run in ((r"logistic` \(default\)", HOLDOUT), (r"memoryd` \(faithful", MEMORYD),
+                       (r"memoryd` with its cut calibrated", CALIBRATED))
+      for column, key in ((1, "recall"), (3, "prejudge"))),
+    Claim(RESULTS, r"three-pass curve \(NUM%", in_summary(THREE_PASS, "prejudge", 0, 100)),
+    Claim(RESULTS, r"three-pass curve \([\d.]+% → NUM%", in_summary(THREE_PASS, "prejudge",
+                                                                   scale=100)),
+    Claim(RESULTS, r"worth \d+ points of filtering \(NUM%", in_summary(HOLDOUT, "prejudge",
+                                                                      scale=100)),
+    Claim(RESULTS, r"\(NUM–\d+ calls a pass in the three-pass run", audits(min)),
+    Claim(RESULTS, r"\(\d+–NUM calls a pass in the three-pass run", audits(max)),
+    Claim(RESULTS, r"where a fresh `three_pass` run filters NUM%", in_summary(
+        THREE_PASS, "prejudge", scale=100)),
+    # the run's closing sentence, the memoryd example, the served reference, the rejection store
+    Claim("docs/index.md", r"found: Pass 3 kept NUM%", in_summary(THREE_PASS, "recall", scale=100)),
+    *(Claim("docs/index.md", ci(r"found: Pass 3 kept NUM", side), summary_bound(
+        THREE_PASS, "recall_ci95", side, scale=100)) for side in (0, 1)),
+    Claim("docs/index.md", r"pass 3 keeps NUM% of\s+them", in_summary(MEMORYD, "recall",
+                                                                    scale=100)),
+    Claim("docs/index.md", r"while filtering NUM% before the judge", in_summary(
+        MEMORYD, "prejudge", scale=100)),
+    Claim("docs/index.md", r"it then keeps NUM% but filters nothing", in_summary(
+        CALIBRATED, "recall", scale=100)),
+    *(Claim("docs/systems.md", r"\(judge calls " + r"\d+ / " * index + "NUM",
+            in_summary(THREE_PASS, "judge_calls", index)) for index in PASSES),
+    *(Claim("docs/systems.md", r"pre-judge " + r"[\d.]+ /\s" * index + "NUM",
+            in_summary(THREE_PASS, "prejudge", index, 100)) for index in PASSES),
+    Claim("docs/systems.md", r"54\.5%, recall NUM% in each pass", in_summary(THREE_PASS, "recall",
+                                                                          scale=100)),
+    *(Claim("docs/systems.md", cell(r"write gate, pass 3", 1, part), in_summary(THREE_PASS, key,
+                                                                              scale=scale))
+      for part, key, scale in ((0, "recall", 100), (1, "noise_stored", 1),
+                               (2, "judge_calls", 1))),
+    Claim("docs/gate.md", r"against NUM% in every pass at 4,000", in_summary(HOLDOUT, "recall",
+                                                                          scale=100)),
+    # the trust score of the stored memories, as the run prints it
+    *(Claim("docs/quality.md", rf"^{index + 1}\s+111\s+{before}NUM", trust(index, pick))
+      for index in (0, 2) for before, pick in (
+          ("", lambda t: t["mean"]), (r"[\d.]+ \[", lambda t: t["mean_ci95"][0]),
+          (r"[\d.]+ \[[\d.]+–", lambda t: t["mean_ci95"][1]),
+          (r"[\d.]+ \[[\d.–]+\]\s+", lambda t: t["p10"]),
+          (r"[\d.]+ \[[\d.–]+\]\s+\d+/", lambda t: t["p50"]),
+          (r"[\d.]+ \[[\d.–]+\]\s+\d+/\d+/", lambda t: t["p90"]))),
+]
+
+
+# --- the regression thresholds, as operations.md derives them -----------------------------------
+
+@cache
+def prejudge_check() -> dict[str, Any]:
+    checks = yaml.safe_load((ROOT / "memeval" / "conf" / "regression" / "regression.yaml")
+                            .read_text())["checks"]
+    found: dict[str, Any] = next(c for c in checks if c["run"] == "write_gate"
+                                 and c["metric"] == "passes.-1.prejudge_filter_rate")
+    return found
+
+
+THRESHOLD_CLAIMS: list[Claim] = [
+    Claim("docs/operations.md", r"pre-judge rate between NUM%",
+          lambda: 100 * min(prejudge_check()["measured"]["values"])),
+    Claim("docs/operations.md", r"pre-judge rate between [\d.]+% and NUM%",
+          lambda: 100 * max(prejudge_check()["measured"]["values"])),
+    Claim("docs/operations.md", r"\(sd NUM\), so its threshold",
+          lambda: prejudge_check()["measured"]["sd"]),
+    Claim("docs/operations.md", r"so its threshold is NUM%",
+          lambda: 100 * prejudge_check()["threshold"]),
+]
+
+
+CLAIMS = [*DATA_CARDS, *DOCS_ON_DATA, *EXAMPLE_CLAIMS, *LEADERBOARD_CLAIMS, *DEFAULT_RUN_CLAIMS,
+          *THRESHOLD_CLAIMS]
 
 
 @pytest.mark.parametrize("doc", sorted({claim.doc for claim in CLAIMS}))

@@ -4,6 +4,7 @@ schema dataclasses, so it names exactly what `run` accepts."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,18 @@ def test_the_datasets_listing_names_each_quality_set_and_the_settings_that_read_
     assert "quality sets (python -m memeval run … experiment.SETTING=FILE.jsonl):" in shown
     assert "  retrieval_queries    retrieval queries: each line needs query_id, query and " \
            "relevant" in shown
+
+
+def test_the_docs_configuration_table_names_every_option_of_each_group() -> None:
+    """docs/index.md's table of groups lists each option `run` accepts; `factory` is named as
+    the form a user types, `module:callable`."""
+    index = (Path(__file__).parents[1] / "docs" / "index.md").read_text()
+    table = index.partition("\n## Configuration\n")[2].partition("\n## ")[0]
+    rows = re.findall(r"^\| ((?:`\w+`(?:, )?)+) \| ([^|\n]*) \|", table, re.MULTILINE)
+    named = {group: options for groups, options in rows for group in re.findall(r"\w+", groups)}
+    groups = config_groups()
+    assert {"dataset", "system", "embedder"} <= set(named) <= set(groups)
+    spelled = {"factory": "module:callable"}
+    missing = [f"{group}={option}" for group, options in named.items() for option in groups[group]
+               if f"`{spelled.get(option, option)}`" not in options]
+    assert not missing

@@ -34,10 +34,16 @@ class LoadReport:
     rows_read: int = 0
     stats: dict[str, int] = field(default_factory=dict)
     found: Problems = field(default_factory=Problems)
+    mended: Problems = field(default_factory=Problems)  # records kept with a part dropped
 
     def skip(self, where: str, reason: str) -> None:
         """One record skipped at `where` (`FILE:LINE`, `FILE: sample 3`) for `reason`."""
         self.found.add(where, reason)
+
+    def mend(self, where: str, reason: str) -> None:
+        """One record kept at `where` with a part of it dropped: `reason` says which, and that
+        the record was kept (a question's unknown evidence id)."""
+        self.mended.add(where, reason)
 
     @property
     def skipped(self) -> int:
@@ -46,8 +52,13 @@ class LoadReport:
     @property
     def problems(self) -> list[str]:
         """Redacted (they quote the bad records): the first of each kind, then how many of
-        each kind there were where more than those."""
-        return self.found.lines()
+        each kind there were where more than those; the skipped records' before the mended."""
+        return [*self.found.lines(), *self.mended.lines()]
+
+    def told(self) -> list[str]:
+        """The problems as a run warns of them: a skipped record's as skipped, a mended one's
+        as its reason says."""
+        return [*(f"skipped {line}" for line in self.found.lines()), *self.mended.lines()]
 
 
 @dataclass

@@ -65,12 +65,14 @@ def note_problem(report: LoadReport, file: Path, number: int, reason: str,
     note_at(report, f"{file}:{number}", reason, on_error)
 
 
-def note_at(report: LoadReport, where: str, reason: str, on_error: str) -> None:
+def note_at(report: LoadReport, where: str, reason: str, on_error: str,
+            mended: bool = False) -> None:
     """A problem named by a place that is not a line (`file: sample 3`), handled as
-    note_problem handles a bad line."""
+    note_problem handles a bad line; `mended`: the record is kept without the part `reason`
+    names (`LoadReport.mend`)."""
     if on_error == "raise":
         raise DatasetError(redact(f"{where}: {reason}"))
-    report.skip(where, reason)
+    (report.mend if mended else report.skip)(where, reason)
 
 
 def nothing_usable(message: str, report: LoadReport) -> DatasetError:

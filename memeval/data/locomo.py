@@ -195,7 +195,8 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
             reason = ("names a session without a summary" if evidence in sample.turn_session
                       else "names no turn")
             note_at(report, f"{sample.where} qa {index} ({ref})",
-                    f"evidence '{evidence}' {reason}", sample.on_error)
+                    f"evidence '{evidence}' {reason}: the id is dropped, the question kept",
+                    sample.on_error, mended=True)
             continue
         relevant[memory] = 2
     unanswerable = category == ADVERSARIAL

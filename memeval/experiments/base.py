@@ -172,8 +172,8 @@ class RunContext:
 
     @staticmethod
     def _reported(loaded: L) -> L:
-        for problem in loaded.report.problems:
-            log.warning("skipped %s", problem)
+        for problem in loaded.report.told():
+            log.warning("%s", problem)
         return loaded
 
     def loaded(self) -> Loaded | None:

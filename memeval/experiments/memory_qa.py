@@ -5,10 +5,12 @@ pool through the system under test (`system=`, any with `search`; experiments/sy
 The system's top `k` memories, dated, go to an answerer (`experiment.answerer`: `extractive`
 offline, or `llm` through memeval's LLM backends), and the answer is scored against the gold:
 
-- F1 as LoCoMo defines it, per category, and BLEU-1 as mem0 computes it (metrics/qa_scores.py);
+- LoCoMo F1, as LoCoMo defines it, per category; and mem0 F1 and BLEU-1, as mem0 computes them
+  (metrics/qa_scores.py): mem0's F1 is another measure under the same name, hence the names;
 - J, an LLM judge's accuracy with mem0's rubric (`experiment.grader`, an LLM backend; null
-  leaves J out). LoCoMo's adversarial questions have no gold answer: their F1 is LoCoMo's
-  (1 when the answer says the memories do not hold it) and, as mem0 does, they get no J;
+  leaves J out). LoCoMo's adversarial questions have no gold answer: their LoCoMo F1 is the
+  refusal check (1 when the answer says the memories do not hold it) and, as mem0 does, they
+  get no mem0 F1, BLEU-1 or J;
 - evidence recall@k: the share of a question's evidence among the memories served.
 
 Each mean has a bootstrap CI, per category, over every category but the adversarial (the figure
@@ -34,7 +36,7 @@ from memeval.experiments.retrieval_workload import pool_of
 from memeval.experiments.system_search import search_corpus
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.gate_metrics import share_failed
-from memeval.metrics.qa_scores import bleu1, locomo_f1
+from memeval.metrics.qa_scores import bleu1, locomo_f1, mem0_f1
 from memeval.registry import ConfigError, bounded
 from memeval.reporting.outputs import MILLISECONDS, RATE, Outputs, Score, Section
 from memeval.reporting.table import Block, Note, Table, printed
@@ -45,7 +47,10 @@ if TYPE_CHECKING:
     from memeval.results.run import Run
 
 EXCEPT_ADVERSARIAL, ALL = "all but adversarial", "all"
-SCORES = ("f1", "bleu1", "j", "evidence_recall")
+SCORES = ("locomo_f1", "mem0_f1", "bleu1", "j", "evidence_recall")
+# what runs before the two F1s had their own names wrote LoCoMo F1 under (metrics.json and
+# qa_questions.parquet)
+OLD_NAMES = {"f1": "locomo_f1"}
 
 
 @dataclass
@@ -86,6 +91,22 @@ class Question:
 @dataclass(frozen=True)
 class Answered(Findings):
     qa: Mapping[str, Any]  # the system, the answerer, the grader and every score
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Answered:
+        """The run's section, an older run's scores under their names now (OLD_NAMES)."""
+        return cls(_renamed(super().from_dict(data).qa))
+
+
+def _renamed(qa: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`qa` with each category's scores under SCORES' names; a section not shaped as written
+    is left as it is, for its reader to name what is wrong."""
+    by_category = qa.get("by_category")
+    if not isinstance(by_category, Mapping):
+        return qa
+    return {**qa, "by_category": {
+        name: {OLD_NAMES.get(key, key): value for key, value in scores.items()}
+        if isinstance(scores, Mapping) else scores for name, scores in by_category.items()}}
 
 
 class MemoryQA:
@@ -161,8 +182,9 @@ def _row(question: Question, served: list[str], recalled: Sequence[Recalled], an
         "question_id": question.id, "question": question.text, "category": query.category,
         "gold": query.answer, "unanswerable": query.unanswerable, "answer": answer.text,
         "served": served, "evidence": sorted(evidence),
-        "f1": locomo_f1(answer.text, query.answer, query.category, query.unanswerable)
+        "locomo_f1": locomo_f1(answer.text, query.answer, query.category, query.unanswerable)
         if scored else None,
+        "mem0_f1": mem0_f1(answer.text, query.answer) if scored and query.answer else None,
         "bleu1": bleu1(answer.text, query.answer) if scored and query.answer else None,
         "j": None if grade is None or grade.correct is None else float(grade.correct),
         "evidence_recall": len(evidence & set(served)) / len(evidence) if evidence else None,
@@ -213,11 +235,13 @@ def _summary(rows: Sequence[Mapping[str, Any]], resamples: int, seed: int) -> di
         "grade_errors": sum(bool(r["grade_error"]) for r in rows)}
 
 
-def _cell(score: Mapping[str, Any]) -> str:
-    if score["mean"] is None:
+def _cell(score: Mapping[str, Any] | None, with_ci: bool) -> str:
+    """A mean, with its CI if asked; — when not measured (no J without a grader; no mem0 F1 in
+    a run written before it was)."""
+    if score is None or score["mean"] is None:
         return "—"
     low, high = score["ci95"]
-    return f"{score['mean']:.3f} [{low:.3f}–{high:.3f}]"
+    return f"{score['mean']:.3f} [{low:.3f}–{high:.3f}]" if with_ci else f"{score['mean']:.3f}"
 
 
 def summarise(qa: Mapping[str, Any]) -> str:
@@ -226,17 +250,20 @@ def summarise(qa: Mapping[str, Any]) -> str:
 
 
 def qa_blocks(qa: Mapping[str, Any]) -> list[Block]:
-    """Per category: questions, F1, BLEU-1, J and evidence recall, each with its CI; then the
-    costs."""
-    rows = tuple((name, str(c["questions"]), *(_cell(c[score]) for score in SCORES))
+    """Per category: questions, LoCoMo F1 with its CI, mem0 F1, BLEU-1, J and evidence recall
+    (their CIs are in metrics.json: the table fits 100 columns); then the costs."""
+    rows = tuple((name, str(c["questions"]),
+                  *(_cell(c.get(score), score == SCORES[0]) for score in SCORES))
                  for name, c in qa["by_category"].items())
     grader = qa["grader"] or "none: J not measured (grader@experiment.grader=llm measures it)"
     table = Table(f"memory QA: system {qa['system']} on {qa['corpus']}, top {qa['k']} memories,"
                   f" answerer {qa['answerer']}",
-                  ("category", "questions", "F1 [95% CI]", "BLEU-1", "J",
+                  ("category", "questions", "LoCoMo F1 [95% CI]", "mem0 F1", "BLEU-1", "J",
                    f"evidence recall@{qa['k']}"), rows,
-                  "F1: LoCoMo's; BLEU-1: mem0's; J: LLM-judge accuracy (grader "
-                  f"{grader}); adversarial questions: LoCoMo's F1, no J")
+                  "LoCoMo F1: LoCoMo's own (stemmed bags of words, articles dropped); mem0 F1 "
+                  "and BLEU-1: mem0's (word sets, no stemming); J: LLM-judge accuracy (grader "
+                  f"{grader}); adversarial questions: LoCoMo F1 only; every score's 95% CI: "
+                  "metrics.json, qa.by_category")
     cost = qa["cost"]
     search, answer = cost["search_ms"], cost["answer_ms"]
 
@@ -262,12 +289,14 @@ def report(run: Run) -> list[Section]:
     import pandas as pd
 
     blocks = [block.section() for block in qa_blocks(run.result.of(Answered).qa)]
-    rows = run.table("qa_questions").head(EVIDENCE_ROWS).to_dict("records")
+    rows = run.table("qa_questions").rename(columns=OLD_NAMES).head(EVIDENCE_ROWS).to_dict(
+        "records")
     if not rows or "evidence" not in rows[0]:  # a run written before the evidence was kept
         return blocks
     table = pd.DataFrame([{
         "question": r["question"], "gold": "(unanswerable)" if r["unanswerable"] else r["gold"],
-        "answer": r["answer"] or r["answer_error"], "F1": r["f1"], "J": r["j"],
+        "answer": r["answer"] or r["answer_error"], "LoCoMo F1": r["locomo_f1"],
+        "mem0 F1": r.get("mem0_f1"), "J": r["j"],
         "served (✓ evidence)": ", ".join(f"{m}{' ✓' if m in set(r['evidence']) else ''}"
                                          for m in r["served"]),
         "evidence missed": ", ".join(m for m in r["evidence"] if m not in set(r["served"]))}
@@ -292,7 +321,7 @@ def scores(run: Run) -> list[Score]:
     shown = qa["by_category"][group]
     bench = f"QA ({qa['corpus']}, {qa['answerer']})"
     where = f"{shown['questions']} questions ({group})"
-    found = [Score(bench, "F1", shown["f1"]["mean"], as_ci(shown["f1"]["ci95"]),
+    found = [Score(bench, "F1", shown["locomo_f1"]["mean"], as_ci(shown["locomo_f1"]["ci95"]),
                    population=where)]
     if qa["grader"]:
         found.append(Score(bench, "J", shown["j"]["mean"], as_ci(shown["j"]["ci95"]), unit=RATE,

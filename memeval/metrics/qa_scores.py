@@ -1,11 +1,16 @@
 """Scores of a generated answer against a benchmark's gold answer, as the field computes them.
 
-- **F1** is LoCoMo's (`task_eval/evaluation.py`): the answer and the gold are lower-cased, their
-  commas, punctuation and the words a/an/the/and removed, each word Porter-stemmed, and the F1
-  of the two bags of words taken. Per category, as LoCoMo does: multi-hop splits both on commas
-  and averages, over the gold's parts, each part's best F1 against the answer's parts;
-  open-domain keeps the gold's text before its first `;`; adversarial questions (nothing to
-  answer) score 1 when the answer says "no information available" or "not mentioned", else 0.
+- **LoCoMo F1** is LoCoMo's (`task_eval/evaluation.py`): the answer and the gold are
+  lower-cased, their commas, punctuation and the words a/an/the/and removed, each word
+  Porter-stemmed, and the F1 of the two bags of words taken. Per category, as LoCoMo does:
+  multi-hop splits both on commas and averages, over the gold's parts, each part's best F1
+  against the answer's parts; open-domain keeps the gold's text before its first `;`;
+  adversarial questions (nothing to answer) score 1 when the answer says "no information
+  available" or "not mentioned", else 0.
+- **mem0 F1** is mem0's (its `evaluation/metrics/utils.py`, from A-Mem), another measure under
+  the same name: the F1 of the two *sets* of words of the lower-cased texts with `.`, `,`, `!`
+  and `?` turned into spaces; no stemming, no article removal, no per-category rule. "The cats"
+  against "cat" is 1.0 in LoCoMo's and 0.0 in mem0's.
 - **BLEU-1** is mem0's (its `evaluation/metrics/utils.py`, from A-Mem): NLTK's sentence BLEU
   with unigram weights and smoothing method 1, over NLTK's word tokens of the lower-cased texts.
   NLTK's sentence splitter needs data that cannot be downloaded here, so sentences are split at
@@ -74,6 +79,25 @@ def locomo_f1(answer: str, gold: str | None, category: str, unanswerable: bool) 
     if category == OPEN_DOMAIN:
         gold = gold.split(";")[0].strip()
     return token_f1(answer, gold)
+
+
+def _mem0_words(text: str) -> set[str]:
+    for mark in ".,!?":
+        text = text.replace(mark, " ")
+    return set(text.lower().split())
+
+
+def mem0_f1(answer: str, gold: str | None) -> float:
+    """mem0's F1: over the two word sets; 0 when either side is empty (as its
+    `calculate_metrics`)."""
+    if not answer.strip() or not gold or not gold.strip():
+        return 0.0
+    mine, theirs = _mem0_words(answer.strip()), _mem0_words(gold.strip())
+    same = len(mine & theirs)
+    if not mine or not theirs or same == 0:
+        return 0.0
+    precision, recall = same / len(mine), same / len(theirs)
+    return 2 * precision * recall / (precision + recall)
 
 
 def _words(text: str) -> list[str]:

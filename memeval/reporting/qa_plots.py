@@ -1,4 +1,4 @@
-"""Figure of a `memory_qa` run: F1 and J per question category, each with its 95% CI."""
+"""Figure of a `memory_qa` run: LoCoMo F1 and J per question category, each with its 95% CI."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from memeval.reporting.figures import save
 
-SHOWN = (("f1", "F1 (LoCoMo)"), ("j", "J (LLM judge)"))
+SHOWN = (("locomo_f1", "LoCoMo F1"), ("j", "J (LLM judge)"))
 
 
 def make_qa_figures(run_dir: Path, qa: Mapping[str, Any]) -> list[Path]:

@@ -191,7 +191,9 @@ def test_locomo_questions_are_scoped_categorised_and_their_evidence_cleaned() ->
                                    "queries:open-domain": 2, "queries:single-hop": 3,
                                    "queries:adversarial": 2}
     assert corpus.report.problems == [f"{LOCOMO}: sample 0 (conv-1) qa 5 (conv-1:q5): "
-                                      f"evidence 'D3:9' names no turn"]
+                                      f"evidence 'D3:9' names no turn: the id is dropped, the "
+                                      f"question kept"]
+    assert corpus.report.skipped == 0  # the question is not skipped, only its unknown id
     assert corpus.report.rows_read == 2
 
 
@@ -241,11 +243,15 @@ def test_locomo_bad_samples_are_named_by_position(tmp_path: Path) -> None:
     samples = [*locomo_samples(), ["not", "a", "sample"], {"sample_id": "conv-9", "qa": []}]
     path = write_json(tmp_path, samples)
     corpus = build("locomo", path=str(path))
-    assert corpus.report.problems[1:] == [
-        f"{path}: sample 2: not an object with a 'conversation'",
-        f"{path}: sample 3: not an object with a 'conversation'"]
+    skipped = [f"{path}: sample 2: not an object with a 'conversation'",
+               f"{path}: sample 3: not an object with a 'conversation'"]
+    assert corpus.report.problems[:2] == skipped and corpus.report.skipped == 2
+    # a run warns of each as what happened: the samples skipped, the question kept
+    assert corpus.report.told() == [*(f"skipped {line}" for line in skipped),
+                                    f"{path}: sample 0 (conv-1) qa 5 (conv-1:q5): evidence "
+                                    f"'D3:9' names no turn: the id is dropped, the question kept"]
     assert len(corpus.queries) == 11
-    with pytest.raises(DatasetError, match=r": evidence 'D3:9' names no turn$"):
+    with pytest.raises(DatasetError, match=r": evidence 'D3:9' names no turn: the id is dropped"):
         build("locomo", path=str(path), on_error="raise")
 
 

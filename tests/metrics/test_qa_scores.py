@@ -1,5 +1,5 @@
 """Memory QA's scores match their definitions: LoCoMo's F1 per category (the expected values
-were computed with LoCoMo's own task_eval/evaluation.py) and mem0's BLEU-1 (by hand)."""
+were computed with LoCoMo's own task_eval/evaluation.py), mem0's F1 and BLEU-1 (by hand)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from memeval.metrics.qa_scores import bleu1, locomo_f1, normalize_answer, token_f1
+from memeval.metrics.qa_scores import bleu1, locomo_f1, mem0_f1, normalize_answer, token_f1
 
 
 @pytest.mark.parametrize(("answer", "gold", "category", "expected"), [
@@ -42,3 +42,19 @@ def test_bleu1_is_clipped_unigram_precision_times_the_brevity_penalty() -> None:
     assert bleu1("a b c d", "a b") == pytest.approx(0.5)  # longer than the gold: no penalty
     assert bleu1("a", "a b c") == pytest.approx(math.exp(1 - 3))  # shorter: exp(1 - r/c)
     assert bleu1("", "a") == 0.0 and bleu1("a", None) == 0.0
+
+
+@pytest.mark.parametrize(("answer", "gold", "locomo", "mem0"), [
+    ("The cats", "cat", 1.0, 0.0),  # LoCoMo drops the article and stems; mem0 does neither
+    ("running dogs", "the dog runs", 1.0, 0.0),
+    ("dog dog cat", "dog cat", 0.8, 1.0),  # a bag of words against a set
+    ("7 May, 2023!", "7 may 2023", 1.0, 1.0),  # both drop case and these marks
+])
+def test_mem0s_f1_is_another_measure_than_locomos(answer: str, gold: str, locomo: float,
+                                                   mem0: float) -> None:
+    assert locomo_f1(answer, gold, "single-hop", unanswerable=False) == pytest.approx(locomo)
+    assert mem0_f1(answer, gold) == pytest.approx(mem0)
+
+
+def test_mem0s_f1_is_zero_when_either_side_is_empty() -> None:
+    assert mem0_f1("", "a") == 0.0 and mem0_f1("a", None) == 0.0 and mem0_f1(" ", "a") == 0.0

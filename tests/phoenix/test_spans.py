@@ -65,6 +65,8 @@ def test_an_entry_is_one_trace_with_a_child_per_stage_laid_end_to_end() -> None:
     assert [c["name"] for c in children] == ["gate.prefilter", "gate.length",
                                              "gate.content_score", "gate.judge", "gate.write"]
     assert children[0]["start_ns"] == root["start_ns"] == 1_700_000_000 * 10**9
+    # a system that leaves Decision.started_at at 0 has its spans dated 1970 (protocol.md)
+    assert entry_spans(RUN, row(started_at=0.0), None)[0]["start_ns"] == 0
     assert all(a["end_ns"] == b["start_ns"] for a, b in itertools.pairwise(children))
     assert root["end_ns"] == children[-1]["end_ns"] == root["start_ns"] + 13_600_000
     assert len(root["attributes"]["input.value"]) == RUN.text_chars

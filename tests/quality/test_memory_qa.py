@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from memeval.backends.answerers.prompts import ANSWER_SYSTEM, GRADE_SYSTEM
 from memeval.backends.judges.base import JudgeError
+from memeval.experiments.memory_qa import summarise
 from memeval.reporting.report import write_report
 from memeval.runner import run_experiment
 from tests.backends.test_http_judges import openai_reply
@@ -39,17 +40,41 @@ def test_the_offline_answerer_scores_every_question_with_locomos_f1(
     assert qa["questions"] == 11 and qa["answer_errors"] == 0
     cats = qa["by_category"]
     assert cats["all"]["questions"] == 11 and cats["all but adversarial"]["questions"] == 9
-    assert cats["adversarial"]["j"]["n"] == 0 and cats["adversarial"]["bleu1"]["n"] == 0
+    for score in ("j", "bleu1", "mem0_f1"):  # nothing to answer: LoCoMo F1's refusal check only
+        assert cats["adversarial"][score]["n"] == 0
     rows = pd.read_parquet(tmp_path / "run" / "qa_questions.parquet")
-    assert rows["f1"].notna().all() and rows["j"].isna().all()
-    assert cats["all"]["f1"]["mean"] == pytest.approx(rows["f1"].mean())
+    assert rows["locomo_f1"].notna().all() and rows["j"].isna().all()
+    assert rows["mem0_f1"].notna().sum() == 9 and "f1" not in rows
+    for score in ("locomo_f1", "mem0_f1"):
+        assert cats["all"][score]["mean"] == pytest.approx(rows[score].mean())
     temporal = rows[rows["category"] == "temporal"]  # answered with a date, as LoCoMo writes it
     assert temporal["answer"].str.fullmatch(r"\d{1,2} [A-Z][a-z]+ \d{4}").all()
     assert (tmp_path / "run" / "figures" / "memory_qa.png").is_file()
     markdown = write_report([tmp_path / "run"])[1].read_text()  # the printed table, CIs included
-    low, high = cats["all"]["f1"]["ci95"]
-    assert f"| all | 11 | {cats['all']['f1']['mean']:.3f} [{low:.3f}–{high:.3f}] |" in markdown
+    assert "| category | questions | LoCoMo F1 [95% CI] | mem0 F1 | BLEU-1 |" in markdown
+    low, high = cats["all"]["locomo_f1"]["ci95"]
+    assert f"| all | 11 | {cats['all']['locomo_f1']['mean']:.3f} [{low:.3f}–{high:.3f}] |" \
+        in markdown
     assert "\n\ncost: search p50 " in markdown
+    assert "| question | gold | answer | LoCoMo F1 | mem0 F1 | J |" in markdown
+    assert max(map(len, summarise(qa).splitlines())) <= 100  # the table as printed
+
+    # a run written before the two F1s were named apart held LoCoMo's as `f1`, and no mem0 F1
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    for scores in metrics["qa"]["by_category"].values():
+        scores["f1"] = scores.pop("locomo_f1")
+        del scores["mem0_f1"]
+    (tmp_path / "run" / "metrics.json").write_text(json.dumps(metrics))
+    rows.rename(columns={"locomo_f1": "f1"}).drop(columns="mem0_f1").to_parquet(
+        tmp_path / "run" / "qa_questions.parquet")
+    old = write_report([tmp_path / "run"])[1].read_text()
+    assert f"| all | 11 | {cats['all']['locomo_f1']['mean']:.3f} [{low:.3f}–{high:.3f}] | — |" \
+        in old
+    header, _, *questions = [line for line in old.partition("Question by question")[2]
+                             .splitlines() if line.startswith("|")]
+    assert header.startswith("| question | gold | answer | LoCoMo F1 | mem0 F1 | J |")
+    assert len(questions) == 11  # each with its LoCoMo F1, read from the old column
+    assert all(re.fullmatch(r"\d(?:\.\d+)?", row.split(" | ")[3]) for row in questions)
 
 
 class Model:
@@ -110,7 +135,7 @@ def test_an_answerer_failing_past_its_preflight_fails_the_run_and_keeps_its_resu
         run_experiment(qa_config(fast_config, *llm(server, "answerer", max_retries=0)),
                        tmp_path / "run")
     rows = pd.read_parquet(tmp_path / "run" / "qa_questions.parquet")
-    assert (rows["answer_error"].str.len() > 0).all() and rows["f1"].isna().all()
+    assert (rows["answer_error"].str.len() > 0).all() and rows["locomo_f1"].isna().all()
 
 
 def test_memory_qa_refuses_a_trace_dataset_by_name(

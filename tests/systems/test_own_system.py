@@ -89,6 +89,21 @@ def test_the_template_passes_the_check_and_runs_from_the_command_line(
     assert "my-memory, gate: fewer than 12 words: dropped" in ran.stdout
 
 
+def test_the_template_joins_compare_systems_by_its_module_and_callable(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`+system@experiment.systems.NAME=module:callable`, the short form systems.md gives."""
+    ran = memeval(tmp_path, capsys, "run", "+experiment=compare_systems",
+                  "~system@experiment.systems.memledger",
+                  "+system@experiment.systems.mine=my_memory:build", "experiment.passes=1",
+                  "experiment.pairs=null", "experiment.records=null", "experiment.queries=null",
+                  "experiment.corpus=null",
+                  "progress=false", "plots=false", "reporting.phoenix.endpoint=null",
+                  f"hydra.run.dir={tmp_path / 'run'}")
+    assert ran.returncode == 0, ran.stderr
+    assert "\nmine       100.0% [100–100]  80 " in ran.stdout  # the template's row
+    assert "mine, gate: fewer than 8 words: dropped" in ran.stdout
+
+
 def test_the_check_names_every_answer_outside_the_protocol(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "broken_memory.py").write_text(BROKEN)
