@@ -314,15 +314,16 @@ def figures(run: Run) -> list[Path]:
 
 
 def scores(run: Run) -> list[Score]:
-    """Every question but the adversarial (mem0's table): F1, J when graded, and the search's
-    median latency."""
+    """Every question but the adversarial (mem0's table): LoCoMo's F1 and mem0's, J when
+    graded, and the search's median latency."""
     qa = run.result.of(Answered).qa
     group = EXCEPT_ADVERSARIAL if EXCEPT_ADVERSARIAL in qa["by_category"] else ALL
     shown = qa["by_category"][group]
     bench = f"QA ({qa['corpus']}, {qa['answerer']})"
     where = f"{shown['questions']} questions ({group})"
-    found = [Score(bench, "F1", shown["locomo_f1"]["mean"], as_ci(shown["locomo_f1"]["ci95"]),
-                   population=where)]
+    found = [Score(bench, name, shown[key]["mean"], as_ci(shown[key]["ci95"]), population=where)
+             for key, name in (("locomo_f1", "LoCoMo F1"), ("mem0_f1", "mem0 F1"))
+             if key in shown]
     if qa["grader"]:
         found.append(Score(bench, "J", shown["j"]["mean"], as_ci(shown["j"]["ci95"]), unit=RATE,
                            population=where))

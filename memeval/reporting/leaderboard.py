@@ -2,11 +2,11 @@
 
 Each run gives its system the headline figures its experiment declares (reporting/outputs.py
 `Score`: the write gate's recall, noise stored and pre-judge rate; trust's Spearman and Brier;
-conflicts' precision and recall; retrieval's nDCG@k and recall@k per corpus; QA's F1, J and search
-latency), each with its 95% CI, shown as the run printed it. compare_systems gives each system it
-compared its own figures. A run that failed (its metrics.json lists failures), never finished (no
-metrics.json) or whose files are damaged is listed as failed, with why; every other run keeps
-its figures.
+conflicts' precision and recall; retrieval's nDCG@k and recall@k per corpus; QA's LoCoMo F1,
+mem0 F1, J and search latency), each with its 95% CI, shown as the run printed it.
+compare_systems gives each system it compared its own figures. A run that failed (its
+metrics.json lists failures), never finished (no metrics.json) or whose files are damaged is
+listed as failed, with why; every other run keeps its figures.
 
 Several runs may give one system figures on one benchmark; the board chooses in the open
 (`CHOICES`, `--choose`): by default a run with the default configuration (latest first), else the
