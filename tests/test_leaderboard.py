@@ -72,6 +72,12 @@ def test_the_table_holds_every_system_s_figures_and_names_the_failed_runs(
     assert all(len(line) <= 100 for line in printed.splitlines())
     used = {(u["system"], u["benchmark"]) for u in table["runs_used"]}
     assert ("word-overlap", "retrieval (locomo_small)") in used
+    (paired,) = [d for d in table["differences"] if d["key"] == ndcg]
+    assert (paired["system"], paired["against"]) == ("word-overlap", "reference")
+    assert paired["items"] > 0 and paired["delta"] == pytest.approx(
+        overlap[ndcg]["value"] - reference[ndcg]["value"])
+    low, high = paired["delta_ci95"]
+    assert low <= paired["delta"] <= high and "differences (paired, 95% CI):" in printed
     cell = reference["three_pass (write_gate_v1, 40 entries) / recall"]
     assert cell["configuration"].startswith("settings not recorded")  # run_experiment's
     assert cell["shown"].endswith("]")

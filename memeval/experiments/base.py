@@ -35,7 +35,7 @@ from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Settings, Validated
 from memeval.metrics.gate_metrics import SystemFailure, pass_metrics
 from memeval.registry import Chosen, ConfigError, Registry, to_dataclass
-from memeval.reporting.outputs import Outputs, Score, declare, pass_scores
+from memeval.reporting.outputs import Outputs, Score, declare, pass_items, pass_scores
 from memeval.reporting.table import WIDTH, headline
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
@@ -47,6 +47,8 @@ from memeval.utils.kvcache import check_writable_directory
 from memeval.utils.stopwatch import Stopwatch
 
 if TYPE_CHECKING:  # pandas loads only once a run is read
+    import pandas as pd
+
     from memeval.results.run import Run
 
 T = TypeVar("T")
@@ -92,12 +94,18 @@ def gate_scores(run: Run) -> list[Score]:
     return pass_scores(run.result.passes[-1], bench)
 
 
+def gate_items(run: Run) -> dict[str, pd.Series]:
+    """The last pass's recall and pre-judge rate entry by entry (outputs.py `pass_items`)."""
+    return pass_items(run.decisions, run.result.passes[-1].pass_no)
+
+
 def gate_headline(run: Run) -> str:
     """The last pass's recall and pre-judge share, as the outcomes table prints them."""
     return headline(run.result.passes)
 
 
-GATE_REPLAY = Outputs(Replay, gate_figures, scores=gate_scores, headline=gate_headline)
+GATE_REPLAY = Outputs(Replay, gate_figures, scores=gate_scores, headline=gate_headline,
+                      items=gate_items)
 """What a replay through the write gate declares: its protocol, the gate's figures, its
 leaderboard scores and its headline."""
 

@@ -24,6 +24,7 @@ from memeval.experiments.base import (
     Runs,
     gate_figures,
     gate_headline,
+    gate_items,
     gate_scores,
     register,
     replay,
@@ -122,7 +123,8 @@ class Holdout:
                           extra={"learn": learn_metrics})
 
 
-HOLDOUT = Outputs(HoldoutFindings, gate_figures, scores=gate_scores, headline=gate_headline)
+HOLDOUT = Outputs(HoldoutFindings, gate_figures, scores=gate_scores, headline=gate_headline,
+                  items=gate_items)
 
 
 @register("three_pass_holdout", HoldoutConfig, HOLDOUT)

@@ -44,6 +44,8 @@ from memeval.results.findings import Findings
 from memeval.results.result import as_ci
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from memeval.results.run import Run
 
 EXCEPT_ADVERSARIAL, ALL = "all but adversarial", "all"
@@ -332,6 +334,18 @@ def scores(run: Run) -> list[Score]:
                           population=f"{qa['questions']} questions")]
 
 
+def items(run: Run) -> dict[str, pd.Series]:
+    """The figures question by question (those `scores` averages: all but the adversarial when
+    there are any), by question id."""
+    rows = run.table("qa_questions").rename(columns={"f1": "locomo_f1"})  # before the rename
+    if EXCEPT_ADVERSARIAL in run.result.of(Answered).qa["by_category"]:
+        rows = rows[~rows["unanswerable"]]
+    rows = rows.set_index("question_id")
+    return {name: rows[key].dropna().astype(float)
+            for key, name in (("locomo_f1", "LoCoMo F1"), ("mem0_f1", "mem0 F1"), ("j", "J"))
+            if key in rows and rows[key].notna().any()}
+
+
 def headline(run: Run) -> str:
     """The declared figures in a sentence."""
     found = scores(run)
@@ -340,6 +354,7 @@ def headline(run: Run) -> str:
             + f" (95% CIs); its search took {found[-1].shown} at the median.")
 
 
-@register("memory_qa", MemoryQAConfig, Outputs(Answered, figures, report, scores, headline))
+@register("memory_qa", MemoryQAConfig,
+          Outputs(Answered, figures, report, scores, headline, items=items))
 def build_memory_qa(cfg: MemoryQAConfig) -> MemoryQA:
     return MemoryQA(cfg)

@@ -66,6 +66,8 @@ from memeval.results.result import as_ci
 from memeval.systems.reference.system import ReferenceSystem
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from memeval.results.run import Run
 
 MQS_TERMS = ("confidence", "usage", "access", "conflict_penalty", "hedged_penalty")
@@ -442,6 +444,15 @@ def scores(run: Run) -> list[Score]:
                   unit=RATE, population=where)]
 
 
+def items(run: Run) -> dict[str, pd.Series]:
+    """The headline arm's nDCG@k and recall@k on the last pass, query by query."""
+    searches = run.table(SEARCHES)
+    arm, last = _headline_arm(run.result.of(Retrieval).retrieval), run.result.passes[-1].pass_no
+    mine = searches[(searches["arm"] == arm) & (searches["pass"] == last)].set_index("query_id")
+    k = run.result.of(Retrieval).retrieval["settings"]["k"]
+    return {f"nDCG@{k}": mine["ndcg"].astype(float), f"recall@{k}": mine["recall"].astype(float)}
+
+
 def headline(run: Run) -> str:
     """The declared figures in a sentence."""
     ndcg, recall = scores(run)
@@ -459,6 +470,6 @@ def inputs(run: Run) -> dict[str, str]:
 
 
 @register("retrieval_replay", RetrievalReplayConfig,
-          Outputs(Retrieval, figures, report, scores, headline, inputs))
+          Outputs(Retrieval, figures, report, scores, headline, inputs, items))
 def build_retrieval_replay(cfg: RetrievalReplayConfig) -> RetrievalReplay:
     return RetrievalReplay(cfg)

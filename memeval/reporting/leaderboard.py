@@ -33,6 +33,7 @@ from memeval.reporting.outputs import Score, Section, outputs_of
 from memeval.reporting.table import clipped, column_blocks, wrapped
 from memeval.results.result import METRICS, UnreadableResult, reading
 from memeval.results.run import CONFIG, PRESENTATION_KEYS, Run, read_settings_file
+from memeval.systems.reference.system import REFERENCE
 from memeval.utils.redact import redact
 
 SCHEMA, VERSION = "memeval.leaderboard", 2
@@ -71,6 +72,20 @@ class Candidate:
         return self.configuration == DEFAULT
 
 
+@dataclass(frozen=True)
+class Difference:
+    """A system's figure against the first system's on the same benchmark: second − first,
+    paired item by item with a bootstrap CI, or why it could not be."""
+
+    key: str  # the figure's column
+    system: str
+    against: str
+    shown: str  # the difference as shown (`-3.1 pt [-7.2, +0.9]`), or why there is none
+    delta: float | None = None
+    ci95: tuple[float | None, float | None] = (None, None)
+    items: int = 0  # paired on
+
+
 @dataclass
 class Board:
     systems: list[str] = field(default_factory=list)  # in the order first met
@@ -79,6 +94,7 @@ class Board:
     failed: list[Failed] = field(default_factory=list)
     left_out: list[tuple[Candidate, str]] = field(default_factory=list)  # and why
     choice: str = CHOICES[0]
+    differences: list[Difference] = field(default_factory=list)
 
     def add(self, row: str, candidate: Candidate) -> None:
         for score in candidate.scores:
@@ -222,7 +238,59 @@ def build(paths: Sequence[Path], choice: str = CHOICES[0]) -> Board:
                f"no run with the default configuration: the best on "
                f"{chosen.scores[0].measure} was chosen")
         board.left_out += [(c, why) for c in found if c is not chosen]
+    board.systems.sort(key=lambda system: system != REFERENCE)  # the yardstick comes first
+    board.differences = _differences(board)
     return board
+
+
+RESAMPLES = 2000  # of a difference's paired bootstrap CI
+
+
+def _items(run: str, found: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's figures item by item, as its experiment declares them (read once a run)."""
+    if run not in found:
+        try:
+            loaded = Run.load(run)
+            with reading(Path(run) / METRICS):
+                found[run] = outputs_of(loaded.experiment).items(loaded)
+        except (OSError, UnreadableResult, KeyError, ValueError):
+            found[run] = {}
+    return found[run]
+
+
+def _difference(key: str, score: Score, first: tuple[Score, Candidate],
+                mine: tuple[Score, Candidate], found: dict[str, dict[str, Any]]) -> Difference:
+    """`mine` against `first`, item by item."""
+    from memeval.metrics.paired import paired_delta
+
+    system, against = mine[1].system, first[1].system
+    a = _items(first[1].run, found).get(score.measure)
+    b = _items(mine[1].run, found).get(score.measure)
+    if a is None or b is None:
+        return Difference(key, system, against, "not paired: the figure is no mean over items")
+    if set(a.index) != set(b.index):
+        shared = len(set(a.index) & set(b.index))
+        return Difference(key, system, against, f"not paired: measured on different items "
+                                                f"({len(a)} and {len(b)}, {shared} shared)")
+    b = b.loc[a.index]
+    paired = paired_delta(a.to_numpy(), b.to_numpy(), resamples=RESAMPLES, seed=0)
+    ci = (paired["delta_ci95"][0], paired["delta_ci95"][1])
+    return Difference(key, system, against, score.unit.difference(paired["delta"], ci),
+                      paired["delta"], ci, len(a))
+
+
+def _differences(board: Board) -> list[Difference]:
+    """Each figure two or more systems have, every later system's against the first's (the
+    reference engine's, where it has the figure)."""
+    found: dict[str, dict[str, Any]] = {}
+    out = []
+    for column in board.columns:
+        key = column_key(column)
+        having = [s for s in board.systems if key in board.cells[s]]
+        for system in having[1:]:
+            first, mine = board.cells[having[0]][key], board.cells[system][key]
+            out.append(_difference(key, mine[0], first, mine, found))
+    return out
 
 
 def _cell_text(score: Score, candidate: Candidate, mixed: bool) -> str:
@@ -252,6 +320,10 @@ def to_json(board: Board) -> dict[str, Any]:
                       for system, cells in board.cells.items()},
             "runs_used": [listed(c) for c in board.used()],
             "runs_left_out": [{**listed(c), "why": why} for c, why in board.left_out],
+            "differences": [{"key": d.key, "system": d.system, "against": d.against,
+                             "shown": d.shown, "delta": d.delta,
+                             "delta_ci95": list(d.ci95), "items": d.items}
+                            for d in board.differences],
             "failed": [vars(f) for f in board.failed]}
 
 
@@ -300,6 +372,16 @@ def sections(board: Board, at: Path | None = None) -> list[Section]:
                [{"system": c.system, "benchmark": c.benchmark, "run": c.name or c.run,
                  "configuration": c.configuration, "embedder": c.embedder,
                  "started": c.started} for c in board.used()]))]
+    if board.differences:
+        out.insert(1, Section(
+            "Differences", "Each system's figure against the first system's on the same "
+                           "benchmark: second − first (a rate's in percentage points), paired "
+                           "item by item with a bootstrap 95% CI; runs on different items are "
+                           "not compared.", table=pd.DataFrame(
+                               [{"figure": text(d.key), "system": text(d.system),
+                                 "against": text(d.against), "difference [95% CI]": d.shown,
+                                 "items": d.items or ""} for d in board.differences]),
+            html_cells=at is not None))
     if board.left_out:
         out.append(Section("Runs left out", "Runs with figures the board did not show, and "
                            "why.", table=pd.DataFrame(
@@ -324,7 +406,10 @@ def terminal(board: Board) -> str:
         for c in board.columns]
     marked = [f"{MARK} {c.system}, {c.benchmark}: {c.configuration} ({c.run})"
               for c in board.used() if not c.default]
-    return "\n".join([column_blocks(header, rows, keep=2), *(wrapped(m) for m in marked)])
+    differences = [f"{d.system} − {d.against}, {d.key}: {d.shown}" for d in board.differences]
+    return "\n".join([column_blocks(header, rows, keep=2), *(wrapped(m) for m in marked),
+                      *(["differences (paired, 95% CI):"] if differences else []),
+                      *(wrapped(d, indent="  ") for d in differences)])
 
 
 def push(board: Board, base_url: str, timeout_s: float, name: str) -> str:

@@ -61,6 +61,14 @@ class Unit:
     phoenix_suffix: str = ""  # what Phoenix's evaluation name adds: "%", "x100", "ms"
     after: str = ""  # after the value shown: "%", " ms"
 
+    def difference(self, delta: float, ci95: CI) -> str:
+        """second − first, a rate's in percentage points: `-3.1 pt [-7.2, +0.9]`."""
+        digits, after = (1, " pt") if self.scale == 100 else (self.digits, self.after)
+        low, high = ci95
+        bounds = "" if low is None or high is None else \
+            f" [{self.scale * low:+.{digits}f}, {self.scale * high:+.{digits}f}]"
+        return f"{self.scale * delta:+.{digits}f}{after}{bounds}"
+
     def shown(self, value: float | None, ci95: CI | None = None) -> str:
         if value is None:
             return "—"
@@ -140,11 +148,28 @@ def pass_scores(measured: PassMetrics, benchmark: str) -> list[Score]:
                   population=f"{measured.entries} entries, {where}")]
 
 
+def pass_items(decisions: pd.DataFrame, pass_no: int) -> dict[str, pd.Series]:
+    """A write-gate pass's figures item by item: each human-labelled substantive entry kept (1)
+    or not, each entry dropped before the judge (1) or not, by entry id."""
+    from memeval.metrics.gate_metrics import PREJUDGE_STAGES
+
+    rows = decisions[(decisions["pass_no"] == pass_no) & (decisions["phase"] == "eval")]
+    rows = rows.drop_duplicates("entry_id", keep="last").set_index("entry_id")
+    substantive = rows[(rows["label"] == "substantive") & (rows["label_source"] == "human")]
+    return {"recall": substantive["retained"].astype(float),
+            "pre-judge": rows["outcome"].isin(PREJUDGE_STAGES).astype(float)}
+
+
 def headline_line(scores: Sequence[Score]) -> str:
     """The declared figures in one sentence, as the terminal prints them after a run."""
     parts = [f"{s.system + ' ' if s.system else ''}{s.measure} {s.shown}"
              + (f" ({s.population})" if s.population else "") for s in scores]
     return "headline figures (95% CIs): " + "; ".join(parts) if parts else ""
+
+
+def no_items(run: Run) -> dict[str, pd.Series]:
+    """An experiment whose figures are no means over items (a precision, a Brier score)."""
+    return {}
 
 
 def no_scores(run: Run) -> list[Score]:
@@ -165,6 +190,9 @@ class Outputs:
     scores: Callable[[Run], list[Score]] = no_scores
     headline: Callable[[Run], str] = no_headline  # one sentence: the run's main finding
     inputs: Callable[[Run], dict[str, str]] = no_inputs  # what it read: name → description
+    # per figure (by measure), each item's value by item id, whose mean is the figure: what
+    # two runs on the same items are compared on, paired (none: its figures are not means)
+    items: Callable[[Run], dict[str, pd.Series]] = no_items
 
 
 OUTPUTS: dict[str, Outputs] = {}
