@@ -86,16 +86,20 @@ def _phoenix_streamer(ctx: RunContext, settings: PhoenixConfig, run_id: str) -> 
 def _report_to_phoenix(ctx: RunContext, settings: PhoenixConfig,
                        metrics: dict[str, Any]) -> None:
     """After the results are on disk: Phoenix's files, then a push if a server answers. A run
-    without a dataset (a quality experiment) pushes its per-item tables, when it wrote some."""
+    with no spans (a quality experiment, memory QA) pushes its per-item tables, when it wrote
+    some."""
     from memeval.reporting.phoenix.files import write_phoenix_files
     from memeval.reporting.phoenix.push import report_run
     from memeval.reporting.phoenix.pushers import push_run, pushable
 
     def write() -> Path | None:
-        if ctx.loaded() is None:
-            return ctx.run_dir if pushable(ctx.run_dir) else None
-        entries = ctx.dataset.entries if ctx.built("dataset") else []
-        return write_phoenix_files(ctx.run_dir, entries, metrics, ctx.cfg, settings, redact)
+        if ctx.loaded() is not None:  # its spans, when it replayed or searched anything
+            entries = ctx.dataset.entries if ctx.built("dataset") else []
+            written = write_phoenix_files(ctx.run_dir, entries, metrics, ctx.cfg, settings,
+                                          redact)
+            if written is not None:
+                return written
+        return ctx.run_dir if pushable(ctx.run_dir) else None  # else its per-item tables
 
     report_run(ctx.run_dir, settings, write, progress=ctx.settings.progress, out=sys.stdout,
                push=push_run)

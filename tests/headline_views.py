@@ -62,6 +62,6 @@ def check_views_agree(run_dir: Path, printed: str, capsys: object) -> list[Score
     return declared
 
 
-# experiments whose run sends Phoenix none of its figures, or only some: memory QA and MAI's
-# calibration push nothing; compare_systems pushes its systems' write-gate passes only
-NOT_IN_PHOENIX = {"memory_qa", "mai_calibration", "compare_systems"}
+# experiments whose run sends Phoenix only some of its figures: compare_systems pushes its
+# systems' write-gate passes, not its trust, conflict and search tables
+NOT_IN_PHOENIX = {"compare_systems"}

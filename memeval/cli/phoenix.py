@@ -47,8 +47,10 @@ def main(args: list[str]) -> int:
         from memeval.reporting.phoenix.server import serve
 
         return serve()
+    from memeval.components import load_components
     from memeval.reporting.phoenix.pushers import push_run
 
+    load_components()  # each run's experiment declares the headline figures pushed with it
     if not (options.run_dir / "metrics.json").is_file():
         complain(f"memeval phoenix push: {options.run_dir} is not a run directory "
                  f"(no metrics.json)")

@@ -5,6 +5,8 @@ conflict_detection: the pairs set (`conflict_pairs`) and the development and tes
 (`conflict_learned`), each with the reference rules both ways and the learned detector.
 mqs_calibration: the records set (`mqs_records`: MQS with memledger's constants and with
 constants fitted out of fold) and the splits (`trust_records`: the trust score and MQS).
+memory_qa: the questions (`qa_questions`) with the system's answers. mai_calibration: its test
+scenarios (`mai_test`, else `mai_development`) with the learned MAI's and the rubric's grades.
 Which views a run has is read from which tables it holds: `VIEWS`.
 """
 
@@ -322,12 +324,86 @@ def mai_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
                     examples, [detector], ("correct",))]
 
 
+def declared(run_dir: Path) -> tuple[Score, ...]:
+    """The run's headline figures as its experiment declares them (none when this memeval does
+    not know the experiment): what the run printed, sent as they are."""
+    from memeval.reporting.outputs import UnknownExperiment, outputs_of
+    from memeval.results.run import Run
+
+    run = Run.load(run_dir)
+    try:
+        return tuple(outputs_of(run.experiment).scores(run))
+    except UnknownExperiment:
+        return ()
+
+
+# memory_qa
+
+QA_EVALUATIONS = {"locomo_f1": "LoCoMo F1", "mem0_f1": "mem0 F1", "j": "J"}
+
+
+def _qa_evaluations(row: Mapping[str, Any]) -> list[Evaluation]:
+    return [{"name": name, "label": f"{row[key]:.2f}", "score": float(row[key]),
+             "explanation": f"{name} of the answer {row.get('answer')!r} against "
+                            f"{row.get('gold')!r}"}
+            for key, name in QA_EVALUATIONS.items() if row.get(key) is not None]
+
+
+def qa_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
+    """The questions, each with the system's answer, the memories it served and its scores; the
+    experiment's headline figures on the first run."""
+    rows = _rows(run_dir, "qa_questions")
+    qa = metrics.get("qa") or {}
+    system = str(qa.get("system", "reference"))
+    detector = Detector(f"{system} answers", f"{system}'s answers on {qa.get('corpus')}",
+                        {"questions": len(rows), "answerer": qa.get("answerer"),
+                         "grader": qa.get("grader")}, scores=declared(run_dir))
+    for i, row in enumerate(rows):
+        detector.outputs[_key(i)] = {"answer": row.get("answer"),
+                                     "served": list(row.get("served") or [])}
+        detector.evaluations[_key(i)] = _qa_evaluations(row)
+    examples = [{"key": _key(i), "input": {"question": row["question"],
+                                           "category": row.get("category")},
+                 "output": {"gold": row.get("gold"), "unanswerable": row.get("unanswerable")},
+                 "metadata": {"question_id": row["question_id"],
+                              "evidence": list(row.get("evidence") or [])}}
+                for i, row in enumerate(rows)]
+    return [ItemSet(f"memory qa {qa.get('corpus')}", f"memeval memory QA on {qa.get('corpus')}",
+                    examples, [detector], tuple(QA_EVALUATIONS.values()))]
+
+
+# mai_calibration
+
+def mai_split_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
+    """The test scenarios (the development ones, out of fold, when there is no test split), the
+    learned MAI's and the rubric's grade of each; the headline figures on the learned one."""
+    table = "mai_test" if (run_dir / "mai_test.parquet").is_file() else "mai_development"
+    rows = _rows(run_dir, table)
+    learned = "learned" if table == "mai_test" else "learned_oof"  # development: out of fold
+    found = []
+    for column, figures in ((learned, declared(run_dir)), ("rubric", ())):
+        detector = Detector(f"MAI {column.removesuffix('_oof')}", f"MAI {column} on {table}",
+                            {"scenarios": len(rows)}, scores=figures)
+        for i, row in enumerate(rows):
+            detector.outputs[_key(i)] = {"predicted": row[column]}
+            detector.evaluations[_key(i)] = _mai_evaluation(
+                {"predicted": row[column], "ground_truth": row["ground_truth"]})
+        found.append(detector)
+    examples = [{"key": _key(i), "input": {"scenario_id": row["scenario_id"]},
+                 "output": {"ground_truth": row["ground_truth"]},
+                 "metadata": {"scenario_id": row["scenario_id"]}} for i, row in enumerate(rows)]
+    return [ItemSet(f"mai {table.removeprefix('mai_')}", f"memeval MAI calibration, {table}",
+                    examples, found, ("correct",))]
+
+
 # The table that marks a view's run -> the labelled sets it holds.
 VIEWS: dict[str, Callable[[Path, Mapping[str, Any]], list[ItemSet]]] = {
     "conflict_pairs": conflict_sets,
     "mqs_records": trust_sets,
     "trust_records": trust_sets,
     "mai_scenarios": mai_sets,
+    "qa_questions": qa_sets,
+    "mai_development": mai_split_sets,
 }
 
 
