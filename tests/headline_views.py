@@ -10,13 +10,12 @@ from pathlib import Path
 
 from memeval.cli.runs import main as runs_main
 from memeval.reporting.leaderboard import build, to_json
-from memeval.reporting.outputs import Score, headline_line, outputs_of, pass_scores
-from memeval.reporting.phoenix.files import passes_by_arm
+from memeval.reporting.outputs import Score, headline_line, outputs_of
 from memeval.reporting.phoenix.headline import headline_evaluations
+from memeval.reporting.phoenix.push import gate_figures
 from memeval.reporting.phoenix.quality_items import item_sets
 from memeval.reporting.phoenix.retrieval_push import arm_scores, holds_searches
 from memeval.reporting.report import write_report
-from memeval.results.result import PassMetrics
 from memeval.results.run import Run
 
 
@@ -27,10 +26,7 @@ def unwrapped(text: str) -> str:
 def phoenix_labels(run: Run) -> list[str]:
     """The labels of the headline evaluations each Phoenix push of this run would send."""
     metrics = json.loads((run.path / "metrics.json").read_text())
-    scores: list[Score] = []
-    for passes in passes_by_arm(metrics).values():  # each arm's experiments, its last pass's
-        last = PassMetrics.from_dict(passes[-1]) if passes else None
-        scores += pass_scores(last, "") if last is not None and last.gated else []
+    scores = [s for found in gate_figures(run.path, metrics).values() for s in found]
     scores += [s for found in item_sets(run.path, metrics) for d in found.detectors
                for s in d.scores]
     if holds_searches(run.path):
@@ -56,12 +52,6 @@ def check_views_agree(run_dir: Path, printed: str, capsys: object) -> list[Score
     cells = [cell["shown"] for cells in board["cells"].values() for cell in cells.values()]
     assert sorted(cells) == sorted(s.shown for s in declared)
     sent = phoenix_labels(run)
-    if run.experiment not in NOT_IN_PHOENIX:
-        missing = [s.shown for s in declared if s.shown not in sent]
-        assert not missing, (missing, sent)
+    missing = [s.shown for s in declared if s.shown not in sent]
+    assert not missing, (missing, sent)
     return declared
-
-
-# experiments whose run sends Phoenix only some of its figures: compare_systems pushes its
-# systems' write-gate passes, not its trust, conflict and search tables
-NOT_IN_PHOENIX = {"compare_systems"}

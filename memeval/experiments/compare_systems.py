@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from memeval.metrics.gate_metrics import SystemFailure
 from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import bounded, input_file
-from memeval.reporting.outputs import COUNT, NUMBER, RATE, Outputs, Score, Section
+from memeval.reporting.outputs import NUMBER, RATE, Outputs, Score, Section, pass_scores
 from memeval.reporting.systems_table import systems_blocks, systems_summary
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
@@ -337,18 +337,12 @@ def scores(run: Run) -> list[Score]:
     found: list[Score] = []
     gate, trust = written.get("write_gate"), written.get("trust")
     conflicts, search = written.get("conflicts"), written.get("search")
-    if gate:
+    if gate:  # each system's last pass, declared as every gate replay declares it
         dataset = run.result.dataset
         bench = f"write gate ({dataset.name if dataset else '?'}, pass {gate['pass']})"
-        for system, row in gate["systems"].items():
-            where = f"{row['entries']} entries, pass {gate['pass']}"
-            found += [Score(bench, "recall", row["substantive_recall"],
-                            as_ci(row.get("substantive_recall_ci95")), unit=RATE,
-                            population=where, system=system),
-                      Score(bench, "noise stored", row["noise_stored"], higher_is_better=False,
-                            unit=COUNT, population=where, system=system),
-                      Score(bench, "pre-judge", row["prejudge_filter_rate"], unit=RATE,
-                            population=where, system=system)]
+        for system in gate["systems"]:
+            found += [replace(s, system=system)
+                      for s in pass_scores(run.result.arms[system][-1], bench)]
     if trust:
         bench = f"trust ({Path(str(run.setting('experiment.records'))).stem})"
         for system, row in trust["systems"].items():

@@ -6,7 +6,7 @@ on experiment names."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,7 +133,7 @@ def pass_scores(measured: PassMetrics, benchmark: str) -> list[Score]:
     share = as_ci(measured.sections.get("noise_stored_rate_ci95"))
     noise_ci = None if noise_n is None or share[0] is None or share[1] is None else \
         (share[0] * noise_n, share[1] * noise_n)
-    where = f"pass {measured.label}"
+    where = f"pass {measured.pass_no}"  # a system's arm is named by its Score.system
     substantive = (labels.get("substantive") or {}).get("n", "?")
     return [Score(benchmark, "recall", measured.substantive_recall,
                   measured.substantive_recall_ci95, unit=RATE,
@@ -219,3 +219,29 @@ def outputs_of(experiment: str) -> Outputs:
             f"experiment '{experiment}' is not one this memeval knows (known: "
             f"{', '.join(sorted(OUTPUTS)) or 'none loaded'}): install the plugin that "
             f"registers it to read its figures and report") from None
+
+
+def declared_scores(run_dir: Path) -> tuple[Score, ...]:
+    """The figures a run's experiment declares, read from its directory; none for a run of an
+    experiment this memeval does not know."""
+    from memeval.results.run import Run
+
+    run = Run.load(run_dir)
+    try:
+        return tuple(outputs_of(run.experiment).scores(run))
+    except UnknownExperiment:
+        return ()
+
+
+def beside_passes(scores: Sequence[Score], system: str, last: Sequence[Score]) -> list[Score]:
+    """A system's figures other than its write-gate pass's (`last`), each named with its
+    benchmark's capability (`conflicts recall`), for a view that shows them on that pass: a
+    benchmark whose figures are the pass's own is that pass."""
+    sent = {(s.measure, s.shown) for s in last}
+    mine: dict[str, list[Score]] = {}
+    for score in scores:
+        if score.system == system:
+            mine.setdefault(score.benchmark, []).append(score)
+    return [replace(s, measure=f"{bench.split(' (')[0]} {s.measure}")
+            for bench, found in mine.items()
+            if not {(s.measure, s.shown) for s in found} <= sent for s in found]

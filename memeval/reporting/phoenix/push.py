@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from memeval.reporting.outputs import Score, pass_scores
+from memeval.reporting.outputs import Score, beside_passes, declared_scores, pass_scores
 from memeval.reporting.phoenix import naming
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.phoenix.experiment_runs import ExperimentRun, record_runs
@@ -336,7 +336,7 @@ class Pusher:
                   for key in sorted(grouped)}
         varying = naming.settings_apart(self.rest, experiments, self.report.run_id,
                                  next(iter(chosen.values())))
-        figures = {key: self._pass_scores(found) for key, found in metrics.items()}
+        figures = gate_figures(self.run_dir, self.metrics)
         declare_directions(self.rest, [s for found in figures.values() for s in found])
         for (arm, pass_no), metadata in chosen.items():
             name = naming.name(metadata, varying, experiment)
@@ -348,12 +348,6 @@ class Pusher:
             self._runs(experiment_id, grouped[(arm, pass_no)], nodes, judged,
                        headline_evaluations(figures.get((arm, pass_no), []),
                                             f"{arm} arm, pass {pass_no}"))
-
-    def _pass_scores(self, written: Mapping[str, Any]) -> list[Score]:
-        """A pass's figures as the run declares them (outputs.py `pass_scores`)."""
-        dataset = self.metrics.get("dataset") or {}
-        return pass_scores(PassMetrics.from_dict(written),
-                           f"{self.metrics['experiment']} ({dataset.get('name')})")
 
     def _tokens(self) -> dict[str, str]:
         """What every experiment's name says of its configuration, in short words, those most
@@ -418,6 +412,24 @@ class Pusher:
         bar.close()
         self.report.runs_created += created
         self.report.evaluations += written
+
+
+def gate_figures(run_dir: Path, metrics: Mapping[str, Any]) -> dict[tuple[str, int], list[Score]]:
+    """Each gated pass's figures by (arm, pass), as the run declares them (outputs.py
+    `pass_scores`); an arm's last pass also carries its system's other declared figures
+    (compare_systems' trust, conflicts and search), so every headline figure has its place."""
+    dataset = metrics.get("dataset") or {}
+    bench = f"{metrics['experiment']} ({dataset.get('name')})"
+    declared = declared_scores(run_dir)
+    figures: dict[tuple[str, int], list[Score]] = {}
+    for arm, passes in passes_by_arm(metrics).items():
+        for written in passes:
+            figures[(arm, int(written["pass"]))] = pass_scores(PassMetrics.from_dict(written),
+                                                               bench)
+        if passes:
+            last = figures[(arm, int(passes[-1]["pass"]))]
+            last += beside_passes(declared, arm, last)
+    return figures
 
 
 def push_run(run_dir: str | Path, settings: PhoenixConfig, progress: bool = True) -> PushReport:

@@ -19,7 +19,7 @@ from typing import Any
 
 from memeval.data.quality_sets import TRUST_LABELS, trust_band
 from memeval.paths import shown_path
-from memeval.reporting.outputs import RATE, Score
+from memeval.reporting.outputs import RATE, Score, declared_scores
 from memeval.results.result import as_ci
 from memeval.results.run_dir import jsonable, read_table
 
@@ -324,19 +324,6 @@ def mai_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
                     examples, [detector], ("correct",))]
 
 
-def declared(run_dir: Path) -> tuple[Score, ...]:
-    """The run's headline figures as its experiment declares them (none when this memeval does
-    not know the experiment): what the run printed, sent as they are."""
-    from memeval.reporting.outputs import UnknownExperiment, outputs_of
-    from memeval.results.run import Run
-
-    run = Run.load(run_dir)
-    try:
-        return tuple(outputs_of(run.experiment).scores(run))
-    except UnknownExperiment:
-        return ()
-
-
 # memory_qa
 
 QA_EVALUATIONS = {"locomo_f1": "LoCoMo F1", "mem0_f1": "mem0 F1", "j": "J"}
@@ -357,7 +344,7 @@ def qa_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     system = str(qa.get("system", "reference"))
     detector = Detector(f"{system} answers", f"{system}'s answers on {qa.get('corpus')}",
                         {"questions": len(rows), "answerer": qa.get("answerer"),
-                         "grader": qa.get("grader")}, scores=declared(run_dir))
+                         "grader": qa.get("grader")}, scores=declared_scores(run_dir))
     for i, row in enumerate(rows):
         detector.outputs[_key(i)] = {"answer": row.get("answer"),
                                      "served": list(row.get("served") or [])}
@@ -381,7 +368,7 @@ def mai_split_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     rows = _rows(run_dir, table)
     learned = "learned" if table == "mai_test" else "learned_oof"  # development: out of fold
     found = []
-    for column, figures in ((learned, declared(run_dir)), ("rubric", ())):
+    for column, figures in ((learned, declared_scores(run_dir)), ("rubric", ())):
         detector = Detector(f"MAI {column.removesuffix('_oof')}", f"MAI {column} on {table}",
                             {"scenarios": len(rows)}, scores=figures)
         for i, row in enumerate(rows):
