@@ -159,7 +159,8 @@ def test_the_test_split_never_reaches_the_fit(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(LearnedMAI, "fit", spy_fit)
     cfg = fast_config("+experiment=mai_calibration", f"experiment.scenarios=[{dev}]",
                       f"experiment.test_scenarios={test}", "experiment.golden=false",
-                      "experiment.folds=3", "bootstrap=20")
+                      "experiment.folds=3", "bootstrap=20",
+                      "reporting.phoenix.enabled=false")
     metrics = run_experiment(cfg, tmp_path / "run")
     from memeval.experiments.base import EXPERIMENTS
     from memeval.experiments.mai_calibration import MAICalibration
