@@ -27,7 +27,6 @@ from memeval.experiments.base import (
     Runs,
     refuse_unrun_system,
 )
-from memeval.experiments.checkpoint import CHECKPOINTS
 from memeval.experiments.settings import Validated
 from memeval.metrics.gate_metrics import SystemFailure, run_failures
 from memeval.registry import ConfigError
@@ -36,7 +35,7 @@ from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run import Run
-from memeval.results.run_dir import METRICS, write_run
+from memeval.results.run_dir import CHECKPOINTS, METRICS, write_run
 from memeval.systems.deadline import described
 from memeval.threads import size_pools
 from memeval.user_errors import complain
@@ -123,10 +122,10 @@ def _check_run_dir(run_dir: Path, resume: bool) -> None:
 
 def _run_resumably(ctx: RunContext, name: str, experiment: Experiment,
                    resume: bool) -> ExperimentResult:
-    """Passes are checkpointed as they finish; an interruption says how to go on from them."""
+    """Steps are checkpointed as they finish; an interruption says how to go on from them."""
     if not experiment.resumable:
         if resume:
-            raise ConfigError(f"experiment {name} does not checkpoint its passes: run it again "
+            raise ConfigError(f"experiment {name} does not checkpoint its work: run it again "
                               f"instead of resume=true")
         return experiment.run(ctx)
     ctx.checkpoints.start(ctx.cfg, resume)
@@ -136,8 +135,8 @@ def _run_resumably(ctx: RunContext, name: str, experiment: Experiment,
         if not ctx.checkpoints.started or isinstance(err, ConfigError):
             raise
         if isinstance(err, SystemFailure) and not ctx.checkpoints.saved:
-            raise  # the system's fault, in one line: no pass of it to go on from
-        complain(f"memeval: run interrupted with {ctx.checkpoints.saved} finished pass(es) "
+            raise  # the system's fault, in one line: no step of it to go on from
+        complain(f"memeval: run interrupted with {ctx.checkpoints.saved} finished step(s) "
                  f"saved in {ctx.checkpoints.dir}; add resume=true hydra.run.dir={ctx.run_dir} "
                  f"to the same command to finish it")
         raise

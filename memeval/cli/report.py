@@ -27,9 +27,12 @@ def main(args: list[str]) -> int:
     options = parser.parse_args(args)
     if len(options.run_dirs) > 2:
         parser.error("give one run directory, or two to compare")
+    from memeval.results.run_dir import partial_run
+
     for path in options.run_dirs:
         if not (path / "metrics.json").is_file():
-            complain(f"memeval report: {path} is not a run directory (no metrics.json)")
+            complain(f"memeval report: {path} is "
+                     f"{partial_run(path) or 'not a run directory (no metrics.json)'}")
             return 2
     from memeval.components import load_components
     from memeval.reporting.compare import IncomparableRuns

@@ -198,7 +198,9 @@ class RunContext:
 
     @cached_property
     def checkpoints(self) -> Checkpoints:
-        return Checkpoints(self.run_dir, lambda: self.dataset.fingerprint)
+        """The run's checkpoints, each step's tied to the input it read (entries or a corpus)."""
+        return Checkpoints(self.run_dir, lambda: (
+            self.corpus if self.input_kind == CORPUS else self.dataset).fingerprint)
 
     @cached_property
     def judge(self) -> Judge:
@@ -340,7 +342,8 @@ class Runs(StrEnum):
 
 
 class Experiment(Protocol):
-    # True when every pass goes through ctx.checkpoints, so `resume=true` can finish a run
+    # True when its work goes through ctx.checkpoints step by step (each pass, each searched
+    # pool), so `resume=true` can finish a run
     resumable: bool
     runs: Runs
 

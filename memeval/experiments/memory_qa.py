@@ -16,6 +16,10 @@ offline, or `llm` through memeval's LLM backends), and the answer is scored agai
 Each mean has a bootstrap CI, per category, over every category but the adversarial (the figure
 mem0 reports) and over all. Costs, as mem0 reports them: search and answer latency (p50, p95),
 tokens in and out, and the context the answerer read (words).
+
+Each pool (a LoCoMo conversation, a LongMemEval haystack) is indexed, its questions asked,
+answered and graded, then checkpointed: `resume=true` finishes an interrupted run from the first
+pool it left.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from memeval.backends.judges.base import JudgeError
 from memeval.data.base import CORPUS, ChosenInput, CorpusQuery, MemoryCorpus
 from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.experiments.retrieval_workload import pool_of
-from memeval.experiments.system_search import search_corpus
+from memeval.experiments.system_search import Found, search_corpus
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.gate_metrics import share_failed
 from memeval.metrics.qa_scores import bleu1, locomo_f1, mem0_f1
@@ -112,7 +116,7 @@ def _renamed(qa: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 class MemoryQA:
-    resumable = False  # one pass; an answerer's and a grader's replies are cached
+    resumable = True  # pool by pool (system_search.py); answers and grades are cached besides
     runs = Runs.ANY
 
     def __init__(self, cfg: MemoryQAConfig) -> None:
@@ -134,21 +138,22 @@ class MemoryQA:
         questions = self._questions(corpus)
         answerer = ANSWERERS.build(self.cfg.answerer, cache_dir=ctx.cache_dir)
         grader = GRADERS.build(self.cfg.grader, cache_dir=ctx.cache_dir)
+
+        def answered(question: Question, found: Found) -> dict[str, Any]:
+            recalled = [Recalled(corpus.memories[i].text, corpus.memories[i].timestamp)
+                        for i in found.served]
+            answer = answerer.answer(question.text, recalled)
+            return _row(question, [corpus.memories[i].id for i in found.served], recalled,
+                        answer, self._grade(grader, question, answer), found.search_ms)
+
         try:
-            found = search_corpus(ctx, system, questions, corpus.memories, self.cfg.k,
-                                  "memory_qa")
-            rows = []
-            for question in ctx.progress(questions, len(questions), "answering", "question"):
-                served = found[question.id].served
-                recalled = [Recalled(corpus.memories[i].text, corpus.memories[i].timestamp)
-                            for i in served]
-                answer = answerer.answer(question.text, recalled)
-                grade = self._grade(grader, question, answer)
-                rows.append(_row(question, [corpus.memories[i].id for i in served], recalled,
-                                 answer, grade, found[question.id].search_ms))
+            rows = search_corpus(ctx, system, questions, corpus.memories, self.cfg.k,
+                                 "memory_qa", answered)
         finally:
             answerer.close()
             grader.close()
+        order = {q.id: n for n, q in enumerate(questions)}
+        rows.sort(key=lambda row: order[row["question_id"]])  # the corpus's order, as asked
         qa = {"system": system.name, "corpus": corpus.name, "k": self.cfg.k,
               "answerer": answerer.name, "grader": grader.name,
               "questions": len(rows), **_summary(rows, ctx.resamples, ctx.seed)}

@@ -49,7 +49,7 @@ from memeval.experiments.retrieval_workload import (
     corpus_workload,
     store_workload,
 )
-from memeval.experiments.system_search import search_corpus
+from memeval.experiments.system_search import Found, search_corpus
 from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.quality.graph import gini
@@ -132,7 +132,9 @@ class Retrieval(Findings):
 
 
 class RetrievalReplay:
-    resumable = False  # its passes share in-memory policies that checkpoints do not hold
+    # what costs a resume something is checkpointed: a store's gate passes, a system's searches
+    # pool by pool (embeddings are cached); the policies' replay, in memory, is done again
+    resumable = True
     runs = Runs.ANY
 
     def __init__(self, cfg: RetrievalReplayConfig) -> None:
@@ -140,7 +142,9 @@ class RetrievalReplay:
 
     def _workload(self, ctx: RunContext) -> Workload:
         if ctx.input_kind == CORPUS:
-            return corpus_workload(ctx, ctx.corpus, self.cfg.stored)
+            corpus = ctx.corpus  # loaded and checked before the run holds anything to resume
+            ctx.checkpoints.begin()  # a resume embeds only what the cache has not kept
+            return corpus_workload(ctx, corpus, self.cfg.stored)
         return store_workload(ctx, self.cfg.queries, self.cfg.on_error, self.cfg.store_passes,
                               self.cfg.trace_prompts, self.cfg.stored)
 
@@ -153,14 +157,13 @@ class RetrievalReplay:
             return None
         if system.name in self.cfg.arms:
             raise ValueError(f"system {system.name} shares its name with an arm: rename the arm")
-        found = search_corpus(ctx, system, evaluation, work.memories, self.cfg.k,
-                              "retrieval_replay")
-        rows = {}
-        for ask in evaluation:
-            answer = found[ask.id]
-            rows[ask.id] = self._row(ask, answer.served, work, None)
-            rows[ask.id]["search_ms"] = answer.search_ms
-            rows[ask.id]["system_scores"] = answer.scores
+
+        def row(ask: Ask, found: Found) -> dict[str, Any]:
+            return {**self._row(ask, found.served, work, None), "search_ms": found.search_ms,
+                    "system_scores": found.scores}
+
+        rows = {found["query_id"]: found for found in search_corpus(
+            ctx, system, evaluation, work.memories, self.cfg.k, "retrieval_replay", row)}
         return system.name, rows
 
     def run(self, ctx: RunContext) -> ExperimentResult:

@@ -2,9 +2,10 @@
 
 Two sources give the same `Workload`. A memory corpus (`dataset=locomo`, `longmemeval`,
 `memory_jsonl`) is searched as it is. Any trace dataset is first written through the write gate
-for `store_passes` passes; the memories its last pass stored are the store, the labelled queries
-of `experiment.queries` search it (their relevant entries mapped to the memories stored from
-them), and the traces' own user prompts are unlabelled use.
+for `store_passes` passes (each but the last checkpointed, as a three-pass replay's); the
+memories its last pass stored are the store, the labelled queries of `experiment.queries` search
+it (their relevant entries mapped to the memories stored from them), and the traces' own user
+prompts are unlabelled use.
 
 Each query is searched over its `scope` and, when it carries the time it was asked, only over
 memories written by then; its cosine and BM25 scores over that pool are computed once, since
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,11 +25,13 @@ import numpy as np
 from memeval.data.base import CorpusMemory, CorpusQuery, DatasetError, MemoryCorpus
 from memeval.data.quality_sets import load_queries
 from memeval.experiments.base import RunContext, replay
+from memeval.experiments.checkpoint import PassRecord
 from memeval.quality.bm25 import BM25
 from memeval.quality.mqs import compute_mqs
 from memeval.quality.rankers import Store
 from memeval.quality.record import MemoryRecord
 from memeval.quality.stored import StoredMQSConfig, records_from_store
+from memeval.systems.base import Ingestor
 from memeval.systems.reference.stored_quality import gate_confidences
 from memeval.systems.reference.system import reference_ingestor
 
@@ -144,16 +148,27 @@ def corpus_workload(ctx: RunContext, corpus: MemoryCorpus, stored: StoredMQSConf
                        [None] * len(corpus.memories), queries, [], stored, source)
 
 
+def _store_pass(ctx: RunContext, gate: Ingestor, items: list[Any], pass_no: int) -> PassRecord:
+    """One write-gate pass over the traces, from empty stores: its decisions."""
+    gate.restart(wipe_memories=True)
+    return PassRecord({}, replay(ctx, gate, items, pass_no, "eval", arm="store"))
+
+
 def store_workload(ctx: RunContext, queries_path: str, on_error: str, store_passes: int,
                    trace_prompts: bool, stored: StoredMQSConfig) -> Workload:
     """The memories the last of `store_passes` write-gate passes stored, each a memory record
     carrying its write-time confidence, searched by the labelled queries."""
+    entries = ctx.dataset.entries  # loaded and checked before the run holds anything to resume
+    ctx.checkpoints.begin()  # a resume embeds only what the cache has not kept
     gate = reference_ingestor(ctx.system, ctx.run_dir / "state", "retrieval_replay")
-    items = ctx.prepare(gate, ctx.dataset.entries)
-    decisions = []
-    for pass_no in range(1, store_passes + 1):
-        gate.restart(wipe_memories=True)
-        decisions = replay(ctx, gate, items, pass_no, "eval", arm="store")
+    items = ctx.prepare(gate, entries)
+    for pass_no in range(1, store_passes):
+        ctx.checkpoints.run_pass(gate, f"store-pass-{pass_no}",
+                                 partial(_store_pass, ctx, gate, items, pass_no))
+    # the last pass's memories are held in memory only: it runs again on a resume, from the
+    # stores and learning state the pass before it left
+    ctx.checkpoints.restored(gate)
+    decisions = _store_pass(ctx, gate, items, store_passes).decisions
     stored_memories = list(gate.memories.memories)
     by_entry = {d.entry_id: d for d in decisions}
     confidences = gate_confidences(gate, [by_entry[m.source_id].score for m in stored_memories])

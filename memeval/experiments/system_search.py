@@ -6,14 +6,19 @@ written by the time it was asked), so the system is given one pool at a time and
 query of that pool before the next: a pool is indexed once, not once per query. An answer naming
 a memory the system was not given, or a score that is not a finite number, is outside the
 protocol and fails the run at the boundary, naming it.
+
+Indexing a pool into a system can be its slowest work (an LLM extracting memories), so each
+pool's rows are checkpointed as it finishes (experiments/checkpoint.py): a resumed run indexes
+and asks only the pools an interrupted one left.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -45,25 +50,43 @@ class Found:
     search_ms: float
 
 
-def search_corpus(ctx: RunContext, system: System, asks: Sequence[Pooled],
-                  memories: Sequence[CorpusMemory], k: int, experiment: str
-                  ) -> dict[str, Found]:
-    """Each query's top `k` by the system, pool by pool, with a progress bar over queries."""
-    require(system, [Capability.SEARCH], experiment)
-    pools: dict[tuple[int, ...], list[Pooled]] = {}
+P = TypeVar("P", bound=Pooled)
+
+
+def _by_pool(asks: Sequence[P]) -> list[tuple[tuple[int, ...], list[P]]]:
+    """The asks grouped by the pool they search, pools in the order first met."""
+    pools: dict[tuple[int, ...], list[P]] = {}
     for ask in asks:
         pools.setdefault(tuple(ask.pool.tolist()), []).append(ask)
-    ordered = [(pool, ask) for pool, group in pools.items() for ask in group]
-    found: dict[str, Found] = {}
-    indexed: tuple[int, ...] | None = None
-    known: dict[str, int] = {}
-    for pool, ask in ctx.progress(ordered, len(ordered), f"{system.name} search", unit="query"):
-        if pool != indexed:
-            known = {memories[i].id: i for i in pool}
-            system.index([IndexedMemory(memories[i].id, memories[i].text) for i in pool])
-            indexed = pool
+    return list(pools.items())
+
+
+def search_corpus(ctx: RunContext, system: System, asks: Sequence[P],
+                  memories: Sequence[CorpusMemory], k: int, experiment: str,
+                  row: Callable[[P, Found], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each query's top `k` by the system made a row by `row`, pool by pool (each pool a
+    checkpointed step, `pool-N`), with a progress bar over queries."""
+    require(system, [Capability.SEARCH], experiment)
+    rows: list[dict[str, Any]] = []
+    with ctx.bar(len(asks), f"{system.name} search", unit="query") as bar:
+        for n, (pool, group) in enumerate(_by_pool(asks), 1):
+            rows += ctx.checkpoints.run_step(
+                f"pool-{n}", partial(_searched, system, pool, group, memories, k, row))
+            bar.update(len(group))
+    return rows
+
+
+def _searched(system: System, pool: tuple[int, ...], asks: Sequence[P],
+              memories: Sequence[CorpusMemory], k: int,
+              row: Callable[[P, Found], dict[str, Any]]) -> list[dict[str, Any]]:
+    """One pool indexed into the system, then each of its queries asked."""
+    known = {memories[i].id: i for i in pool}
+    system.index([IndexedMemory(memories[i].id, memories[i].text) for i in pool])
+    rows = []
+    for ask in asks:
         started = time.perf_counter()
         hits = system.search(ask.text, k)  # checked at the boundary (systems/answers.py)
         elapsed = (time.perf_counter() - started) * 1000.0
-        found[ask.id] = Found([known[h.id] for h in hits], [h.score for h in hits], elapsed)
-    return found
+        rows.append(row(ask, Found([known[h.id] for h in hits], [h.score for h in hits],
+                                   elapsed)))
+    return rows

@@ -33,6 +33,7 @@ from memeval.reporting.outputs import Score, Section, outputs_of
 from memeval.reporting.table import clipped, column_blocks, wrapped
 from memeval.results.result import METRICS, UnreadableResult, reading
 from memeval.results.run import CONFIG, PRESENTATION_KEYS, Run, read_settings_file
+from memeval.results.run_dir import partial_run
 from memeval.systems.reference.system import REFERENCE
 from memeval.utils.redact import redact
 
@@ -135,12 +136,18 @@ def run_dirs(paths: Iterable[Path]) -> list[Path]:
     run directories one level inside it, sorted."""
     found: list[Path] = []
     for path in paths:
-        if (path / METRICS).is_file() or (path / ".hydra").is_dir():
+        if _is_run(path):
             found.append(path)
         else:
-            found += sorted(p for p in path.iterdir() if p.is_dir()
-                            and ((p / METRICS).is_file() or (p / ".hydra").is_dir()))
+            found += sorted(p for p in path.iterdir() if p.is_dir() and _is_run(p))
     return found
+
+
+def _is_run(path: Path) -> bool:
+    """A run's directory: its results, Hydra's record of it, or the checkpoints of a partial
+    run."""
+    return ((path / METRICS).is_file() or (path / ".hydra").is_dir()
+            or partial_run(path) is not None)
 
 
 def _failed(path: Path, reason: str) -> Failed:
@@ -173,6 +180,9 @@ def configuration(run: Run) -> str:
 def _candidates(path: Path) -> list[Candidate] | Failed:
     """The run's figures by system and benchmark, or why it has none."""
     if not (path / METRICS).is_file():
+        partial = partial_run(path)
+        if partial is not None:
+            return _failed(path, partial)
         if (path / ".hydra").is_dir() and time.time() - (path / ".hydra").stat().st_mtime < 3600:
             return _failed(path, f"no {METRICS} yet: still running, or stopped within the hour "
                                  f"(its log is in the directory)")

@@ -28,6 +28,7 @@ from memeval.results.run import (
     run_settings,
     varying_keys,
 )
+from memeval.results.run_dir import CHECKPOINT_SETTINGS, CHECKPOINTS, partial_run
 from memeval.systems.factory import FACTORY
 
 HYDRA = ".hydra"  # what Hydra writes as a run starts: a folder with it but no metrics.json died
@@ -100,7 +101,8 @@ def _when(path: Path) -> str:
 
 def _configured_experiment(run_dir: Path) -> str | None:
     """The experiment a run was given, from its saved config: for a run without results."""
-    for config in (run_dir / CONFIG, run_dir / HYDRA / CONFIG):
+    for config in (run_dir / CONFIG, run_dir / HYDRA / CONFIG,
+                   run_dir / CHECKPOINTS / CHECKPOINT_SETTINGS):
         try:
             name = read_settings_file(config)["experiment"]["name"]
         except NOT_READ:
@@ -111,9 +113,10 @@ def _configured_experiment(run_dir: Path) -> str | None:
 
 def _run_dirs(folder: Path) -> list[Path]:
     """Every run directory under `folder`, at any depth: one holding metrics.json, or Hydra's
-    record of a run that never wrote it."""
+    record or the checkpoints of a run that never wrote it."""
     found = {path.parent for path in folder.rglob(METRICS)}
     found |= {path.parent for path in folder.rglob(HYDRA) if path.is_dir()}
+    found |= {path.parent.parent for path in folder.rglob(f"{CHECKPOINTS}/{CHECKPOINT_SETTINGS}")}
     return sorted(found, key=lambda path: natural_order(str(path.relative_to(folder))))
 
 
@@ -126,8 +129,11 @@ def _row(path: Path, folder: Path) -> tuple[RunRow, Run | None]:
     name = str(path.relative_to(folder)) if path != folder else "."
     metrics = path / METRICS
     if not metrics.is_file():
-        return RunRow(name, _when(path / HYDRA), _configured_experiment(path),
-                      notes=[f"no {METRICS}: the run did not finish, or is still running "
+        partial = partial_run(path)
+        started = path / HYDRA if (path / HYDRA).is_dir() else path / CHECKPOINTS
+        return RunRow(name, _when(started), _configured_experiment(path),
+                      notes=[partial or
+                             f"no {METRICS}: the run did not finish, or is still running "
                              f"(its log is in the directory)"]), None
     try:
         run = Run.load(path)

@@ -2,7 +2,8 @@
 
 Layout: metrics.json (schema-versioned), decisions.parquet (one row per entry per pass),
 config.yaml (resolved, redacted), provenance.json, figures/. Readers accept every schema version
-so far.
+so far. Until metrics.json is written, checkpoints/ holds what a run finished: its
+`settings.yaml` marks the run partial, and `resume=true` finishes it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ DECISIONS = "decisions.parquet"
 PROVENANCE = "provenance.json"
 MAX_PROVENANCE_BYTES = 2**20  # commit, versions, command line and thread pools: a few kB
 MISSING_OK = "; restore it, or delete it to read the run without its commit and versions"
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_SETTINGS = "settings.yaml"  # written as a checkpointing run starts its work
 
 
 def jsonable(value: Any) -> Any:
@@ -80,6 +83,19 @@ def write_run(run_dir: Path, metrics: dict[str, Any], decisions: list[Decision],
     body = jsonable({"schema_version": SCHEMA_VERSION, **metrics})
     write_text_atomic(run_dir / METRICS, json.dumps(body, indent=2, ensure_ascii=False))
     return RunResult.from_dict(body, str(run_dir / METRICS))
+
+
+def partial_run(run_dir: Path) -> str | None:
+    """What a run directory without metrics.json but with checkpoints says of itself (how much
+    it finished, how to finish it), so listings show it as partial, not as lost; None for any
+    other directory."""
+    folder = run_dir / CHECKPOINTS
+    if (run_dir / METRICS).is_file() or not (folder / CHECKPOINT_SETTINGS).is_file():
+        return None
+    finished = sum(1 for _ in folder.glob("*.json"))
+    return (f"partial: interrupted (or still running) with {finished} finished checkpoint(s) "
+            f"in {CHECKPOINTS}/ and no {METRICS}; add resume=true hydra.run.dir={run_dir} to "
+            f"its command to finish it")
 
 
 def redact_in_place(*paths: Path) -> None:

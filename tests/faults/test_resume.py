@@ -72,7 +72,7 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_result(
         interrupt_after(patch, first_pass_calls + 20)  # well into pass 2
         with pytest.raises(Interrupt):
             run_experiment(fast_config(*settings), broken)
-    assert "1 finished pass(es) saved" in capsys.readouterr().err
+    assert "1 finished step(s) saved" in capsys.readouterr().err
     assert not (broken / "metrics.json").exists()
     with pytest.raises(ConfigError, match="interrupted run: finish it by adding resume=true"):
         run_experiment(fast_config(*settings), broken)
