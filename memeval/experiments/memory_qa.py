@@ -112,6 +112,7 @@ def _renamed(qa: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 class MemoryQA:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = False  # one pass; an answerer's and a grader's replies are cached
     runs = Runs.ANY
 

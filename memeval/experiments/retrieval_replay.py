@@ -132,6 +132,7 @@ class Retrieval(Findings):
 
 
 class RetrievalReplay:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = False  # its passes share in-memory policies that checkpoints do not hold
     runs = Runs.ANY
 
