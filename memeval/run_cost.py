@@ -42,9 +42,10 @@ class Estimate:
 
 
 def uncached_texts(ctx: RunContext) -> tuple[int, list[str]]:
-    """The distinct texts the run embeds (what `python -m memeval embed` would warm), and those
-    the cache lacks."""
-    texts = run_texts(ctx)
+    """The distinct texts every such run embeds, and those the cache lacks. Not the texts only
+    some entries reach (`memeval embed` warms those too): a run that never reaches them would
+    count them, and embed a sample of them, at every start."""
+    texts = run_texts(ctx, every=False)
     embedder = ctx.embedder
     keyed = {content_key(embedder.identity, text): text for text in texts}
     cached = embedder.store.get_many(sorted(keyed))
@@ -64,7 +65,7 @@ def estimate(ctx: RunContext) -> Estimate | None:
     step = max(1, len(rest) // SAMPLE)
     sample = rest[::step][:SAMPLE] or by_length[:1]
     started = time.perf_counter()
-    embedder.embed(sample)
+    embedder.embed(sample)  # one call: the embedder batches texts of like lengths, as in a run
     return Estimate(texts, len(missing), len(sample), time.perf_counter() - started,
                     os.cpu_count() or 1)
 

@@ -32,7 +32,7 @@ def test_a_cold_run_says_its_cost_and_a_warm_one_does_not(
         capsys: pytest.CaptureFixture[str]) -> None:
     cfg = fast_config("+experiment=three_pass", "dataset.limit=40", TINY)
     cold = context(cfg, tmp_path / "cold")
-    texts = list(dict.fromkeys(run_texts(cold)))
+    texts = run_texts(cold, every=False)
     cold.embedder.embed(texts[:5])  # a cache that holds some of the run's texts
     found = say_cost(cold, ["+experiment=three_pass", "dataset.limit=40"])
     said = capsys.readouterr().err
@@ -44,9 +44,9 @@ def test_a_cold_run_says_its_cost_and_a_warm_one_does_not(
     assert "python -m memeval embed +experiment=three_pass dataset.limit=40;" in \
         " ".join(said.split())
     assert all(len(line) <= WIDTH for line in said.splitlines())
-    warm = context(cfg, tmp_path / "warm")
-    context(cfg, tmp_path / "filler").embedder.embed(texts)  # every text cached now
-    assert say_cost(warm, None) is None
+    run_experiment(cfg, tmp_path / "run")  # caches every text the estimate counts
+    capsys.readouterr()
+    assert say_cost(context(cfg, tmp_path / "warm"), None) is None
     assert capsys.readouterr().err == ""
 
 
@@ -72,7 +72,7 @@ def test_the_line_follows_from_the_counts_and_names_the_cut() -> None:
     assert warning(found, None, "corpus_rows", 1000, 60).endswith("dataset.corpus_rows=71")
 
 
-def test_a_run_says_it_before_its_work_until_memeval_embed_warms_the_cache(
+def test_a_run_says_it_before_its_work_and_a_run_after_it_does_not(
         fast_config: Callable[..., DictConfig], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     cfg = fast_config("+experiment=retrieval_replay", "dataset=locomo",
@@ -81,8 +81,12 @@ def test_a_run_says_it_before_its_work_until_memeval_embed_warms_the_cache(
     out = capsys.readouterr()
     assert "texts are not in the embedding cache" in " ".join(out.err.split())
     assert "or cut the run: dataset.limit=" in " ".join(out.err.split())
-    # what the line says to run warms every text the run counts: the next run says nothing
-    warmed = warm_up(cfg, Engine("local"), tmp_path / "shards", progress=False)
+    run_experiment(cfg, tmp_path / "again")  # the first run cached what it counts
+    assert "embedding cache" not in capsys.readouterr().err
+    # what the line says to run warms a cold cache as well
+    cold = fast_config("+experiment=retrieval_replay", "dataset=longmemeval", "plots=false",
+                       TINY, f"dataset.path={CORPORA / 'longmemeval_small.json'}")
+    warmed = warm_up(cold, Engine("local"), tmp_path / "shards", progress=False)
     assert warmed.embedded > 0 and warmed.cached + warmed.embedded == warmed.texts
-    run_experiment(cfg, tmp_path / "again")
+    run_experiment(cold, tmp_path / "warmed")
     assert "embedding cache" not in capsys.readouterr().err
