@@ -27,7 +27,7 @@ from memeval.backends.embedders.warm_up import ENGINES, Embedded, Engine
 from memeval.components import load_components
 from memeval.config import validate
 from memeval.data.base import CORPUS
-from memeval.engine.gate.gate import embedded_texts
+from memeval.engine.gate.gate import embedded_texts, prepared_texts
 from memeval.experiments.base import RunContext
 from memeval.utils.cache_shards import SHARD_ROWS, ImportReport, import_shards, write_shards
 from memeval.utils.kvcache import SqliteKV, content_key
@@ -54,14 +54,16 @@ def build_embedder(node: dict[str, Any]) -> Embedder:
     return EMBEDDERS.build(node)
 
 
-def run_texts(ctx: RunContext) -> list[str]:
+def run_texts(ctx: RunContext, every: bool = True) -> list[str]:
     """What the run embeds: a memory corpus's memories and queries (retrieval replay), or what
-    the write gate embeds of each entry."""
+    the write gate embeds of each entry: all it may (`every`), or only what every run does (a
+    corpus's memories: which queries are asked depends on the experiment)."""
     if ctx.input_kind == CORPUS:
         corpus = ctx.corpus
-        return list(dict.fromkeys([m.text for m in corpus.memories]
-                                  + [q.text for q in corpus.queries]))
-    return embedded_texts(ctx.gate_config(), redact, ctx.dataset.entries)
+        queries = [q.text for q in corpus.queries] if every else []
+        return list(dict.fromkeys([m.text for m in corpus.memories] + queries))
+    texts = embedded_texts if every else prepared_texts
+    return texts(ctx.gate_config(), redact, ctx.dataset.entries)
 
 
 def warm_up(cfg: DictConfig, engine: Engine, shards: Path, progress: bool = True) -> WarmUp:

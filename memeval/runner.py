@@ -36,6 +36,7 @@ from memeval.reporting.table import pass_table, threshold_footer, wrapped
 from memeval.results.provenance import provenance
 from memeval.results.run import Run
 from memeval.results.run_dir import CHECKPOINTS, METRICS, write_run
+from memeval.run_cost import run_overrides, say_cost
 from memeval.systems.deadline import described
 from memeval.threads import size_pools
 from memeval.user_errors import complain
@@ -206,6 +207,8 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     streamer = _phoenix_streamer(ctx, checked.phoenix, run_id)
     running = time.perf_counter()
     try:
+        if getattr(experiment, "embeds", False):  # a plugin's experiment that does not say: no
+            say_cost(ctx, run_overrides())
         result = _run_resumably(ctx, chosen.name, experiment, resume)
     finally:
         if streamer is not None:

@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("reporting", {"reporting"}),
     ("experiments", {"experiments"}),
     ("commands", {"__main__", "api", "bench", "cache_warm_up", "catalogue", "cli", "components",
-                  "config", "log_redaction", "plugins", "regression", "runner", "serve", "sweep",
-                  "user_errors"}),
+                  "config", "log_redaction", "plugins", "regression", "run_cost", "runner",
+                  "serve", "sweep", "user_errors"}),
 ]
 
 # (importer, imported) -> why it may point upwards. Keep this as short as possible.

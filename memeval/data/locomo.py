@@ -32,6 +32,7 @@ from memeval.data.corpus_jsonl import as_utc, count, input_path, read_json_array
 from memeval.data.gold import UnscoredGold
 from memeval.data.jsonl import check_read_settings, note_at, nothing_usable
 from memeval.data.memory_corpus import checked_corpus
+from memeval.registry import bounded
 
 UNITS = ("turn", "session_summary")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -49,9 +50,10 @@ class LocomoConfig:
     unit: str = "turn"
     categories: list[int] | None = None
     on_error: str = "skip"
+    limit: int | None = bounded(None, 1)  # the first N conversations (samples) of the file
 
     def validate(self) -> None:
-        check_read_settings(self.on_error)
+        check_read_settings(self.on_error, self.limit)
         if self.unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got '{self.unit}'")
         if self.categories is not None and (not self.categories
@@ -212,9 +214,9 @@ def _query(sample: _Sample, index: int, item: Any, scope: tuple[str, ...],
 
 
 def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | None = None,
-                on_error: str = "skip") -> MemoryCorpus:
+                on_error: str = "skip", limit: int | None = None) -> MemoryCorpus:
     file = input_path(str(path), "LoCoMo", "dataset.path")
-    samples = read_json_array(file, "LoCoMo (locomo10.json)")
+    samples = read_json_array(file, "LoCoMo (locomo10.json)")[:limit]
     report = LoadReport(source=str(file), rows_read=len(samples))
     keep = None if categories is None else set(categories)
     memories: list[CorpusMemory] = []
@@ -254,4 +256,4 @@ def load_locomo(path: str | Path, unit: str = "turn", categories: list[int] | No
 
 @CORPORA.register("locomo", LocomoConfig)
 def build_locomo(cfg: LocomoConfig, **_: object) -> MemoryCorpus:
-    return load_locomo(cfg.path, cfg.unit, cfg.categories, cfg.on_error)
+    return load_locomo(cfg.path, cfg.unit, cfg.categories, cfg.on_error, cfg.limit)

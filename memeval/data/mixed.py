@@ -9,7 +9,7 @@ Code session logs; `corpus_path` points it at data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,6 +30,7 @@ CORPORA: dict[str, tuple[str, str | None]] = {
 
 @dataclass
 class MixedConfig:
+    limit_setting: ClassVar[str] = "corpus_rows"  # what cuts a run of it (run_cost.py)
     labeled_path: str = "???"
     labeled_rows: int | None = bounded(144, 1)
     corpus: str = "trace_sample"

@@ -346,6 +346,9 @@ class Experiment(Protocol):
     # pool), so `resume=true` can finish a run
     resumable: bool
     runs: Runs
+    # True when it embeds its input as `python -m memeval embed` warms it (cache_warm_up.py
+    # `run_texts`): the runner estimates that cost, and says it when it is long, before the run
+    embeds: bool
 
     def run(self, ctx: RunContext) -> ExperimentResult: ...
 

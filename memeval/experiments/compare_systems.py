@@ -100,6 +100,7 @@ class Compared(Findings):
 
 
 class CompareSystems:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = True
     runs = Runs.LISTED
 

@@ -98,6 +98,7 @@ class ConflictFindings(Findings):
 
 
 class ConflictDetection:
+    embeds = False  # embeds its pairs only, a few hundred texts
     resumable = False  # one quick pass: a re-run costs no more than a resume
     runs = Runs.ANY
 

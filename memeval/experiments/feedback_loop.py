@@ -56,6 +56,7 @@ class FeedbackFindings(Findings):
 
 
 class FeedbackLoop:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = True
     runs = Runs.REFERENCE
 

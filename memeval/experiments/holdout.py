@@ -87,6 +87,7 @@ class HoldoutFindings(Findings):
 
 
 class Holdout:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = True
     runs = Runs.ANY
 

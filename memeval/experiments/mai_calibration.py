@@ -128,6 +128,7 @@ class MaiFindings(Findings):
 
 
 class MAICalibration:
+    embeds = False  # scores scenarios; it embeds no replay input
     resumable = False  # one quick pass: a re-run costs no more than a resume
     runs = Runs.REFERENCE
 

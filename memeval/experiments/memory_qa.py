@@ -116,6 +116,7 @@ def _renamed(qa: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 class MemoryQA:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = True  # pool by pool (system_search.py); answers and grades are cached besides
     runs = Runs.ANY
 

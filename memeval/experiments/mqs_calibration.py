@@ -178,6 +178,7 @@ class Calibrated(Findings):
 
 
 class MQSCalibration:
+    embeds = False  # fits on its trust sets; it embeds no replay input
     resumable = False  # one quick pass: a re-run costs no more than a resume
     runs = Runs.ANY
 

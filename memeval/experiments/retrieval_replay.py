@@ -132,6 +132,7 @@ class Retrieval(Findings):
 
 
 class RetrievalReplay:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     # what costs a resume something is checkpointed: a store's gate passes, a system's searches
     # pool by pool (embeddings are cached); the policies' replay, in memory, is done again
     resumable = True

@@ -32,6 +32,9 @@ class Settings:
     # find it by; kept in metrics.json, neither changes a figure
     run_name: str | None = None
     tags: list[str] = field(default_factory=list)
+    # a run whose embedding is estimated to take longer says so, and how to warm the cache or
+    # cut the run, before it starts (null: never)
+    cost_warning_s: float | None = bounded(60.0, above=0)
 
     def validate(self) -> None:
         for what, text in (("run_name", self.run_name), *(("a tag", t) for t in self.tags)):

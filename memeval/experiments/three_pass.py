@@ -50,6 +50,7 @@ class ThreePassConfig:
 
 
 class ThreePass:
+    embeds = True  # its input, as `memeval embed` warms it: the cost is said first
     resumable = True
     runs = Runs.ANY
 

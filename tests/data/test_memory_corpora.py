@@ -220,6 +220,15 @@ def test_locomo_keeps_only_the_chosen_categories() -> None:
     assert "evidence_unknown" not in corpus.report.stats  # conv-1:q5 was filtered out first
 
 
+def test_locomo_limit_reads_only_the_first_conversations() -> None:
+    whole, cut = build("locomo", path=str(LOCOMO)), build("locomo", path=str(LOCOMO), limit=1)
+    first = [m.id for m in whole.memories if m.id.startswith("conv-1:")]
+    assert [m.id for m in cut.memories] == first and len(first) < len(whole.memories)
+    assert {q.scope for q in cut.queries} == {tuple(first)}
+    assert len(cut.queries) == sum(q.scope == tuple(first) for q in whole.queries)
+    assert cut.report.rows_read == 1 and whole.report.rows_read == 2
+
+
 def locomo_samples() -> list[Any]:
     value = json.loads(LOCOMO.read_text())
     assert isinstance(value, list)
@@ -499,6 +508,7 @@ def test_each_yaml_composes_validates_and_builds(option: str, settings: list[str
     ({"name": "locomo", "path": "x", "categories": [0]}, "categories must be"),
     ({"name": "longmemeval", "path": "x", "text": "assistant"}, "text must be one of"),
     ({"name": "longmemeval", "path": "x", "limit": 0}, "limit must be"),
+    ({"name": "locomo", "path": "x", "limit": 0}, "limit must be"),
     ({"name": "longmemeval", "path": "x", "search": "everything"}, "search must be one of"),
     ({"name": "memory_jsonl", "memories": "m", "queries": "q", "on_error": "ignore"},
      "on_error must be one of"),

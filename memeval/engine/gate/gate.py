@@ -159,10 +159,26 @@ def embedded_texts(cfg: GateConfig, redact: Callable[[str], str],
         stage = STAGES.validate({"name": "content_score", **(cfg.stages["content_score"] or {})})
         narration = Narration(cfg.narration)
         kept = {cfg.rejection_store.text_chars, cfg.accept_store.text_chars}
-        texts = [scored_view(stage, narration, text) for text in responses] + [
+        texts = _views(cfg, responses) + [
             scored_view(stage, narration, text[:chars])
             for chars in sorted(kept) for text in responses if len(text) > chars] + texts
     return list(dict.fromkeys(texts))
+
+
+def prepared_texts(cfg: GateConfig, redact: Callable[[str], str],
+                   entries: Sequence[Entry]) -> list[str]:
+    """The distinct texts every replay of `entries` embeds (`prepare`: the content stage's view
+    of each redacted response); `embedded_texts` adds those only some entries reach."""
+    return list(dict.fromkeys(_views(cfg, [redact(e.assistant_response) for e in entries])))
+
+
+def _views(cfg: GateConfig, responses: list[str]) -> list[str]:
+    """The content stage's view of each response; none without a content stage."""
+    if "content_score" not in cfg.order:
+        return []
+    stage = STAGES.validate({"name": "content_score", **(cfg.stages["content_score"] or {})})
+    narration = Narration(cfg.narration)
+    return [scored_view(stage, narration, text) for text in responses]
 
 
 class Gate:
