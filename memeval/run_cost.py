@@ -5,18 +5,22 @@ learn that at its start, not at its end."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from memeval.backends.embedders.base import EmbeddingError
 from memeval.cache_warm_up import run_texts
 from memeval.experiments.base import RunContext
 from memeval.user_errors import complain
 from memeval.utils.kvcache import content_key
 
 SAMPLE = 16  # uncached texts embedded, and timed, to measure the rate (they are cached after)
+logger = logging.getLogger(__name__)
+
 LIMIT = "limit"  # the dataset setting that cuts a run, unless its options name another
 
 
@@ -115,7 +119,11 @@ def say_cost(ctx: RunContext, overrides: list[str] | None) -> Estimate | None:
     budget = ctx.settings.cost_warning_s
     if budget is None:
         return None
-    found = estimate(ctx)
+    try:
+        found = estimate(ctx)
+    except EmbeddingError as error:  # the run meets it too, and fails or degrades by its rules
+        logger.warning("the run's embedding cost could not be measured: %s", error)
+        return None
     if found is None or found.seconds <= budget:
         return found
     loaded = ctx.loaded()

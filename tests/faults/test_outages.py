@@ -61,11 +61,12 @@ def judge_overrides(server: LoopbackServer, **extra: Any) -> list[str]:
 def test_embedding_server_down_mid_run_degrades_to_the_judge_and_loses_nothing(
         tmp_path: Path, fast_config: Callable[..., DictConfig],
         caplog: pytest.LogCaptureFixture) -> None:
-    # the preflight's request, then 8 requests of 32 embed the first 256 texts
+    # the preflight's request, then 8 requests of 32 embed the first 256 texts (no cost
+    # estimate first: its sample would take requests of the count)
     with LoopbackServer(down_after(9, embeddings_reply)) as server:
         cfg = fast_config("+experiment=three_pass", "plots=false", "embedder=openai_http",
                           f"embedder.base_url={server.base_url}/v1", "embedder.batch_size=32",
-                          "embedder.max_retries=0")
+                          "embedder.max_retries=0", "cost_warning_s=null")
         with caplog.at_level(logging.WARNING), pytest.raises(EmbeddingError) as failed:
             run_experiment(cfg, tmp_path / "run")
     url = f"{server.base_url}/v1/embeddings"
