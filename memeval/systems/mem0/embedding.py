@@ -11,13 +11,14 @@ is one EmbeddingError line naming mem0, the call and the value.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from memeval.backends.embedders.base import EmbeddingError
 from memeval.utils.http_retry import preview
 from memeval.utils.redact import redact
+from memeval.utils.stopwatch import Stopwatch
 
 _T = TypeVar("_T")
 
@@ -72,15 +73,24 @@ def checked_vector(value: Any, width: int, where: str) -> list[float]:
     return [float(x) for x in vector]
 
 
+class Slot(Protocol):
+    """What memeval reads of the embedder in mem0's slot."""
+
+    spent: Stopwatch  # every call into the embedder it holds
+
+
 def checked(inner: Any, width: int, who: str) -> Any:
-    """`inner` (a mem0 embedder) in mem0's slot, its failures and its vectors checked. `who`
-    names it in every message ("mem0's OpenAI embedder at http://…")."""
+    """`inner` (a mem0 embedder) in mem0's slot, its failures and its vectors checked, its time
+    kept (a Slot). `who` names it in every message ("mem0's OpenAI embedder at http://…")."""
     from mem0.embeddings.base import EmbeddingBase
+
+    spent = Stopwatch()
 
     def calling(action: str | None, call: Callable[[], _T]) -> tuple[str, _T]:
         where = f"{who}, embedding for {action or 'mem0'}"
         try:
-            return where, call()
+            with spent.running():
+                return where, call()
         except EmbeddingError as err:  # memeval's own embedder, already one line
             raise EmbeddingError(f"{where}: {err}") from None
         except _SHAPE as err:  # mem0 reading a body that is not embeddings (JSON too deep)
@@ -92,6 +102,7 @@ def checked(inner: Any, width: int, who: str) -> Any:
     class CheckedEmbedding(EmbeddingBase):
         def __init__(self) -> None:
             super().__init__(inner.config)
+            self.spent = spent
 
         def embed(self, text: str, memory_action: str | None = None) -> list[float]:
             where, value = calling(memory_action, lambda: inner.embed(text, memory_action))

@@ -51,7 +51,8 @@ from memeval.systems.base import (
     Undeclared,
 )
 from memeval.systems.boundary import CallLimits
-from memeval.systems.mem0.embedding import bridge, checked, one_line
+from memeval.systems.mem0.clock import Mem0Clock
+from memeval.systems.mem0.embedding import Slot, bridge, checked, one_line
 from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.redact import redact
 
@@ -108,7 +109,7 @@ class Mem0Ingestor(KeepsItsOwnState):
 
     def restart(self, wipe_memories: bool = True) -> None:
         if wipe_memories:
-            with mem0_call("delete_all() of the ingested turns"):
+            with mem0_call("delete_all() of the ingested turns"), self.system.clock.wipe():
                 self.system.memory.delete_all(user_id=TURNS)
 
     def run_pass(self, items: Sequence[Turn], pass_no: int,
@@ -121,8 +122,9 @@ class Mem0Ingestor(KeepsItsOwnState):
                                 judge_called=infer, started_at=time.time())
             start = time.perf_counter()
             try:
-                added = self.system.memory.add(turn.text, user_id=TURNS, infer=infer,
-                                               metadata={"memeval_id": entry.id})
+                with self.system.clock.adding():
+                    added = self.system.memory.add(turn.text, user_id=TURNS, infer=infer,
+                                                   metadata={"memeval_id": entry.id})
                 kept = [r for r in added.get("results", []) if r.get("event") in ("ADD",
                                                                                   "UPDATE")]
                 if infer and not kept:  # mem0's LLM kept nothing from it
@@ -147,15 +149,17 @@ class Mem0System(Undeclared):
         self.memory = memory
         self.notes = notes
         self.http = http  # under mem0's OpenAI clients
+        slot: Slot = memory.embedding_model
+        self.clock = Mem0Clock(slot.spent, notes)
 
     def ingestor(self, state_dir: Path) -> Mem0Ingestor:
         return Mem0Ingestor(self, state_dir)
 
     def index(self, memories: Sequence[IndexedMemory]) -> None:
-        with mem0_call("delete_all() of the searched memories"):
+        with mem0_call("delete_all() of the searched memories"), self.clock.wipe():
             self.memory.delete_all(user_id=SEARCH_POOL)
         for memory in memories:
-            with mem0_call(f"add() of memory '{memory.id}'"):
+            with mem0_call(f"add() of memory '{memory.id}'"), self.clock.adding():
                 self.memory.add(redact(memory.text), user_id=SEARCH_POOL, infer=False,
                                 metadata={"memeval_id": memory.id})
 
