@@ -4,6 +4,7 @@ embedder slot, telemetry off; its LLM (infer=True) on an OpenAI-compatible loopb
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -18,10 +19,11 @@ from omegaconf import DictConfig
 
 from memeval.backends.embedders.base import EmbeddingError
 from memeval.backends.embedders.hashing import HashingEmbedder
+from memeval.entry import Entry
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.runner import run_experiment
 from memeval.systems.base import SYSTEMS, IndexedMemory
-from memeval.systems.mem0.system import Mem0System
+from memeval.systems.mem0.system import AHEAD, Mem0System
 from tests.backends.test_http_judges import openai_reply
 from tests.loopback import LOOPBACK_AUDIT, HeaderTrickler, LoopbackServer, Received, Reply, scripted
 
@@ -58,7 +60,9 @@ def test_mem0_s_own_embedder_can_read_memeval_s_served_one(
                              tmp_path / "run")
     assert 0.0 <= metrics["passes"][-1]["mem0"]["ndcg"] <= 1.0
     assert metrics["system"]["notes"]["embeddings"].endswith("(256 dimensions)")
-    assert len(seen) > 30  # the probe, every memory mem0 added and every query it searched
+    texts = [text for request in seen for text in request["input"]]
+    assert len(texts) > 30  # the probe, every memory mem0 added and every query it searched
+    assert len(seen) < len(texts)  # the memories embedded ahead, many to a request
 
 
 def test_three_passes_through_mem0_store_every_turn_without_an_llm(
@@ -145,11 +149,12 @@ def mem0(tmp_path: Path, embedder: Any = None, **settings: Any) -> Mem0System:
 def test_mem0_s_embeddings_endpoint_misbehaving_is_one_embedding_error(
         reply: Reply, said: str, tmp_path: Path) -> None:
     """The width probe is answered, then every embedding mem0 asks for is bad: one line naming
-    mem0, the call and the value, not openai's, json's or FAISS's traceback, nor a NaN stored."""
+    mem0, the call and the value, not openai's, json's or FAISS's traceback, nor a NaN stored.
+    (One memory: each answer holds one vector.)"""
     with LoopbackServer(scripted([Reply(200, embeddings_body([0.5] * WIDTH))], reply)) as srv:
         system = mem0(tmp_path, embeddings_base_url=f"{srv.base_url}/v1", max_retries=0)
         with pytest.raises(EmbeddingError) as failed:
-            system.index(MEMORIES)
+            system.index(MEMORIES[:1])
     line = str(failed.value)
     assert line.startswith(f"mem0's OpenAI embedder at {srv.base_url}/v1, embedding for add")
     assert said in line and "\n" not in line
@@ -199,3 +204,56 @@ def test_a_search_answer_mem0_cannot_give_is_one_system_failure(tmp_path: Path) 
     with pytest.raises(SystemFailure, match=r"^system 'mem0': search\(\) answered .*, which is "
                                             r"not a list of scored memories: TypeError"):
         system.search("the cache key", 2)
+
+
+class Counting:
+    """Poisoned, counting the calls mem0 makes into it and the texts of each."""
+
+    dim, identity = WIDTH, "counting"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return Poisoned().embed(texts)
+
+
+def stored_vectors(system: Mem0System) -> dict[str, np.ndarray]:
+    """mem0's FAISS index, vector by the memeval id of the memory it holds."""
+    store = system.memory.vector_store
+    return {store.docstore[vector_id]["memeval_id"]: store.index.reconstruct(int(at))
+            for at, vector_id in store.index_to_id.items()}
+
+
+def test_memories_are_embedded_ahead_in_batches_to_the_same_vectors(tmp_path: Path) -> None:
+    """mem0 asks for one text at a time; memeval embeds AHEAD of them in one call, and mem0
+    stores exactly the vectors it would have asked for one by one."""
+    memories = [IndexedMemory(f"m{i}", f"memory number {i} about topic {i % 7}")
+                for i in range(AHEAD + 6)]
+    counting = Counting()
+    system = mem0(tmp_path, embedder=counting)
+    system.index(memories)
+    assert counting.calls == [AHEAD, 6]  # not a call per memory
+    stored = stored_vectors(system)
+    one_by_one = HashingEmbedder(WIDTH)
+    for memory in memories:
+        assert np.allclose(stored[memory.id], one_by_one.embed([memory.text])[0], atol=1e-6)
+    assert re.fullmatch(r"70 add\(\) in [\d.]+ s: [\d.]+ s embedding, -?[\d.]+ s mem0's own; "
+                        r"1 delete_all\(\) in [\d.]+ s", system.notes["time"])
+    counting.calls.clear()
+    system.search(memories[3].text, 1)
+    assert counting.calls == [1]  # a search embeds its query: vectors held are for adds only
+
+
+def test_a_bad_vector_embedded_ahead_fails_only_its_own_turn(tmp_path: Path) -> None:
+    counting = Counting()
+    system = mem0(tmp_path, embedder=counting)
+    entries = [Entry(f"e{i}", "q", "poison in the well" if i == 2 else f"turn {i} of the pass")
+               for i in range(5)]
+    ingestor = system.ingestor(tmp_path)
+    decisions = list(ingestor.run_pass(ingestor.prepare(entries), 1))
+    assert [d.outcome for d in decisions] == ["stored", "stored", "error", "stored", "stored"]
+    assert "embedding for add returned nan" in decisions[2].system_error
+    assert counting.calls == [5]  # the whole pass in one call, the poisoned turn not retried
+    assert len(stored_vectors(system)) == 4

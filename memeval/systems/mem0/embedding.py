@@ -6,18 +6,23 @@ FAISS's AssertionError, and NaN vectors are stored and searched without a word, 
 coming back empty. So whichever embedder fills the slot, each vector it returns is checked
 (numbers, finite, the index's width) before mem0 stores or searches with it, and every failure
 is one EmbeddingError line naming mem0, the call and the value.
+
+mem0's `add()` asks its embedder for one text at a time, and one text per forward pass is what
+made filling mem0 slow. So the texts about to be added are embedded ahead, many in one call
+(`ahead`), and each `add()` takes its own vector, or its own failure, from them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from memeval.backends.embedders.base import EmbeddingError
 from memeval.utils.http_retry import preview
 from memeval.utils.redact import redact
+from memeval.utils.stopwatch import Stopwatch
 
 _T = TypeVar("_T")
 
@@ -51,6 +56,9 @@ def bridge(embed: Callable[[Sequence[str]], Any], width: int) -> Any:
         def embed(self, text: str, memory_action: str | None = None) -> Any:
             return embed([text])[0]
 
+        def embed_batch(self, texts: list[str], memory_action: str = "add") -> list[Any]:
+            return list(embed(texts))
+
     return MemevalEmbedding()
 
 
@@ -72,15 +80,43 @@ def checked_vector(value: Any, width: int, where: str) -> list[float]:
     return [float(x) for x in vector]
 
 
+Held = list[float] | EmbeddingError  # a text's vector, or why it has none
+
+
+class Slot(Protocol):
+    """What memeval asks of the embedder in mem0's slot besides what mem0 does."""
+
+    spent: Stopwatch  # every call into the embedder it holds
+
+    def ahead(self, texts: Sequence[str]) -> None:
+        """Embed `texts` in one call, for the `add()`s about to ask for them one by one."""
+
+
+def _raised(held: Held) -> list[float]:
+    if isinstance(held, EmbeddingError):
+        raise held
+    return held
+
+
+def _each(value: Any, width: int, where: str) -> Held:
+    try:
+        return checked_vector(value, width, where)
+    except EmbeddingError as err:
+        return err
+
+
 def checked(inner: Any, width: int, who: str) -> Any:
-    """`inner` (a mem0 embedder) in mem0's slot, its failures and its vectors checked. `who`
-    names it in every message ("mem0's OpenAI embedder at http://…")."""
+    """`inner` (a mem0 embedder) in mem0's slot, its failures and its vectors checked, its time
+    kept (a Slot). `who` names it in every message ("mem0's OpenAI embedder at http://…")."""
     from mem0.embeddings.base import EmbeddingBase
+
+    spent = Stopwatch()
 
     def calling(action: str | None, call: Callable[[], _T]) -> tuple[str, _T]:
         where = f"{who}, embedding for {action or 'mem0'}"
         try:
-            return where, call()
+            with spent.running():
+                return where, call()
         except EmbeddingError as err:  # memeval's own embedder, already one line
             raise EmbeddingError(f"{where}: {err}") from None
         except _SHAPE as err:  # mem0 reading a body that is not embeddings (JSON too deep)
@@ -92,17 +128,33 @@ def checked(inner: Any, width: int, who: str) -> Any:
     class CheckedEmbedding(EmbeddingBase):
         def __init__(self) -> None:
             super().__init__(inner.config)
+            self.spent = spent
+            self.held: dict[str, Held] = {}  # embedded ahead, each taken by its add()
 
         def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+            held = self.held.pop(text, None) if memory_action == "add" else None
+            if held is not None:
+                return _raised(held)
             where, value = calling(memory_action, lambda: inner.embed(text, memory_action))
             return checked_vector(value, width, where)
 
         def embed_batch(self, texts: list[str], memory_action: str = "add") -> list[list[float]]:
-            where, values = calling(memory_action,
-                                    lambda: list(inner.embed_batch(texts, memory_action)))
+            return [_raised(held) for held in self._batch(texts, memory_action)]
+
+        def ahead(self, texts: Sequence[str]) -> None:
+            """A failure of the whole call is its first text's, as it would have been the
+            first add()'s; the others are then embedded one by one, as mem0 asks."""
+            try:
+                self.held = dict(zip(texts, self._batch(list(texts), "add"), strict=True))
+            except EmbeddingError as err:
+                self.held = {texts[0]: err} if texts else {}
+
+        def _batch(self, texts: list[str], action: str) -> list[Held]:
+            """Each text's checked vector, or what is wrong with it."""
+            where, values = calling(action, lambda: list(inner.embed_batch(texts, action)))
             if len(values) != len(texts):
                 raise EmbeddingError(f"{where} returned {len(values)} vectors for "
                                      f"{len(texts)} texts")
-            return [checked_vector(value, width, where) for value in values]
+            return [_each(value, width, where) for value in values]
 
     return CheckedEmbedding()

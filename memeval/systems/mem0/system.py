@@ -11,6 +11,9 @@
 - Search: the corpus's memories are added as they are (`infer=False`, so each result names the
   memory memeval gave), one pool at a time under its own user id; `search` asks for the top k
   with no score threshold, and the adapter keeps k at most (mem0 may return more).
+- Speed: mem0's add() embeds its one text alone; the texts about to be added (infer false) are
+  embedded ahead, AHEAD to a call, and each add() takes its vector (embedding.py). The notes'
+  `time` says how long the adds took, and how much of it was embedding and how much mem0's own.
 
 Wires: mem0's OpenAI clients (its embedder's, its LLM's) are given memeval's bounded HTTP client,
 `timeout_s` for each whole request and `max_retries`; its vector store is a local FAISS index,
@@ -51,13 +54,15 @@ from memeval.systems.base import (
     Undeclared,
 )
 from memeval.systems.boundary import CallLimits
-from memeval.systems.mem0.embedding import bridge, checked, one_line
+from memeval.systems.mem0.clock import Mem0Clock
+from memeval.systems.mem0.embedding import Slot, bridge, checked, one_line
 from memeval.utils.http_deadline import BoundedClient
 from memeval.utils.redact import redact
 
 log = logging.getLogger(__name__)
 SEARCH_POOL = "memeval-search"  # the user id the searched memories live under
 TURNS = "memeval-turns"  # and the ingested turns
+AHEAD = 64  # texts embedded in one call before mem0 adds them one by one
 
 
 @dataclass
@@ -108,21 +113,24 @@ class Mem0Ingestor(KeepsItsOwnState):
 
     def restart(self, wipe_memories: bool = True) -> None:
         if wipe_memories:
-            with mem0_call("delete_all() of the ingested turns"):
+            with mem0_call("delete_all() of the ingested turns"), self.system.clock.wipe():
                 self.system.memory.delete_all(user_id=TURNS)
 
     def run_pass(self, items: Sequence[Turn], pass_no: int,
                  phase: str = "eval") -> Iterator[Decision]:
         infer = self.system.cfg.infer
-        for turn in items:
+        texts = [turn.text for turn in items]  # with infer, mem0 embeds the facts it extracts
+        for turn, _ in zip(items, texts if infer else self.system.embedded_ahead(texts),
+                           strict=True):
             entry = turn.entry
             decision = Decision(pass_no, phase, entry.id, entry.label, entry.label_source,
                                 len(turn.text), outcome="stored", retained=True,
                                 judge_called=infer, started_at=time.time())
             start = time.perf_counter()
             try:
-                added = self.system.memory.add(turn.text, user_id=TURNS, infer=infer,
-                                               metadata={"memeval_id": entry.id})
+                with self.system.clock.adding():
+                    added = self.system.memory.add(turn.text, user_id=TURNS, infer=infer,
+                                                   metadata={"memeval_id": entry.id})
                 kept = [r for r in added.get("results", []) if r.get("event") in ("ADD",
                                                                                   "UPDATE")]
                 if infer and not kept:  # mem0's LLM kept nothing from it
@@ -147,16 +155,28 @@ class Mem0System(Undeclared):
         self.memory = memory
         self.notes = notes
         self.http = http  # under mem0's OpenAI clients
+        self.slot: Slot = memory.embedding_model
+        self.clock = Mem0Clock(self.slot.spent, notes)
+
+    def embedded_ahead(self, texts: Sequence[str]) -> Iterator[str]:
+        """Each of `texts` as mem0 is about to add it, every AHEAD of them embedded in one call
+        first: mem0's add() then takes its vector instead of embedding a text on its own."""
+        for start in range(0, len(texts), AHEAD):
+            chunk = texts[start : start + AHEAD]
+            with self.clock.adding(0):
+                self.slot.ahead(chunk)
+            yield from chunk
 
     def ingestor(self, state_dir: Path) -> Mem0Ingestor:
         return Mem0Ingestor(self, state_dir)
 
     def index(self, memories: Sequence[IndexedMemory]) -> None:
-        with mem0_call("delete_all() of the searched memories"):
+        with mem0_call("delete_all() of the searched memories"), self.clock.wipe():
             self.memory.delete_all(user_id=SEARCH_POOL)
-        for memory in memories:
-            with mem0_call(f"add() of memory '{memory.id}'"):
-                self.memory.add(redact(memory.text), user_id=SEARCH_POOL, infer=False,
+        texts = [redact(memory.text) for memory in memories]
+        for memory, text in zip(memories, self.embedded_ahead(texts), strict=True):
+            with mem0_call(f"add() of memory '{memory.id}'"), self.clock.adding():
+                self.memory.add(text, user_id=SEARCH_POOL, infer=False,
                                 metadata={"memeval_id": memory.id})
 
     def search(self, query: str, k: int) -> list[Hit]:
