@@ -4,7 +4,10 @@ Nodes are memories with a static `importance` (0..1) and a `recall_count`; edges
 undirected connections. What the SIP leaves open, and what memeval chooses (all `GraphConfig`):
 
 - **edges from semantic similarity:** on add, links to the `neighbours` most similar memories
-  with cosine ≥ `similarity_floor`, weight = cosine × `similarity_weight`;
+  with cosine ≥ `similarity_floor`, weight = cosine × `similarity_weight`. Up to
+  `exact_below` earlier memories they are found exactly; past it, by an HNSW index (faiss, when
+  installed: `pip install memeval[ann]`; else still exactly), so adding n memories costs
+  about n log n instead of n²;
 - **co-occurrence:** memories retrieved together gain `co_occurrence_step` on their edge
   (created if absent) and count the co-occurrence;
 - **feedback:** positive adds one recall and `positive_step` on the edges to the memories it was
@@ -14,8 +17,9 @@ undirected connections. What the SIP leaves open, and what memeval chooses (all 
 - **node weight** = α·importance + β·ln(1 + recall_count) (the SIP's composite, natural log);
 - **ranking:** PageRank by power iteration (`damping`, `iterations`, `tolerance`) over
   edge weights normalised per node; the teleport vector is node weight × query relevance, so
-  the ranking is personalised to the query. Importance in [0, 1] against an unbounded log term
-  is left as the SIP has it; α and β set the balance.
+  the ranking is personalised to the query, over a sparse matrix of the edges (a node has a
+  few). Importance in [0, 1] against an unbounded log term is left as the SIP has it; α and β
+  set the balance.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
+from memeval.quality.neighbours import NeighbourIndex
 from memeval.registry import bounded
 
 
@@ -46,6 +52,9 @@ class GraphConfig:
     drop_below: float = bounded(0.05, 0)
     max_weight: float = bounded(2.0, 0)
     decay_per_day: float = bounded(0.02, 0, below=1)
+    exact_below: int = bounded(4096, 1)  # memories searched exactly; past it, approximately
+    hnsw_links: int = bounded(32, 2)  # links per HNSW node (faiss's M)
+    hnsw_search: int = bounded(64, 1)  # candidates an HNSW search keeps (faiss's efSearch)
 
     def validate(self) -> None:
         if self.alpha < 0 or self.beta < 0 or self.alpha + self.beta == 0:
@@ -72,7 +81,6 @@ class Edge:
 @dataclass
 class Node:
     id: str
-    vector: np.ndarray
     importance: float
     created_at: datetime
     recall_count: int = 0
@@ -84,18 +92,23 @@ class MemoryGraph:
     def __init__(self, cfg: GraphConfig) -> None:
         self.cfg = cfg
         self.nodes: dict[str, Node] = {}
+        self.index = NeighbourIndex(cfg.exact_below, cfg.hnsw_links, cfg.hnsw_search)
+        self.rows: list[str] = []  # memory ids by index row (in order of adding)
 
     def add(self, memory_id: str, vector: np.ndarray, importance: float, now: datetime) -> None:
         if not 0.0 <= importance <= 1.0:
             raise ValueError(f"memory '{memory_id}': importance {importance} is not in [0, 1]")
-        node = Node(memory_id, np.asarray(vector, dtype=np.float32), importance, now)
-        others = list(self.nodes.values())
-        if others and self.cfg.neighbours:
-            sims = np.stack([o.vector for o in others]) @ node.vector
-            for i in np.argsort(-sims)[: self.cfg.neighbours]:
-                if sims[i] >= self.cfg.similarity_floor:
-                    self._set(node, others[int(i)], float(sims[i]) * self.cfg.similarity_weight,
-                              now)
+        if memory_id in self.nodes:
+            raise ValueError(f"memory '{memory_id}' is already in the graph")
+        node = Node(memory_id, importance, now)
+        vector = np.asarray(vector, dtype=np.float32)
+        if self.rows and self.cfg.neighbours:
+            for row, sim in self.index.nearest(vector, self.cfg.neighbours):
+                if sim >= self.cfg.similarity_floor:
+                    self._set(node, self.nodes[self.rows[row]],
+                              sim * self.cfg.similarity_weight, now)
+        self.index.add(vector)
+        self.rows.append(memory_id)
         self.nodes[memory_id] = node
 
     def _set(self, a: Node, b: Node, weight: float, now: datetime,
@@ -163,22 +176,35 @@ class MemoryGraph:
         if teleport.sum() <= 0:
             teleport = np.ones(len(ids))
         teleport /= teleport.sum()
-        matrix = np.zeros((len(ids), len(ids)))
-        for memory_id, node in self.nodes.items():
-            for other, edge in node.edges.items():
-                matrix[index[memory_id], index[other]] = edge.weight
-        out = matrix.sum(axis=1, keepdims=True)
-        dangling = out[:, 0] == 0
-        transition = np.divide(matrix, out, out=np.zeros_like(matrix), where=out > 0)
+        transition, dangling = self._transition(index)
         scores = teleport.copy()
         for _ in range(self.cfg.iterations):
-            spread = scores @ transition + scores[dangling].sum() * teleport
+            spread = transition @ scores + scores[dangling].sum() * teleport
             updated = (1 - self.cfg.damping) * teleport + self.cfg.damping * spread
             if np.abs(updated - scores).sum() < self.cfg.tolerance:
                 scores = updated
                 break
             scores = updated
         return dict(zip(ids, scores.tolist(), strict=True))
+
+    def _transition(self, index: dict[str, int]) -> tuple[Any, np.ndarray]:
+        """The transposed row-normalised edge weights (sparse: O(edges), not O(nodes²)), and
+        which nodes have no edge."""
+        from scipy.sparse import csr_matrix  # loaded when a graph is ranked
+
+        rows, cols, weights = [], [], []
+        for memory_id, node in self.nodes.items():
+            for other, edge in node.edges.items():
+                rows.append(index[memory_id])
+                cols.append(index[other])
+                weights.append(edge.weight)
+        size = len(index)
+        out = np.bincount(np.array(rows, dtype=int), weights=np.array(weights, dtype=float),
+                          minlength=size)
+        normalised = np.array(weights, dtype=float) / out[np.array(rows, dtype=int)] \
+            if weights else np.zeros(0)
+        # transposed, so that `transition @ scores` is the row vector `scores @ P`
+        return csr_matrix((normalised, (cols, rows)), shape=(size, size)), out == 0
 
 
 def gini(values: Sequence[float] | np.ndarray) -> float:
