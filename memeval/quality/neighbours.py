@@ -9,6 +9,7 @@ exact: the same answers, at O(n) per add.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,35 @@ def faiss_module() -> Any | None:
     except ImportError:
         return None
     return faiss
+
+
+def hnsw(vectors: np.ndarray, links: int, search: int) -> Any | None:
+    """An HNSW index (inner product) of `vectors`; None without faiss."""
+    faiss = faiss_module()
+    if faiss is None:
+        return None
+    index = faiss.IndexHNSWFlat(vectors.shape[1], links, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efSearch = search
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def approximate_earlier(vectors: np.ndarray, start: int, k: int, links: int = 32,
+                        search: int = 64) -> Iterator[list[tuple[int, float]]] | None:
+    """For each row from `start` on, its `k` nearest EARLIER rows by HNSW as (row, inner
+    product), most similar first; None without faiss (the caller stays exact)."""
+    index = hnsw(vectors[:start], links, search)
+    if index is None:
+        return None
+
+    def rows() -> Iterator[list[tuple[int, float]]]:
+        for row in range(start, len(vectors)):
+            query = np.ascontiguousarray(vectors[row : row + 1], dtype=np.float32)
+            found, ids = index.search(query, min(k, row))
+            yield [(int(i), float(f)) for i, f in zip(ids[0], found[0], strict=True) if i >= 0]
+            index.add(query)
+
+    return rows()
 
 
 class NeighbourIndex:
@@ -45,14 +75,7 @@ class NeighbourIndex:
             self.hnsw = self._build()
 
     def _build(self) -> Any | None:
-        """An HNSW index of every vector so far; None without faiss (searches stay exact)."""
-        faiss = faiss_module()
-        if faiss is None:
-            return None
-        index = faiss.IndexHNSWFlat(self.matrix.shape[1], self.links, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efSearch = self.search
-        index.add(self.matrix[: self.size])
-        return index
+        return hnsw(self.matrix[: self.size], self.links, self.search)
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Up to `k` (row, inner product) pairs, most similar first."""
