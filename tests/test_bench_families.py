@@ -37,6 +37,11 @@ def test_the_table_gives_each_size_and_the_family_exponents() -> None:
     table = family_table(rows).splitlines()
     assert table[2].startswith("| memory_qa | 1,000 memories | 10.0 s | 5.0 s | 10,000 µs |")
     assert table[-1].startswith("| memory_qa | exponent (log-log fit) | 1.00 | 1.00 |")
+    fixed = [{**row, "size": n, "seconds": 10 + n / 100, "cpu_s": 10 + n / 100}
+             for row, n in zip([*rows, rows[0]], (100, 1000, 10000), strict=True)]
+    fits = family_table(fixed).splitlines()[-2:]  # a fixed cost flattens the fit
+    assert fits[0].startswith("| memory_qa | exponent (log-log fit) | 0.50 |")
+    assert fits[1].startswith("| memory_qa | exponent (largest two sizes) | 0.74 |")
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

@@ -67,21 +67,23 @@ def exponent(sizes: list[int], values: list[float]) -> float | None:
 
 
 def family_table(results: list[dict[str, Any]]) -> str:
-    """One Markdown row per family and size, then each family's exponents on the last rows."""
+    """One Markdown row per family and size, then each family's exponents: fitted over every
+    size, and over the largest two when there are more."""
     rows = []
     for name in dict.fromkeys(r["family"] for r in results):
         mine = [r for r in results if r["family"] == name]
-        sizes = [r["size"] for r in mine]
         for r in mine:
             rows.append([name, f"{r['size']:,} {r['items']}", f"{r['seconds']:.1f} s",
                          f"{r['cpu_s']:.1f} s", f"{1e6 * r['seconds'] / r['size']:,.0f} µs",
                          f"{r['peak_rss_mb']:,.0f} MB"])
-        fitted = [exponent(sizes, [r[key] for r in mine])
-                  for key in ("seconds", "cpu_s", "peak_rss_mb")]
-        if fitted[0] is not None:
-            rows.append([name, "exponent (log-log fit)",
-                         *(f"{b:.2f}" for b in fitted[:2] if b is not None), "",
-                         f"{fitted[2]:.2f}"])
+        fits = {"exponent (log-log fit)": mine}
+        if len(mine) > 2:  # fixed costs flatten the fit; the largest step shows the trend
+            fits["exponent (largest two sizes)"] = mine[-2:]
+        for label, fitted in fits.items():
+            b = [exponent([r["size"] for r in fitted], [r[key] for r in fitted])
+                 for key in ("seconds", "cpu_s", "peak_rss_mb")]
+            if None not in b:
+                rows.append([name, label, f"{b[0]:.2f}", f"{b[1]:.2f}", "", f"{b[2]:.2f}"])
     return markdown_table(["family", "size", "wall", "CPU", "wall per item", "peak RSS"], rows)
 
 
