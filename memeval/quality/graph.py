@@ -25,15 +25,16 @@ undirected connections. What the SIP leaves open, and what memeval chooses (all 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from memeval.quality.neighbours import NeighbourIndex
 from memeval.registry import bounded
+
+DENSE_UP_TO = 2048  # nodes ranked over a dense matrix; a larger graph, over a sparse one
 
 
 @dataclass
@@ -176,10 +177,10 @@ class MemoryGraph:
         if teleport.sum() <= 0:
             teleport = np.ones(len(ids))
         teleport /= teleport.sum()
-        transition, dangling = self._transition(index)
+        step, dangling = self._transition(index)
         scores = teleport.copy()
         for _ in range(self.cfg.iterations):
-            spread = transition @ scores + scores[dangling].sum() * teleport
+            spread = step(scores) + scores[dangling].sum() * teleport
             updated = (1 - self.cfg.damping) * teleport + self.cfg.damping * spread
             if np.abs(updated - scores).sum() < self.cfg.tolerance:
                 scores = updated
@@ -187,11 +188,12 @@ class MemoryGraph:
             scores = updated
         return dict(zip(ids, scores.tolist(), strict=True))
 
-    def _transition(self, index: dict[str, int]) -> tuple[Any, np.ndarray]:
-        """The transposed row-normalised edge weights (sparse: O(edges), not O(nodes²)), and
-        which nodes have no edge."""
-        from scipy.sparse import csr_matrix  # loaded when a graph is ranked
-
+    def _transition(self, index: dict[str, int]
+                    ) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]:
+        """One step of the walk over the row-normalised edge weights (`scores` ↦ `scores @ P`),
+        and which nodes have no edge. Up to DENSE_UP_TO nodes P is a dense matrix, as it always
+        was (fastest for a conversation's few hundred memories); past it, sparse: O(edges), not
+        O(nodes²), in memory and per step."""
         rows, cols, weights = [], [], []
         for memory_id, node in self.nodes.items():
             for other, edge in node.edges.items():
@@ -199,12 +201,19 @@ class MemoryGraph:
                 cols.append(index[other])
                 weights.append(edge.weight)
         size = len(index)
-        out = np.bincount(np.array(rows, dtype=int), weights=np.array(weights, dtype=float),
-                          minlength=size)
-        normalised = np.array(weights, dtype=float) / out[np.array(rows, dtype=int)] \
-            if weights else np.zeros(0)
-        # transposed, so that `transition @ scores` is the row vector `scores @ P`
-        return csr_matrix((normalised, (cols, rows)), shape=(size, size)), out == 0
+        if size <= DENSE_UP_TO:
+            matrix = np.zeros((size, size))
+            matrix[rows, cols] = weights
+            out = matrix.sum(axis=1, keepdims=True)
+            dense = np.divide(matrix, out, out=np.zeros_like(matrix), where=out > 0)
+            return lambda scores: scores @ dense, out[:, 0] == 0
+        from scipy.sparse import csr_matrix  # loaded when a large graph is ranked
+
+        where, values = np.array(rows, dtype=int), np.array(weights, dtype=float)
+        total = np.bincount(where, weights=values, minlength=size)
+        # transposed, so that `walk @ scores` is the row vector `scores @ P`
+        walk = csr_matrix((values / total[where], (cols, rows)), shape=(size, size))
+        return lambda scores: walk @ scores, total == 0
 
 
 def gini(values: Sequence[float] | np.ndarray) -> float:

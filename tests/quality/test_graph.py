@@ -161,3 +161,19 @@ def test_a_memory_is_added_once() -> None:
     g = graph()
     with pytest.raises(ValueError, match="already"):
         g.add("a", unit(1, 0, 0), 0.5, NOW)
+
+
+def test_a_large_graph_ranks_over_a_sparse_matrix_as_over_a_dense_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memeval.quality import graph as module
+
+    g = MemoryGraph(GraphConfig())
+    for i, vector in enumerate(_bundled_vectors()[:300]):
+        g.add(str(i), vector, 0.5, NOW)
+    g.record_retrieval(["0", "7", "42"], NOW)
+    query = {str(i): 1.0 for i in range(0, 300, 7)}
+    dense = g.rank(query)
+    monkeypatch.setattr(module, "DENSE_UP_TO", 10)
+    sparse = g.rank(query)
+    assert dense.keys() == sparse.keys()
+    assert np.allclose(list(dense.values()), list(sparse.values()), rtol=0, atol=1e-12)
