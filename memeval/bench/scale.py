@@ -77,13 +77,16 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def in_fresh_process(args: list[str]) -> dict[str, Any]:
+def in_fresh_process(args: list[str], show_progress: bool = False) -> dict[str, Any]:
     """`python -m memeval bench ARGS` in a new process, so its peak RSS is its own; the child
-    prints its result as JSON on its last stdout line."""
-    done = subprocess.run([sys.executable, "-m", "memeval", "bench", *args],
-                          capture_output=True, text=True, check=False)
+    prints its result as JSON on its last stdout line. `show_progress`: its stderr (progress
+    bars, warnings) goes to this one's as it runs, for a child that runs for minutes."""
+    done = subprocess.run([sys.executable, "-m", "memeval", "bench", *args], text=True,
+                          stdout=subprocess.PIPE,
+                          stderr=None if show_progress else subprocess.PIPE, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"bench {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+        shown = "see above" if show_progress else done.stderr[-2000:]
+        raise RuntimeError(f"bench {' '.join(args)} failed:\n{shown}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

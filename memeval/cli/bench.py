@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="instead: the mixed three-pass run at these corpus sizes")
     parser.add_argument("--phoenix", action="store_true",
                         help="instead: push an --entries three-pass run to a fresh local Phoenix")
+    parser.add_argument("--family", action="append", default=[], metavar="NAME",
+                        help="with --scale: instead, this experiment family's cost at each size "
+                             "(repeatable; all: every family; see memeval/bench/families.py)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="with --scale: a config override for every size (repeatable)")
     parser.add_argument("--warm-up", type=int, default=None, metavar="ROWS",
@@ -121,13 +124,22 @@ def _suite(options: argparse.Namespace) -> int:
 def main(args: list[str]) -> int:
     parser = _parser()
     options = parser.parse_args(args)
+    from memeval.bench.families import check_families, run_family, scale_families
     from memeval.bench.passes import bench, measure
     from memeval.bench.scale import run_one, scale
 
+    try:
+        families = check_families(options.family)
+    except ValueError as err:
+        parser.error(str(err))
     if options.entries_one is not None:  # children print their JSON last
         print(json.dumps(measure(options.entries_one, options.embedder)))
+    elif options.scale_one is not None and families:
+        print(json.dumps(run_family(families[0], options.scale_one)))
     elif options.scale_one is not None:
         print(json.dumps(run_one(options.scale_one, options.embedder, options.override)))
+    elif options.scale is not None and families:
+        scale_families(families, options.scale, options.out)
     elif options.scale is not None:
         scale(options.scale, options.embedder, options.out, options.override)
     elif options.warm_up is not None:

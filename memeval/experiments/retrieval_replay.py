@@ -267,7 +267,6 @@ class RetrievalReplay:
             if served and records is not None else None
         breakdown = {f"top_mqs_{term}": getattr(top, term) if top else None
                      for term in MQS_TERMS}
-        cosine = dict(zip(ask.pool.tolist(), ask.cosine.tolist(), strict=True))
         return {"query_id": ask.id, "query": ask.text, "kind": ask.category,
                 "searched_at": time.time(),
                 "ndcg": ndcg_at_k(ranked, grades, self.cfg.k),
@@ -278,7 +277,8 @@ class RetrievalReplay:
                 "served": ranked, "served_memories": ranked,
                 "served_grades": [grades.get(memory, 0) for memory in ranked],
                 "served_texts": [work.memories[i].text for i in served],
-                "cosines": [cosine[i] for i in served]}
+                "cosines": [float(ask.cosine[np.flatnonzero(ask.pool == i)[0]])
+                            for i in served]}
 
     def _measure(self, pass_no: int, arms: Sequence[Arm],
                  scored: Mapping[str, list[dict[str, Any]]], ctx: RunContext) -> dict[str, Any]:

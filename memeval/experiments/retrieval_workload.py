@@ -104,7 +104,7 @@ def _asks(queries: Sequence[CorpusQuery], vectors: np.ndarray, memory_vectors: n
             unreachable.append(query.id)
             continue
         asks.append(Ask(query.id, query.text, vector, pool, memory_vectors[pool] @ vector,
-                        bm25.scores(query.text)[pool], grades, query.asked_at, query.category,
+                        bm25.scores(query.text, pool), grades, query.asked_at, query.category,
                         query.scope))
     return asks, unreachable
 

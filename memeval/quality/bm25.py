@@ -51,11 +51,13 @@ class BM25:
         saturated = weighted.data * (k1 + 1) / (weighted.data + norm[weighted.row])
         self.weights = csr_matrix((saturated, (weighted.row, weighted.col)), shape=shape)
 
-    def scores(self, query: str) -> np.ndarray:
-        """One score per indexed text; 0 for a text sharing no word with the query."""
+    def scores(self, query: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """One score per indexed text (per one of `rows`, when given: a query searching a few
+        texts of a large index costs those few); 0 for a text sharing no word with the query."""
+        weights = self.weights if rows is None else self.weights[rows]
         ids = [self.vocabulary[t] for t in set(tokens(query)) if t in self.vocabulary]
         if not ids:
-            return np.zeros(self.weights.shape[0])
+            return np.zeros(weights.shape[0])
         column = np.zeros(len(self.vocabulary))
         column[ids] = self.idf[ids]
-        return np.asarray(self.weights @ column).ravel()
+        return np.asarray(weights @ column).ravel()

@@ -4,7 +4,10 @@ Nodes are memories with a static `importance` (0..1) and a `recall_count`; edges
 undirected connections. What the SIP leaves open, and what memeval chooses (all `GraphConfig`):
 
 - **edges from semantic similarity:** on add, links to the `neighbours` most similar memories
-  with cosine ≥ `similarity_floor`, weight = cosine × `similarity_weight`;
+  with cosine ≥ `similarity_floor`, weight = cosine × `similarity_weight`. Up to
+  `exact_below` earlier memories they are found exactly; past it, by an HNSW index (faiss, when
+  installed: `pip install memeval[ann]`; else still exactly), so adding n memories costs
+  about n log n instead of n²;
 - **co-occurrence:** memories retrieved together gain `co_occurrence_step` on their edge
   (created if absent) and count the co-occurrence;
 - **feedback:** positive adds one recall and `positive_step` on the edges to the memories it was
@@ -14,20 +17,24 @@ undirected connections. What the SIP leaves open, and what memeval chooses (all 
 - **node weight** = α·importance + β·ln(1 + recall_count) (the SIP's composite, natural log);
 - **ranking:** PageRank by power iteration (`damping`, `iterations`, `tolerance`) over
   edge weights normalised per node; the teleport vector is node weight × query relevance, so
-  the ranking is personalised to the query. Importance in [0, 1] against an unbounded log term
-  is left as the SIP has it; α and β set the balance.
+  the ranking is personalised to the query, over a sparse matrix of the edges (a node has a
+  few). Importance in [0, 1] against an unbounded log term is left as the SIP has it; α and β
+  set the balance.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 
+from memeval.quality.neighbours import NeighbourIndex
 from memeval.registry import bounded
+
+DENSE_UP_TO = 2048  # nodes ranked over a dense matrix; a larger graph, over a sparse one
 
 
 @dataclass
@@ -46,6 +53,9 @@ class GraphConfig:
     drop_below: float = bounded(0.05, 0)
     max_weight: float = bounded(2.0, 0)
     decay_per_day: float = bounded(0.02, 0, below=1)
+    exact_below: int = bounded(4096, 1)  # memories searched exactly; past it, approximately
+    hnsw_links: int = bounded(32, 2)  # links per HNSW node (faiss's M)
+    hnsw_search: int = bounded(64, 1)  # candidates an HNSW search keeps (faiss's efSearch)
 
     def validate(self) -> None:
         if self.alpha < 0 or self.beta < 0 or self.alpha + self.beta == 0:
@@ -72,7 +82,6 @@ class Edge:
 @dataclass
 class Node:
     id: str
-    vector: np.ndarray
     importance: float
     created_at: datetime
     recall_count: int = 0
@@ -84,18 +93,23 @@ class MemoryGraph:
     def __init__(self, cfg: GraphConfig) -> None:
         self.cfg = cfg
         self.nodes: dict[str, Node] = {}
+        self.index = NeighbourIndex(cfg.exact_below, cfg.hnsw_links, cfg.hnsw_search)
+        self.rows: list[str] = []  # memory ids by index row (in order of adding)
 
     def add(self, memory_id: str, vector: np.ndarray, importance: float, now: datetime) -> None:
         if not 0.0 <= importance <= 1.0:
             raise ValueError(f"memory '{memory_id}': importance {importance} is not in [0, 1]")
-        node = Node(memory_id, np.asarray(vector, dtype=np.float32), importance, now)
-        others = list(self.nodes.values())
-        if others and self.cfg.neighbours:
-            sims = np.stack([o.vector for o in others]) @ node.vector
-            for i in np.argsort(-sims)[: self.cfg.neighbours]:
-                if sims[i] >= self.cfg.similarity_floor:
-                    self._set(node, others[int(i)], float(sims[i]) * self.cfg.similarity_weight,
-                              now)
+        if memory_id in self.nodes:
+            raise ValueError(f"memory '{memory_id}' is already in the graph")
+        node = Node(memory_id, importance, now)
+        vector = np.asarray(vector, dtype=np.float32)
+        if self.rows and self.cfg.neighbours:
+            for row, sim in self.index.nearest(vector, self.cfg.neighbours):
+                if sim >= self.cfg.similarity_floor:
+                    self._set(node, self.nodes[self.rows[row]],
+                              sim * self.cfg.similarity_weight, now)
+        self.index.add(vector)
+        self.rows.append(memory_id)
         self.nodes[memory_id] = node
 
     def _set(self, a: Node, b: Node, weight: float, now: datetime,
@@ -163,22 +177,43 @@ class MemoryGraph:
         if teleport.sum() <= 0:
             teleport = np.ones(len(ids))
         teleport /= teleport.sum()
-        matrix = np.zeros((len(ids), len(ids)))
-        for memory_id, node in self.nodes.items():
-            for other, edge in node.edges.items():
-                matrix[index[memory_id], index[other]] = edge.weight
-        out = matrix.sum(axis=1, keepdims=True)
-        dangling = out[:, 0] == 0
-        transition = np.divide(matrix, out, out=np.zeros_like(matrix), where=out > 0)
+        step, dangling = self._transition(index)
         scores = teleport.copy()
         for _ in range(self.cfg.iterations):
-            spread = scores @ transition + scores[dangling].sum() * teleport
+            spread = step(scores) + scores[dangling].sum() * teleport
             updated = (1 - self.cfg.damping) * teleport + self.cfg.damping * spread
             if np.abs(updated - scores).sum() < self.cfg.tolerance:
                 scores = updated
                 break
             scores = updated
         return dict(zip(ids, scores.tolist(), strict=True))
+
+    def _transition(self, index: dict[str, int]
+                    ) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray]:
+        """One step of the walk over the row-normalised edge weights (`scores` ↦ `scores @ P`),
+        and which nodes have no edge. Up to DENSE_UP_TO nodes P is a dense matrix, as it always
+        was (fastest for a conversation's few hundred memories); past it, sparse: O(edges), not
+        O(nodes²), in memory and per step."""
+        rows, cols, weights = [], [], []
+        for memory_id, node in self.nodes.items():
+            for other, edge in node.edges.items():
+                rows.append(index[memory_id])
+                cols.append(index[other])
+                weights.append(edge.weight)
+        size = len(index)
+        if size <= DENSE_UP_TO:
+            matrix = np.zeros((size, size))
+            matrix[rows, cols] = weights
+            out = matrix.sum(axis=1, keepdims=True)
+            dense = np.divide(matrix, out, out=np.zeros_like(matrix), where=out > 0)
+            return lambda scores: scores @ dense, out[:, 0] == 0
+        from scipy.sparse import csr_matrix  # loaded when a large graph is ranked
+
+        where, values = np.array(rows, dtype=int), np.array(weights, dtype=float)
+        total = np.bincount(where, weights=values, minlength=size)
+        # transposed, so that `walk @ scores` is the row vector `scores @ P`
+        walk = csr_matrix((values / total[where], (cols, rows)), shape=(size, size))
+        return lambda scores: walk @ scores, total == 0
 
 
 def gini(values: Sequence[float] | np.ndarray) -> float:

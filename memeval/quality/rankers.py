@@ -283,13 +283,14 @@ class QueryFeedback:
         return max(closest - floor, 0.0) / (1 - floor)
 
     def rank(self, search: Search, k: int) -> list[int]:
+        """Only the pool's memories with feedback are visited, not the whole pool."""
         scores = search.cosine.copy()
-        for position, memory in enumerate(search.pool):
-            memory = int(memory)
-            scores[position] += self.cfg.boost * self._lift(memory, search.vector, self.helped)
-            if self.cfg.penalise:
-                scores[position] -= self.cfg.boost * self._lift(memory, search.vector,
-                                                                self.misled)
+        sides = [(self.helped, 1.0), *([(self.misled, -1.0)] if self.cfg.penalise else [])]
+        for seen, sign in sides:
+            for position in np.flatnonzero(np.isin(search.pool, list(seen))):
+                memory = int(search.pool[position])
+                scores[position] += sign * self.cfg.boost * self._lift(memory, search.vector,
+                                                                       seen)
         return [int(search.pool[i]) for i in _order(scores)[:k]]
 
     def learn(self, search: Search, served: Sequence[int],

@@ -18,6 +18,7 @@ import numpy as np
 
 from memeval.quality.hedging import HedgeDetector, HedgingConfig
 from memeval.quality.mqs import MQSConstants
+from memeval.quality.neighbours import approximate_earlier
 from memeval.quality.policy import ConfidencePolicy
 from memeval.quality.record import MemoryRecord
 from memeval.registry import bounded
@@ -49,6 +50,9 @@ class StoredMQSConfig:
         self.policy.validate()
 
 
+EXACT_BELOW = 4096  # memories compared with every earlier one; past it, an HNSW index searched
+
+
 def _earlier_similarities(vectors: np.ndarray, chunk: int) -> Iterator[np.ndarray]:
     """Each row's cosine to every row, EARLIER rows only (later ones and itself -inf), in row
     chunks so memory stays O(n·chunk): what a memory is checked against on add."""
@@ -64,23 +68,29 @@ def earlier_conflicts(vectors: np.ndarray, similarity: float,
                       chunk: int = 1024) -> list[int | None]:
     """For each row, the most similar EARLIER row when its cosine exceeds `similarity` (memledger
     checks on add, against what is already stored)."""
-    found: list[int | None] = []
-    for sims in _earlier_similarities(vectors, chunk):
-        for row, column in enumerate(sims.argmax(axis=1)):
-            found.append(int(column) if sims[row, column] > similarity else None)
-    return found
+    return [found[0][0] if found else None
+            for found in nearest_earlier(vectors, 1, similarity, chunk)]
 
 
 def nearest_earlier(vectors: np.ndarray, neighbours: int, floor: float,
                     chunk: int = 1024) -> list[list[tuple[int, float]]]:
     """For each row, up to `neighbours` EARLIER rows whose cosine exceeds `floor`, most similar
     first, with that cosine: the candidate pairs a pair detector is asked about (a memory is
-    checked against what was stored before it, as memledger does on add)."""
+    checked against what was stored before it, as memledger does on add). The first
+    EXACT_BELOW rows are compared with every earlier row; later ones search an HNSW index of
+    the rows before them (quality/neighbours.py), so n memories cost about n log n, not n²."""
+    exact = min(len(vectors), EXACT_BELOW)
+    approximate = approximate_earlier(vectors, exact, neighbours) \
+        if exact < len(vectors) else None
+    if approximate is None:  # without faiss: every row exactly
+        exact = len(vectors)
     found: list[list[tuple[int, float]]] = []
-    for sims in _earlier_similarities(vectors, chunk):
+    for sims in _earlier_similarities(vectors[:exact], chunk):
         nearest = np.argsort(-sims, axis=1, kind="stable")[:, :neighbours]
         found += [[(int(c), float(sims[row, c])) for c in nearest[row] if sims[row, c] > floor]
                   for row in range(len(sims))]
+    for pairs in approximate or ():
+        found.append([(row, sim) for row, sim in pairs if sim > floor])
     return found
 
 

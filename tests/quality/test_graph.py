@@ -99,3 +99,81 @@ def test_concentration_measures() -> None:
 def test_bad_settings_are_refused(changes: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         GraphConfig(**changes).validate()  # type: ignore[arg-type]
+
+
+def _bundled_vectors() -> np.ndarray:
+    """Realistic vectors: the bundled labelled responses and trace sample, hashing-embedded."""
+    import json
+
+    from memeval.backends.embedders.hashing import HashingEmbedder
+    from memeval.paths import data_path
+
+    texts = []
+    for name in ("labeled/write_gate_v1.jsonl", "labeled/write_gate_heldout_v1.jsonl",
+                 "traces/trace_sample_v1.jsonl"):
+        with open(data_path(name), encoding="utf-8") as handle:
+            texts += [row["assistant_response"] for row in map(json.loads, handle)
+                      if row["assistant_response"].strip()]
+    return HashingEmbedder(256).embed(texts)
+
+
+def _edges(vectors: np.ndarray, **changes: float) -> set[tuple[str, str]]:
+    g = MemoryGraph(GraphConfig(**changes))  # type: ignore[arg-type]
+    for i, vector in enumerate(vectors):
+        g.add(str(i), vector, 0.5, NOW)
+    return {(a, b) for a, node in g.nodes.items() for b in node.edges}
+
+
+def test_below_the_threshold_each_memory_links_to_its_exact_nearest_earlier_ones() -> None:
+    vectors = _bundled_vectors()[:300]
+    cfg = GraphConfig()
+    expected = set()
+    for i in range(1, len(vectors)):
+        sims = vectors[:i] @ vectors[i]
+        expected |= {(str(i), str(j)) for j in np.argsort(-sims)[: cfg.neighbours]
+                     if sims[j] >= cfg.similarity_floor}
+    expected |= {(b, a) for a, b in expected}
+    assert len(vectors) < cfg.exact_below
+    assert _edges(vectors) == expected and len(expected) > 500
+
+
+def test_past_the_threshold_the_index_finds_the_exact_neighbours() -> None:
+    pytest.importorskip("faiss")
+    vectors = _bundled_vectors()
+    # no similarity floor: every memory links to its 5 nearest earlier ones, found by HNSW
+    # for all but the first 50 (measured: 99.9% of the 7,070 exact edges over 711 memories)
+    exact = _edges(vectors, similarity_floor=-1.0)
+    approximate = _edges(vectors, exact_below=50, similarity_floor=-1.0)
+    assert len(vectors) > 700 and len(exact) > 7000
+    assert len(exact & approximate) / len(exact) > 0.99
+    assert len(approximate) == len(exact)
+
+
+def test_without_faiss_the_search_stays_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memeval.quality import neighbours
+
+    monkeypatch.setattr(neighbours, "faiss_module", lambda: None)
+    vectors = _bundled_vectors()[:200]
+    assert _edges(vectors, exact_below=20) == _edges(vectors)
+
+
+def test_a_memory_is_added_once() -> None:
+    g = graph()
+    with pytest.raises(ValueError, match="already"):
+        g.add("a", unit(1, 0, 0), 0.5, NOW)
+
+
+def test_a_large_graph_ranks_over_a_sparse_matrix_as_over_a_dense_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from memeval.quality import graph as module
+
+    g = MemoryGraph(GraphConfig())
+    for i, vector in enumerate(_bundled_vectors()[:300]):
+        g.add(str(i), vector, 0.5, NOW)
+    g.record_retrieval(["0", "7", "42"], NOW)
+    query = {str(i): 1.0 for i in range(0, 300, 7)}
+    dense = g.rank(query)
+    monkeypatch.setattr(module, "DENSE_UP_TO", 10)
+    sparse = g.rank(query)
+    assert dense.keys() == sparse.keys()
+    assert np.allclose(list(dense.values()), list(sparse.values()), rtol=0, atol=1e-12)

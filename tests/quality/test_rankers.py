@@ -104,3 +104,11 @@ def test_bad_policy_settings_are_refused_by_name() -> None:
         RANKERS.validate(OmegaConf.create({"name": "sip0001", "feedback": "negative"}))
     with pytest.raises(ConfigError, match="unknown ranker 'cosin'"):
         RANKERS.validate(OmegaConf.create({"name": "cosin"}))
+
+
+def test_bm25_over_some_rows_scores_them_as_over_all() -> None:
+    index = BM25(["make test runs pytest", "the database port is 5432", "pytest -q in CI",
+                  "deploy from the release branch"])
+    rows = np.array([2, 0, 3])
+    assert np.array_equal(index.scores("run pytest", rows), index.scores("run pytest")[rows])
+    assert index.scores("nothing shared", rows).tolist() == [0.0, 0.0, 0.0]

@@ -82,3 +82,22 @@ def test_the_floor_is_strict_and_chunking_does_not_change_the_candidates() -> No
     many = unit(*np.random.default_rng(1).normal(size=(40, 4)).tolist())
     assert nearest_earlier(many, 3, 0.2, chunk=7) == nearest_earlier(many, 3, 0.2)
     assert nearest_earlier(many[:0], 3, 0.2) == []
+
+
+def test_past_the_exact_rows_an_index_finds_the_same_earlier_neighbours(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("faiss")
+    from memeval.quality import stored
+    from tests.quality.test_graph import _bundled_vectors
+
+    vectors = _bundled_vectors()
+    exact = nearest_earlier(vectors, 5, -1.0)
+    conflicts = earlier_conflicts(vectors, 0.3)
+    monkeypatch.setattr(stored, "EXACT_BELOW", 50)
+    approximate = nearest_earlier(vectors, 5, -1.0)
+    assert approximate[:50] == exact[:50]  # the first rows are compared exactly
+    pairs = {(row, i) for row, found in enumerate(exact) for i, _ in found}
+    found = {(row, i) for row, found in enumerate(approximate) for i, _ in found}
+    assert len(pairs) > 3000 and len(pairs & found) / len(pairs) > 0.99
+    same = sum(a == b for a, b in zip(earlier_conflicts(vectors, 0.3), conflicts, strict=True))
+    assert same / len(vectors) > 0.99
