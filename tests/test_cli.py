@@ -102,7 +102,7 @@ def test_a_home_relative_path_works_as_the_docs_write_it(tmp_path: Path) -> None
 @pytest.mark.bad_input
 @pytest.mark.parametrize(("override", "message"), [
     ("embedder=minilmm", "unknown embedder 'minilmm'; did you mean 'minilm'? (known: hashing, "
-                         "minilm, openai_http)"),
+                         "minilm, minilm_onnx, minilm_onnx_int8, openai_http)"),
     ("+experiment=three_pas", "unknown experiment 'three_pas'; did you mean 'three_pass'?"),
     ("scorer=logistic,knn_margn", "unknown scorer 'knn_margn'; did you mean 'knn_margin'?"),
 ])
