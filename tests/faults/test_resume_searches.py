@@ -53,6 +53,21 @@ def counted(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str,
     return seen
 
 
+def stopped(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, stop_at: int,
+            cfg: DictConfig, run_dir: Path) -> dict[str, int]:
+    """The run interrupted at the `stop_at`-th call of `owner.name`; the calls counted."""
+    with monkeypatch.context() as patch:
+        seen = counted(patch, owner, name, stop_at)
+        with pytest.raises(Interrupt):
+            run_experiment(cfg, run_dir)
+    return seen
+
+
+def same_passes(run_dir: Path, other: Path) -> bool:
+    return without_clock(read_metrics(run_dir)["passes"]) == without_clock(
+        read_metrics(other)["passes"])
+
+
 def rows_without_clock(run_dir: Path, table: str) -> pd.DataFrame:
     frame = read_table(run_dir, table)
     return frame.drop(columns=[c for c in SEARCH_CLOCK if c in frame])
@@ -68,10 +83,8 @@ def interrupted_qa(tmp_path: Path, fast_config: Callable[..., DictConfig],
                    monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Memory QA stopped in its second conversation, its first finished."""
     run_dir = tmp_path / "broken"
-    with monkeypatch.context() as patch:
-        answers = counted(patch, ExtractiveAnswerer, "answer", stop_at=FIRST_POOL + 3)
-        with pytest.raises(Interrupt):
-            run_experiment(fast_config(*QA), run_dir)
+    answers = stopped(monkeypatch, ExtractiveAnswerer, "answer", FIRST_POOL + 3,
+                      fast_config(*QA), run_dir)
     assert answers["n"] == FIRST_POOL + 3
     yield run_dir
 
@@ -126,16 +139,12 @@ def test_a_systems_retrieval_resumes_at_its_unfinished_pool(
     whole = tmp_path / "whole"
     run_experiment(fast_config(*RETRIEVAL), whole)
     broken = tmp_path / "broken"
-    with monkeypatch.context() as patch:
-        counted(patch, system_search, "_searched", stop_at=2)
-        with pytest.raises(Interrupt):
-            run_experiment(fast_config(*RETRIEVAL), broken)
+    stopped(monkeypatch, system_search, "_searched", 2, fast_config(*RETRIEVAL), broken)
     with monkeypatch.context() as patch:
         indexed = counted(patch, WordOverlapSystem, "index")
         run_experiment(fast_config(*RETRIEVAL, "resume=true"), broken)
     assert indexed["n"] == 1  # the second conversation only
-    assert without_clock(read_metrics(broken)["passes"]) == without_clock(
-        read_metrics(whole)["passes"])
+    assert same_passes(broken, whole)
     assert read_metrics(broken)["retrieval"] == read_metrics(whole)["retrieval"]
     pd.testing.assert_frame_equal(rows_without_clock(broken, "retrieval_queries"),
                                   rows_without_clock(whole, "retrieval_queries"))
@@ -148,15 +157,11 @@ def test_a_retrieval_stopped_in_its_embedding_resumes(
     whole = tmp_path / "whole"
     run_experiment(fast_config(*settings), whole)
     broken = tmp_path / "broken"
-    with monkeypatch.context() as patch:
-        counted(patch, retrieval_workload, "embedded", stop_at=1)
-        with pytest.raises(Interrupt):
-            run_experiment(fast_config(*settings), broken)
+    stopped(monkeypatch, retrieval_workload, "embedded", 1, fast_config(*settings), broken)
     note = partial_run(broken)
     assert note is not None and "with 0 finished checkpoint(s)" in note
     run_experiment(fast_config(*settings, "resume=true"), broken)
-    assert without_clock(read_metrics(broken)["passes"]) == without_clock(
-        read_metrics(whole)["passes"])
+    assert same_passes(broken, whole)
 
 
 def test_a_retrieval_replay_resumes_its_store_from_the_finished_gate_passes(
@@ -174,16 +179,13 @@ def test_a_retrieval_replay_resumes_its_store_from_the_finished_gate_passes(
         both = counted(patch, LabelJudge, "judge")
         run_experiment(fast_config(*settings), tmp_path / "whole")
     broken = tmp_path / "broken"
-    with monkeypatch.context() as patch:
-        counted(patch, LabelJudge, "judge", stop_at=first["n"] + 10)  # in the second pass
-        with pytest.raises(Interrupt):
-            run_experiment(fast_config(*settings), broken)
+    stopped(monkeypatch, LabelJudge, "judge", first["n"] + 10,  # in the second pass
+            fast_config(*settings), broken)
     assert sorted(p.name for p in (broken / "checkpoints").glob("*.json")) == [
         "store-pass-1.json"]
     with monkeypatch.context() as patch:
         again = counted(patch, LabelJudge, "judge")
         run_experiment(fast_config(*settings, "resume=true"), broken)
     assert again["n"] == both["n"] - first["n"] > 0
-    assert without_clock(read_metrics(broken)["passes"]) == without_clock(
-        read_metrics(tmp_path / "whole")["passes"])
+    assert same_passes(broken, tmp_path / "whole")
     assert read_metrics(broken)["retrieval"] == read_metrics(tmp_path / "whole")["retrieval"]
