@@ -10,13 +10,16 @@ exact: the same answers, at O(n) per add.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 
+@cache
 def faiss_module() -> Any | None:
-    """faiss, when installed (`pip install memeval[ann]`); None otherwise."""
+    """faiss, when installed (`pip install memeval[ann]`); None otherwise. Looked for once: a
+    graph without it asks on every add past the threshold."""
     try:
         import faiss  # an optional dependency, loaded only past the exact threshold
     except ImportError:
@@ -72,10 +75,7 @@ class NeighbourIndex:
         if self.hnsw is not None:
             self.hnsw.add(row[None, :])
         elif self.size > self.exact_below:
-            self.hnsw = self._build()
-
-    def _build(self) -> Any | None:
-        return hnsw(self.matrix[: self.size], self.links, self.search)
+            self.hnsw = hnsw(self.matrix[: self.size], self.links, self.search)
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Up to `k` (row, inner product) pairs, most similar first."""
