@@ -24,6 +24,7 @@ from memeval.bench import workloads
 from memeval.bench.scale import in_fresh_process, markdown_table, peak_rss_mb
 from memeval.config import compose
 from memeval.runner import run_experiment
+from memeval.utils.atomic import write_text_atomic
 
 EMBEDDER = "hashing"
 
@@ -101,7 +102,7 @@ def scale_families(names: list[str], sizes: list[int],
                                             show_progress=True))
             print(f"{name} at {size:,}: {results[-1]['seconds']:.1f} s", flush=True)
             if out is not None:
-                out.write_text(json.dumps(results, indent=2))
+                write_text_atomic(out, json.dumps(results, indent=2))
     print(family_table(results))
     return results
 
