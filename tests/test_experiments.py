@@ -23,7 +23,7 @@ CONF = CONF_DIR
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 # score hand-labelled quality sets; replay no traces
 QUALITY = {"mqs_calibration", "conflict_detection", "retrieval_replay", "mai_calibration",
-           "memory_qa"}
+           "memory_qa", "coding_memory"}
 REPLAYS = [name for name in EXPERIMENTS if name not in QUALITY]
 TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"],
         # the corpus's first 70 turns hold no test4 or test5 session: evaluate on test1's instead
@@ -32,6 +32,9 @@ TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"
         "mqs_calibration": ["bootstrap=30"], "conflict_detection": ["bootstrap=30"],
         "mai_calibration": ["bootstrap=30", "experiment.test_scenarios=null"],
         "retrieval_replay": ["experiment.store_passes=1", "experiment.passes=1", "bootstrap=30"],
+        # the first questions asked: the stream up to them is the first days' sessions
+        "coding_memory": ["experiment.limit=15", "experiment.splits=[dev,blind]",
+                          "bootstrap=30"],
         "memory_qa": ["dataset=locomo", "bootstrap=30", "dataset.path="
                       f"{Path(__file__).parent / 'data' / 'corpora' / 'locomo_small.json'}"]}
 REQUIRED_PASS_KEYS = {"pass", "substantive_recall", "noise_stored", "prejudge_filter_rate",

@@ -32,14 +32,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memeval.backends.answerers.base import ANSWERERS, Answer, Recalled, context
-from memeval.backends.answerers.grader import GRADERS, Grade, Grader
-from memeval.backends.judges.base import JudgeError
+from memeval.backends.answerers.grader import GRADERS, Grade
 from memeval.data.base import CORPUS, ChosenInput, CorpusQuery, MemoryCorpus
+from memeval.experiments.answering import answer_cost, answer_failures, graded
 from memeval.experiments.base import ExperimentResult, RunContext, Runs, register
 from memeval.experiments.retrieval_workload import pool_of
 from memeval.experiments.system_search import Found, search_corpus
-from memeval.metrics.bootstrap import bootstrap_ci
-from memeval.metrics.gate_metrics import share_failed
+from memeval.metrics.describe import mean_ci, percentiles
 from memeval.metrics.qa_scores import bleu1, locomo_f1, mem0_f1
 from memeval.registry import ConfigError, bounded
 from memeval.reporting.outputs import MILLISECONDS, RATE, Outputs, Score, Section
@@ -144,8 +143,9 @@ class MemoryQA:
             recalled = [Recalled(corpus.memories[i].text, corpus.memories[i].timestamp)
                         for i in found.served]
             answer = answerer.answer(question.text, recalled)
+            grade = graded(grader, question.text, question.query.answer, answer)
             return _row(question, [corpus.memories[i].id for i in found.served], recalled,
-                        answer, self._grade(grader, question, answer), found.search_ms)
+                        answer, grade, found.search_ms)
 
         try:
             rows = search_corpus(ctx, system, questions, corpus.memories, self.cfg.k,
@@ -159,26 +159,8 @@ class MemoryQA:
               "answerer": answerer.name, "grader": grader.name,
               "questions": len(rows), **_summary(rows, ctx.resamples, ctx.seed)}
         return ExperimentResult([], [], Answered(qa), summary=summarise(qa),
-                                tables={"qa_questions": rows}, failures=self._failures(rows))
-
-    @staticmethod
-    def _grade(grader: Grader, question: Question, answer: Answer) -> Grade | None:
-        """J for a question with a gold answer, once there is an answer to grade."""
-        gold = question.query.answer
-        if gold is None or answer.error:
-            return None
-        return grader.grade(question.text, gold, answer.text)
-
-    def _failures(self, rows: Sequence[Mapping[str, Any]]) -> list[Exception]:
-        limit = self.cfg.max_error_share
-        found: list[Exception] = []
-        for column, setting, what, noun in (
-                ("answer_error", "experiment.max_error_share", "answerer", "answers"),
-                ("grade_error", "experiment.max_error_share", "grader", "grades")):
-            failed = [row[column] for row in rows if row[column]]
-            if message := share_failed(failed, len(rows), limit, setting, what, noun):
-                found.append(JudgeError(message))
-        return found
+                                tables={"qa_questions": rows},
+                                failures=answer_failures(rows, self.cfg.max_error_share))
 
 
 def _row(question: Question, served: list[str], recalled: Sequence[Recalled], answer: Answer,
@@ -197,23 +179,7 @@ def _row(question: Question, served: list[str], recalled: Sequence[Recalled], an
         "j": None if grade is None or grade.correct is None else float(grade.correct),
         "evidence_recall": len(evidence & set(served)) / len(evidence) if evidence else None,
         "search_ms": search_ms, "answer_ms": answer.latency_ms,
-        "tokens_in": answer.input_tokens + (grade.input_tokens if grade else 0),
-        "tokens_out": answer.output_tokens + (grade.output_tokens if grade else 0),
-        "answer_tokens_in": answer.input_tokens, "answer_tokens_out": answer.output_tokens,
-        "cost_usd": answer.cost_usd + (grade.cost_usd if grade else 0.0),
-        "answer_cached": answer.cached, "context_words": len(context(recalled).split()),
-        "answer_error": answer.error, "grade_error": grade.error if grade else ""}
-
-
-def _mean(values: Sequence[float], resamples: int, seed: int) -> dict[str, Any]:
-    array = np.array(values, dtype=float)
-    return {"mean": float(array.mean()) if array.size else None, "n": int(array.size),
-            "ci95": list(bootstrap_ci(array, resamples, seed))}
-
-
-def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
-    return {"p50": float(np.percentile(values, 50)) if values else None,
-            "p95": float(np.percentile(values, 95)) if values else None}
+        "context_words": len(context(recalled).split()), **answer_cost(answer, grade)}
 
 
 def _summary(rows: Sequence[Mapping[str, Any]], resamples: int, seed: int) -> dict[str, Any]:
@@ -225,14 +191,14 @@ def _summary(rows: Sequence[Mapping[str, Any]], resamples: int, seed: int) -> di
     groups[ALL] = list(rows)
     by_category = {
         name: {"questions": len(group),
-               **{score: _mean([r[score] for r in group if r[score] is not None], resamples,
+               **{score: mean_ci([r[score] for r in group if r[score] is not None], resamples,
                                seed) for score in SCORES}}
         for name, group in groups.items() if group}
     answered = [r for r in rows if not r["answer_error"]]
     return {
         "by_category": by_category,
-        "cost": {"search_ms": _percentiles([r["search_ms"] for r in rows]),
-                 "answer_ms": _percentiles([r["answer_ms"] for r in answered
+        "cost": {"search_ms": percentiles([r["search_ms"] for r in rows]),
+                 "answer_ms": percentiles([r["answer_ms"] for r in answered
                                             if not r["answer_cached"]]),
                  "answers_cached": sum(bool(r["answer_cached"]) for r in rows),
                  "tokens_in": sum(r["tokens_in"] for r in rows),

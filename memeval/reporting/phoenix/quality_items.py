@@ -5,7 +5,8 @@ conflict_detection: the pairs set (`conflict_pairs`) and the development and tes
 (`conflict_learned`), each with the reference rules both ways and the learned detector.
 mqs_calibration: the records set (`mqs_records`: MQS with memledger's constants and with
 constants fitted out of fold) and the splits (`trust_records`: the trust score and MQS).
-memory_qa: the questions (`qa_questions`) with the system's answers. mai_calibration: its test
+memory_qa: the questions (`qa_questions`) with the system's answers; coding_memory: its questions
+(`coding_questions`) likewise. mai_calibration: its test
 scenarios (`mai_test`, else `mai_development`) with the learned MAI's and the rubric's grades.
 Which views a run has is read from which tables it holds: `VIEWS`.
 """
@@ -329,11 +330,12 @@ def mai_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
 QA_EVALUATIONS = {"locomo_f1": "LoCoMo F1", "mem0_f1": "mem0 F1", "j": "J"}
 
 
-def _qa_evaluations(row: Mapping[str, Any]) -> list[Evaluation]:
+def _qa_evaluations(row: Mapping[str, Any],
+                    names: Mapping[str, str] = QA_EVALUATIONS) -> list[Evaluation]:
     return [{"name": name, "label": f"{row[key]:.2f}", "score": float(row[key]),
              "explanation": f"{name} of the answer {row.get('answer')!r} against "
                             f"{row.get('gold')!r}"}
-            for key, name in QA_EVALUATIONS.items() if row.get(key) is not None]
+            for key, name in names.items() if row.get(key) is not None]
 
 
 def qa_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
@@ -357,6 +359,38 @@ def qa_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
                 for i, row in enumerate(rows)]
     return [ItemSet(f"memory qa {qa.get('corpus')}", f"memeval memory QA on {qa.get('corpus')}",
                     examples, [detector], tuple(QA_EVALUATIONS.values()))]
+
+
+# coding_memory
+
+CODING_EVALUATIONS = {"f1": "F1", "j": "J", "write_recall": "write recall", "recall": "recall@k",
+                      "abstained": "abstained"}
+
+
+def coding_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
+    """The benchmark's questions, each with the system's answer, the evidence its write path
+    kept and the memories it served; the experiment's headline figures on the first run."""
+    rows = _rows(run_dir, "coding_questions")
+    coding = metrics.get("coding") or {}
+    system = str(coding.get("system", "reference"))
+    detector = Detector(f"{system} answers", f"{system} on the coding memory benchmark",
+                        {"questions": len(rows), "answerer": coding.get("answerer"),
+                         "k": coding.get("k")}, scores=declared_scores(run_dir))
+    for i, row in enumerate(rows):
+        detector.outputs[_key(i)] = {"answer": row.get("answer"),
+                                     "kept": list(row.get("kept") or []),
+                                     "served": list(row.get("served") or [])}
+        detector.evaluations[_key(i)] = _qa_evaluations(row, CODING_EVALUATIONS)
+    examples = [{"key": _key(i), "input": {"question": row["question"],
+                                           "category": row.get("category"),
+                                           "asked_at": row.get("asked_at")},
+                 "output": {"gold": row.get("gold"), "unanswerable": row.get("unanswerable")},
+                 "metadata": {"question_id": row["question_id"], "split": row.get("split"),
+                              "project": row.get("project"),
+                              "evidence": list(row.get("evidence") or [])}}
+                for i, row in enumerate(rows)]
+    return [ItemSet("coding memory", "memeval coding memory benchmark", examples, [detector],
+                    tuple(CODING_EVALUATIONS.values()))]
 
 
 # mai_calibration
@@ -390,6 +424,7 @@ VIEWS: dict[str, Callable[[Path, Mapping[str, Any]], list[ItemSet]]] = {
     "trust_records": trust_sets,
     "mai_scenarios": mai_sets,
     "qa_questions": qa_sets,
+    "coding_questions": coding_sets,
     "mai_development": mai_split_sets,
 }
 
