@@ -147,10 +147,12 @@ class CodingMemory:
         try:
             for split, project in sorted({(q.split, q.project) for q in questions}):
                 asked = [q for q in questions if (q.split, q.project) == (split, project)]
-                last = max(q.asked_at for q in asked)
+                # a smoke run's stream ends at its last question; a whole run's never depends
+                # on which questions it asks
+                last = max(q.asked_at for q in asked) if self.cfg.limit else None
                 stream = [e for e in ctx.dataset.entries
                           if (e.meta["split"], e.meta["project"]) == (split, project)
-                          and parse_time(e.meta["timestamp"]) < last]
+                          and (last is None or parse_time(e.meta["timestamp"]) < last)]
                 name = f"{split}-{project}"
                 record = self._write(ctx, name, stream)
                 decisions += record.decisions
