@@ -44,8 +44,9 @@ NAME_CHARS = 100
 class CallLimits:
     """A system's deadlines, in its settings (`system.call_timeout_s=…`): a call may take
     `call_timeout_s`, plus `item_timeout_s` per item of a call given many (the memories of one
-    `index`, the records of one `score_records`, the turns of one `prepare`). A system option's
-    settings class inherits these to make them settable; others get the defaults."""
+    `index`, the records of one `score_records`, the turns of one `prepare`, the turns fed since
+    the last wipe for a `restart` that wipes). A system option's settings class inherits these
+    to make them settable; others get the defaults."""
 
     call_timeout_s: float = bounded(60.0, above=0)
     item_timeout_s: float = bounded(0.1, 0)
@@ -102,6 +103,7 @@ class GuardedSystem:
         self._closed = False
         self._last_notes: dict[str, Any] = {}
         self._exits = len(exits_refused)
+        self._held = Held()  # turns its ingestors fed it since its memories were last wiped
 
     @property
     def notes(self) -> dict[str, Any]:
@@ -130,7 +132,7 @@ class GuardedSystem:
                                                   f"{', '.join(missing)}: memeval saves each "
                                                   f"pass with them (subclass KeepsItsOwnState "
                                                   f"when there is nothing to save)")
-        return GuardedIngestor(made, state_dir, self.name, self._thread)
+        return GuardedIngestor(made, state_dir, self.name, self._thread, self._held)
 
     def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
         answer = self._thread.call("score_records", self._answered, self._system.score_records,
@@ -192,15 +194,24 @@ class Prepared:
     item: Any
 
 
+@dataclass
+class Held:
+    """How many turns a system's ingestors fed it since its memories were last wiped: a wipe
+    may delete that many memories, one by one (mem0 does), so its deadline counts them."""
+
+    turns: int = 0
+
+
 class GuardedIngestor:
     """A system's ingestor seen through the boundary (the Ingestor protocol)."""
 
     def __init__(self, ingestor: Any, state_dir: Path, system: str,
-                 thread: CallThread) -> None:
+                 thread: CallThread, held: Held) -> None:
         self._ingestor = ingestor
         self.state_dir = state_dir
         self._system = system
         self._thread = thread
+        self._held = held
 
     @property
     def learning(self) -> bool:
@@ -236,12 +247,17 @@ class GuardedIngestor:
         return [Prepared(entry, item) for entry, item in zip(entries, items, strict=True)]
 
     def restart(self, wipe_memories: bool = True) -> None:
-        self._thread.call("restart", self._ingestor.restart, wipe_memories=wipe_memories)
+        held = self._held.turns if wipe_memories else 0
+        self._thread.call("restart", self._ingestor.restart, wipe_memories=wipe_memories,
+                          items=held)
+        if wipe_memories:
+            self._held.turns = 0
 
     def run_pass(self, items: Sequence[Any], pass_no: int, phase: str = "eval"
                  ) -> Iterator[Decision]:
         """One checked decision per turn, in order; a missing or an extra one fails the pass."""
         turns: list[Prepared] = list(items)
+        self._held.turns += len(turns)
         call = f"run_pass (pass {pass_no})"
         decisions = self._thread.call(call, lambda: iter(self._ingestor.run_pass(
             [t.item for t in turns], pass_no, phase)))
