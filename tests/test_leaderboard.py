@@ -8,11 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from memeval.cli.leaderboard import main
 from memeval.reporting.leaderboard import SCHEMA, VERSION, Candidate, _chosen
-from memeval.reporting.outputs import Score
+from memeval.reporting.outputs import Score, item_key, items_of
 from memeval.runner import run_experiment
 from tests.systems.fakes import WordOverlapSystem  # noqa: F401 (registered)
 
@@ -104,3 +105,13 @@ def candidate(value: float, configuration: str, started: str,
 ])
 def test_the_board_chooses_in_the_open(found: list[Candidate], chosen: str) -> None:
     assert _chosen(found).run == chosen
+
+
+def test_a_measure_of_several_benchmarks_pairs_each_benchmark_s_own_items() -> None:
+    dev, blind = pd.Series([1.0], index=["a"]), pd.Series([0.0], index=["b"])
+    found = {item_key("bench (dev)", "F1"): dev, item_key("bench (blind)", "F1"): blind,
+             "recall": dev}
+    assert items_of(found, Score("bench (blind)", "F1", 0.0)) is blind
+    assert items_of(found, Score("bench (dev)", "F1", 1.0)) is dev
+    assert items_of(found, Score("other", "recall", 1.0)) is dev  # one benchmark: by measure
+    assert items_of(found, Score("other", "F1", 1.0)) is None

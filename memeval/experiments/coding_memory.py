@@ -56,7 +56,7 @@ from memeval.metrics.gate_metrics import SystemFailure, share_failed
 from memeval.metrics.qa_scores import says_no_answer, token_f1
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
 from memeval.registry import ConfigError, bounded
-from memeval.reporting.outputs import COUNT, NUMBER, RATE, Outputs, Score, Section
+from memeval.reporting.outputs import COUNT, NUMBER, RATE, Outputs, Score, Section, item_key
 from memeval.reporting.table import Block, Note, Table, printed
 from memeval.results.findings import Findings
 from memeval.results.result import as_ci
@@ -419,24 +419,31 @@ def figures(run: Run) -> list[Path]:
             for split, found in coding["by_split"].items()]
 
 
+def _figures(k: int) -> tuple[tuple[bool, str, str], ...]:
+    """(on unanswerable questions?, column, measure) of each split's headline figures."""
+    return ((False, "f1", "F1"), (False, "recall", f"recall@{k}"),
+            (False, "write_recall", "write recall"), (True, "abstained", "abstention"))
+
+
+def _benchmark(split: str, coding: Mapping[str, Any]) -> str:
+    return f"coding memory ({split}, {coding['answerer']})"
+
+
 def scores(run: Run) -> list[Score]:
     """Per split: the answerable questions' F1, evidence recall@k and write recall, the
     unanswerable ones' abstention; then the judge calls and memories the write path spent."""
     coding = run.result.of(Benchmarked).coding
     found: list[Score] = []
     for split, measured in coding["by_split"].items():
-        bench = f"coding memory ({split}, {coding['answerer']})"
         groups = measured["by_category"]
-        for group, key, measure, unit in (
-                (ANSWERED, "f1", "F1", NUMBER),
-                (ANSWERED, "recall", f"recall@{coding['k']}", RATE),
-                (ANSWERED, "write_recall", "write recall", RATE),
-                (UNANSWERABLE, "abstained", "abstention", RATE)):
+        for unanswerable, key, measure in _figures(coding["k"]):
+            group = UNANSWERABLE if unanswerable else ANSWERED
             if group in groups:
                 score = groups[group][key]
-                where = f"{groups[group]['questions']} {split} questions ({group})"
-                found.append(Score(bench, measure, score["mean"], as_ci(score["ci95"]),
-                                   unit=unit, population=where))
+                found.append(Score(_benchmark(split, coding), measure, score["mean"],
+                                   as_ci(score["ci95"]), unit=NUMBER if key == "f1" else RATE,
+                                   population=f"{groups[group]['questions']} {split} questions "
+                                              f"({group})"))
     cost = coding["cost"]
     where = f"{cost['turns']} turns ingested"
     return [*found,
@@ -447,13 +454,17 @@ def scores(run: Run) -> list[Score]:
 
 
 def items(run: Run) -> dict[str, pd.Series]:
-    """F1, recall@k and write recall question by question (the answerable ones), by id."""
-    rows = run.table("coding_questions")
-    rows = rows[~rows["unanswerable"]].set_index("question_id")
-    k = run.result.of(Benchmarked).coding["k"]
-    return {name: rows[key].dropna().astype(float)
-            for key, name in (("f1", "F1"), ("recall", f"recall@{k}"),
-                              ("write_recall", "write recall"))}
+    """Each split's figures question by question, by id: what `scores` averages."""
+    rows = run.table("coding_questions").set_index("question_id")
+    coding = run.result.of(Benchmarked).coding
+    found = {}
+    for split in coding["by_split"]:
+        mine = rows[rows["split"] == split]
+        bench = _benchmark(split, coding)
+        for unanswerable, key, measure in _figures(coding["k"]):
+            group = mine[mine["unanswerable"] == unanswerable]
+            found[item_key(bench, measure)] = group[key].dropna().astype(float)
+    return found
 
 
 def headline(run: Run) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memeval.reporting.outputs import Score, Section, outputs_of
+from memeval.reporting.outputs import Score, Section, items_of, outputs_of
 from memeval.reporting.table import clipped, column_blocks, wrapped
 from memeval.results.result import METRICS, UnreadableResult, reading
 from memeval.results.run import CONFIG, PRESENTATION_KEYS, Run, read_settings_file
@@ -274,8 +274,8 @@ def _difference(key: str, score: Score, first: tuple[Score, Candidate],
     from memeval.metrics.paired import paired_delta
 
     system, against = mine[1].system, first[1].system
-    a = _items(first[1].run, found).get(score.measure)
-    b = _items(mine[1].run, found).get(score.measure)
+    a = items_of(_items(first[1].run, found), first[0])
+    b = items_of(_items(mine[1].run, found), mine[0])
     if a is None or b is None:
         return Difference(key, system, against, "not paired: the figure is no mean over items")
     if set(a.index) != set(b.index):

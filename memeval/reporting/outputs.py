@@ -5,7 +5,7 @@ on experiment names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -190,9 +190,20 @@ class Outputs:
     scores: Callable[[Run], list[Score]] = no_scores
     headline: Callable[[Run], str] = no_headline  # one sentence: the run's main finding
     inputs: Callable[[Run], dict[str, str]] = no_inputs  # what it read: name → description
-    # per figure (by measure), each item's value by item id, whose mean is the figure: what
-    # two runs on the same items are compared on, paired (none: its figures are not means)
+    # per figure (by measure, or by `item_key` where one measure is a figure of several
+    # benchmarks), each item's value by item id, whose mean is the figure: what two runs on the
+    # same items are compared on, paired (none: its figures are not means)
     items: Callable[[Run], dict[str, pd.Series]] = no_items
+
+
+def item_key(benchmark: str, measure: str) -> str:
+    """The key of a figure's items when its measure alone does not name it (`Outputs.items`)."""
+    return f"{benchmark} / {measure}"
+
+
+def items_of(found: Mapping[str, pd.Series], score: Score) -> pd.Series | None:
+    """`score`'s items among a run's: under its benchmark and measure, else its measure."""
+    return found.get(item_key(score.benchmark, score.measure), found.get(score.measure))
 
 
 OUTPUTS: dict[str, Outputs] = {}
