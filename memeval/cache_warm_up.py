@@ -29,6 +29,7 @@ from memeval.config import validate
 from memeval.data.base import CORPUS
 from memeval.engine.gate.gate import embedded_texts, prepared_texts
 from memeval.experiments.base import RunContext
+from memeval.experiments.settings import ReplaysPart
 from memeval.utils.cache_shards import SHARD_ROWS, ImportReport, import_shards, write_shards
 from memeval.utils.kvcache import SqliteKV, content_key
 from memeval.utils.redact import redact
@@ -56,14 +57,17 @@ def build_embedder(node: dict[str, Any]) -> Embedder:
 
 def run_texts(ctx: RunContext, every: bool = True) -> list[str]:
     """What the run embeds: a memory corpus's memories and queries (retrieval replay), or what
-    the write gate embeds of each entry: all it may (`every`), or only what every run does (a
-    corpus's memories: which queries are asked depends on the experiment)."""
+    the write gate embeds of each entry it replays: all it may (`every`), or only what every run
+    does (a corpus's memories: which queries are asked depends on the experiment)."""
     if ctx.input_kind == CORPUS:
         corpus = ctx.corpus
         queries = [q.text for q in corpus.queries] if every else []
         return list(dict.fromkeys([m.text for m in corpus.memories] + queries))
     texts = embedded_texts if every else prepared_texts
-    return texts(ctx.gate_config(), redact, ctx.dataset.entries)
+    entries, experiment = ctx.dataset.entries, ctx.validated.experiment
+    if experiment is not None and isinstance(experiment.params, ReplaysPart):
+        entries = experiment.params.replayed(entries)
+    return texts(ctx.gate_config(), redact, entries)
 
 
 def warm_up(cfg: DictConfig, engine: Engine, shards: Path, progress: bool = True) -> WarmUp:

@@ -15,6 +15,7 @@ from typing import Any
 from memeval.backends.embedders.base import EmbeddingError
 from memeval.cache_warm_up import run_texts
 from memeval.experiments.base import RunContext
+from memeval.experiments.settings import ReplaysPart
 from memeval.user_errors import complain
 from memeval.utils.kvcache import content_key
 
@@ -83,19 +84,21 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def warning(found: Estimate, overrides: list[str] | None, limit: str, rows: int,
+def warning(found: Estimate, overrides: list[str] | None, limit: str | None, rows: int,
             budget_s: float) -> str:
     """The line said before the run: its numbers, how to warm the cache, and which setting cuts
-    the run (to about `budget_s` of embedding, when `rows` counts what the setting cuts)."""
+    the run (to about `budget_s` of embedding, when `rows` counts what the setting cuts; None:
+    no cut, as cutting the dataset's rows would cut the part the run replays)."""
     command = "python -m memeval embed " + (
         " ".join(shlex.quote(o) for o in overrides) if overrides is not None
         else "with this run's overrides")
     share = max(1, int(rows * budget_s / found.seconds))
-    cut = f"dataset.{limit}={share}" if share < rows else f"dataset.{limit}=N"
+    cut = "" if limit is None else \
+        f"; or cut the run: dataset.{limit}={share if share < rows else 'N'}"
     return (f"memeval: {found.uncached:,} of the run's {found.texts:,} texts are not in the "
             f"embedding cache: about {duration(found.seconds)} to embed at "
             f"{found.rate:.1f} texts/s (measured on {found.sampled}, {found.cores} cores). "
-            f"Warm the cache first: {command.strip()}; or cut the run: {cut}")
+            f"Warm the cache first: {command.strip()}{cut}")
 
 
 def limit_setting(params: Any) -> str:
@@ -129,6 +132,8 @@ def say_cost(ctx: RunContext, overrides: list[str] | None) -> Estimate | None:
     loaded = ctx.loaded()
     assert loaded is not None  # estimate() loaded it
     rows = loaded.sizes().get("entries", loaded.report.rows_read)  # what a limit counts
-    complain(warning(found, overrides, limit_setting(ctx.validated.dataset.chosen.params), rows,
-                     budget))
+    experiment = ctx.validated.experiment
+    part = experiment is not None and isinstance(experiment.params, ReplaysPart)
+    limit = None if part else limit_setting(ctx.validated.dataset.chosen.params)
+    complain(warning(found, overrides, limit, rows, budget))
     return found

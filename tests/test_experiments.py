@@ -29,6 +29,8 @@ TINY = {"three_pass_mixed": ["dataset.labeled_rows=40", "dataset.corpus_rows=40"
         # the corpus's first 70 turns hold no test4 or test5 session: evaluate on test1's instead
         "three_pass_sessions": ["dataset.limit=70", "experiment.learn_values=[learn,validate]",
                                 "experiment.eval_values=[test1]"],
+        # its write gate replays the blind test4 and test5 sessions: test1's here, as above
+        "compare_systems": ["dataset.limit=70", "experiment.splits=[test1]"],
         "mqs_calibration": ["bootstrap=30"], "conflict_detection": ["bootstrap=30"],
         "mai_calibration": ["bootstrap=30", "experiment.test_scenarios=null"],
         "retrieval_replay": ["experiment.store_passes=1", "experiment.passes=1", "bootstrap=30"],

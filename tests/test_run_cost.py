@@ -12,10 +12,12 @@ from memeval.backends.embedders.warm_up import Engine
 from memeval.cache_warm_up import run_texts, warm_up
 from memeval.components import load_components
 from memeval.config import validate
+from memeval.engine.gate.gate import prepared_texts
 from memeval.experiments.base import RunContext
 from memeval.reporting.table import WIDTH
 from memeval.run_cost import Estimate, duration, say_cost, warning
 from memeval.runner import run_experiment
+from memeval.utils.redact import redact
 
 load_components()
 
@@ -48,6 +50,24 @@ def test_a_cold_run_says_its_cost_and_a_warm_one_does_not(
     capsys.readouterr()
     assert say_cost(context(cfg, tmp_path / "warm"), None) is None
     assert capsys.readouterr().err == ""
+
+
+def test_only_the_entries_the_experiment_replays_are_counted(
+        fast_config: Callable[..., DictConfig], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """compare_systems' write gate replays the splits it names, not its whole dataset; cutting
+    the dataset's rows would cut those splits, so no cut is offered."""
+    ctx = context(fast_config("+experiment=compare_systems", "dataset.limit=70",
+                              "experiment.splits=[test1]", TINY), tmp_path / "run")
+    test1 = [e for e in ctx.dataset.entries if e.meta["split"] == "test1"]
+    assert len(test1) == 48 and len(ctx.dataset.entries) == 70
+    texts = run_texts(ctx, every=False)
+    assert texts == prepared_texts(ctx.gate_config(), redact, test1)
+    found = say_cost(ctx, None)
+    said = " ".join(capsys.readouterr().err.split())
+    assert found is not None and found.texts == len(texts)
+    assert said.endswith("Warm the cache first: python -m memeval embed with this run's "
+                         "overrides") and "cut the run" not in said
 
 
 def test_a_run_under_the_threshold_or_without_one_says_nothing(

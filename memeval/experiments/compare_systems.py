@@ -4,8 +4,10 @@ Each capability the systems share gets one table, every system measured on the s
 each system after the first is compared with the first item by item (paired bootstrap CIs of
 the difference; McNemar's exact test on the write gate's keep/drop decisions):
 
-- write gate (ingest + reset_memories): the three-pass protocol on the run's dataset, one arm
-  per system (its decisions, spans and Phoenix experiments carry the system's name);
+- write gate (ingest + reset_memories): the three-pass protocol on the run's dataset (its
+  `splits` only, when its entries carry a `split_field`), one arm per system (its decisions,
+  spans and Phoenix experiments carry the system's name), the systems ranked by a weighed cost
+  of missed findings, noise stored and judge calls (metrics/gate_cost.py);
 - trust (score_records): the hand-labelled memory records, score / 100 read as P(trusted);
 - conflicts (detect_conflicts): the hand-labelled memory pairs, per type and any conflict;
 - search (search): the labelled retrieval queries over the labelled set's substantive rows.
@@ -35,14 +37,17 @@ from memeval.data.quality_sets import (
     load_memory_records,
     load_queries,
 )
+from memeval.data.splits import field_split
+from memeval.entry import Entry
 from memeval.experiments.base import ExperimentResult, RunContext, Runs, register, replay
 from memeval.experiments.checkpoint import PassRecord
 from memeval.metrics.calibration import calibration_report
 from memeval.metrics.classification import per_class_report
+from memeval.metrics.gate_cost import CostWeights, GateOutcome, Truth, rank_gates
 from memeval.metrics.gate_metrics import SystemFailure
 from memeval.metrics.paired import mcnemar, paired_delta
 from memeval.metrics.ranking import ndcg_at_k, recall_at_k
-from memeval.registry import bounded, input_file
+from memeval.registry import ConfigError, bounded, input_file
 from memeval.reporting.outputs import NUMBER, RATE, Outputs, Score, Section, pass_scores
 from memeval.reporting.systems_table import systems_blocks, systems_summary
 from memeval.results.findings import Findings
@@ -72,6 +77,11 @@ class CompareSystemsConfig:
     # name → the system's settings (a memeval/conf/system option composed in, see the YAML)
     systems: dict[str, Any] = field(default_factory=dict)
     passes: int = bounded(3, 1)
+    # the write gate replays the dataset's entries whose `split_field` is in `splits`; a
+    # dataset whose entries have no such field (the bundled turns) is replayed whole
+    split_field: str = "split"
+    splits: list[str] = field(default_factory=list)  # empty: every entry
+    gate_cost: CostWeights = field(default_factory=CostWeights)  # what ranks the gates
     records: str | None = input_file(load_memory_records, None)
     pairs: str | None = input_file(load_conflict_pairs, None)
     queries: str | None = input_file(load_queries, None)
@@ -87,6 +97,29 @@ class CompareSystemsConfig:
             SYSTEMS.validate(node, key=f"experiment.systems.{name}")
         if (self.queries is None) != (self.corpus is None):
             raise ValueError("queries and corpus go together: search needs both")
+        self.gate_cost.validate()
+
+    def splits_of(self, entries: list[Entry]) -> list[str] | None:
+        """The splits the write gate replays; None: every entry, as none has `split_field`."""
+        if not self.splits or not any(self.split_field in e.meta for e in entries):
+            return None
+        return list(self.splits)
+
+    def replayed(self, entries: list[Entry]) -> list[Entry]:
+        """The entries the write gate replays (`splits_of`), in order; splits no entry is in,
+        or an entry without the field among entries with it, are refused by name."""
+        if self.splits_of(entries) is None:
+            return entries
+        try:
+            chosen, _ = field_split(entries, self.split_field, self.splits)
+        except ValueError as err:
+            raise ConfigError(f"experiment.split_field: {err}") from None
+        if not chosen:
+            found = sorted({str(e.meta[self.split_field]) for e in entries})
+            raise ConfigError(f"experiment.splits {self.splits}: no entry of the dataset has "
+                              f"its '{self.split_field}' among them (it has: "
+                              f"{', '.join(found)})")
+        return chosen
 
 
 @dataclass(frozen=True)
@@ -131,9 +164,11 @@ class CompareSystems:
                           for n, s in systems.items() if n not in able[what]}
                    for what, (needed, _) in measures.items()}
         tables: dict[str, Any] = {}
-        arms, decisions = self._write_gate(ctx, able["write_gate"])
+        entries = ctx.dataset.entries
+        arms, decisions = self._write_gate(ctx, able["write_gate"], self.cfg.replayed(entries))
         if arms:
-            tables["write_gate"] = _write_gate_table(arms, decisions, ctx)
+            gate = _write_gate_table(arms, decisions, ctx, self.cfg.gate_cost)
+            tables["write_gate"] = {"splits": self.cfg.splits_of(entries), **gate}
         for what, (_, measure) in measures.items():
             if measure is not None and able[what] and self._has_data(what):
                 tables[what] = measure(ctx, able[what])
@@ -155,7 +190,7 @@ class CompareSystems:
                 "search": self.cfg.queries}[capability] is not None
 
     # write gate ---------------------------------------------------------------------------
-    def _write_gate(self, ctx: RunContext, systems: dict[str, System]
+    def _write_gate(self, ctx: RunContext, systems: dict[str, System], entries: list[Entry]
                     ) -> tuple[dict[str, list[dict[str, Any]]], list[Any]]:
         arms: dict[str, list[dict[str, Any]]] = {}
         decisions: list[Any] = []
@@ -164,7 +199,7 @@ class CompareSystems:
             rows: list[Any] = []
             try:
                 ingestor = system.ingestor(ctx.run_dir / f"state_{name}")
-                items = ctx.prepare(ingestor, ctx.dataset.entries)
+                items = ctx.prepare(ingestor, entries)
                 for pass_no in range(1, self.cfg.passes + 1):
                     record = ctx.checkpoints.run_pass(
                         ingestor, f"{name}-pass-{pass_no}",
@@ -277,40 +312,45 @@ def _against_first(per_item: dict[str, np.ndarray], ctx: RunContext) -> dict[str
 
 
 def _write_gate_table(arms: dict[str, list[dict[str, Any]]], decisions: list[Any],
-                      ctx: RunContext) -> dict[str, Any]:
+                      ctx: RunContext, weights: CostWeights) -> dict[str, Any]:
     """The last pass of each system, and the paired comparison with the first system on the
     same entries: recall of human-labelled substantive entries with McNemar on them, judge-call
-    rate, and McNemar on every keep/drop decision."""
+    rate, and McNemar on every keep/drop decision; then every system ranked by its weighed
+    cost on those entries, resampled alike."""
     last = {name: passes[-1] for name, passes in arms.items()}
     pass_no = next(iter(last.values()))["pass"]
     by_arm = {name: {d.entry_id: d for d in decisions
                      if d.arm == name and d.pass_no == pass_no and d.phase == "eval"}
               for name in arms}
-    first = next(iter(by_arm))
     ids = sorted(set.intersection(*(set(v) for v in by_arm.values())))
-    human = [i for i in ids if by_arm[first][i].label == "substantive"
-             and by_arm[first][i].label_source == "human"]
+    first = by_arm[next(iter(by_arm))]
+    human = np.array([first[i].label_source == "human" for i in ids], dtype=bool)
+    truth = Truth(np.array([first[i].label == "substantive" for i in ids], dtype=bool) & human,
+                  np.array([first[i].label == "noise" for i in ids], dtype=bool) & human)
+    outcomes = {name: GateOutcome(np.array([rows[i].retained for i in ids], dtype=bool),
+                                  np.array([rows[i].judge_called for i in ids], dtype=bool))
+                for name, rows in by_arm.items()}
     common = {"resamples": ctx.resamples, "seed": ctx.seed + pass_no}
-    paired: dict[str, Any] = {}
-    for name in list(by_arm)[1:]:
-        a, b = by_arm[first], by_arm[name]
-        paired[name] = {
-            "vs": first, "entries": len(ids),
-            "recall": paired_delta(np.array([a[i].retained for i in human], dtype=float),
-                                   np.array([b[i].retained for i in human], dtype=float),
-                                   **common),
-            "judge_call_rate": paired_delta(
-                np.array([a[i].judge_called for i in ids], dtype=float),
-                np.array([b[i].judge_called for i in ids], dtype=float), **common),
-            # on the entries the recall is measured on, beside it; then on every keep/drop
-            "mcnemar_recall": mcnemar(np.array([a[i].retained for i in human], dtype=bool),
-                                      np.array([b[i].retained for i in human], dtype=bool)),
-            "mcnemar_decisions": mcnemar(np.array([a[i].retained for i in ids], dtype=bool),
-                                         np.array([b[i].retained for i in ids], dtype=bool))}
+    names = list(outcomes)
+    paired = {name: _paired_gate(outcomes[names[0]], outcomes[name], truth, names[0], common)
+              for name in names[1:]}
     keys = ("substantive_recall", "substantive_recall_ci95", "noise_stored",
             "prejudge_filter_rate", "judge_calls", "judge_call_saving", "entries")
     return {"pass": pass_no, "systems": {n: {k: p.get(k) for k in keys} for n, p in last.items()},
-            "paired": paired}
+            "paired": paired, "ranking": rank_gates(truth, outcomes, weights, **common)}
+
+
+def _paired_gate(a: GateOutcome, b: GateOutcome, truth: Truth, first: str,
+                 common: dict[str, int]) -> dict[str, Any]:
+    """A later system against the first on the same entries: recall and judge-call rate with
+    paired CIs, McNemar on the substantive entries the recall is measured on, beside it, then
+    on every keep/drop."""
+    substantive = truth.substantive
+    return {"vs": first, "entries": truth.size,
+            "recall": paired_delta(a.kept[substantive], b.kept[substantive], **common),
+            "judge_call_rate": paired_delta(a.judged, b.judged, **common),
+            "mcnemar_recall": mcnemar(a.kept[substantive], b.kept[substantive]),
+            "mcnemar_decisions": mcnemar(a.kept, b.kept)}
 
 
 def figures(run: Run) -> list[Path]:
@@ -331,19 +371,23 @@ def report(run: Run) -> list[Section]:
 
 def scores(run: Run) -> list[Score]:
     """Each system's figures, named by the key it was listed under: the write gate's last pass
-    (recall, noise stored, pre-judge), trust against the labels (Spearman, Brier), any-conflict
-    precision and recall, and search's mean nDCG@k and recall@k; each with its CI where the
-    table has one, on the benchmarks the single-capability experiments name alike."""
+    (recall, noise stored, pre-judge) and the weighed cost the gates are ranked by, trust
+    against the labels (Spearman, Brier), any-conflict precision and recall, and search's mean
+    nDCG@k and recall@k; each with its CI where the table has one, on the benchmarks the
+    single-capability experiments name alike."""
     written = run.result.of(Compared).compare.written
     found: list[Score] = []
     gate, trust = written.get("write_gate"), written.get("trust")
     conflicts, search = written.get("conflicts"), written.get("search")
     if gate:  # each system's last pass, declared as every gate replay declares it
         dataset = run.result.dataset
-        bench = f"write gate ({dataset.name if dataset else '?'}, pass {gate['pass']})"
+        splits = f" {'+'.join(gate['splits'])}" if gate.get("splits") else ""
+        replayed = f"{dataset.name if dataset else '?'}{splits}, pass {gate['pass']}"
+        bench = f"write gate ({replayed})"
         for system in gate["systems"]:
             found += [replace(s, system=system)
                       for s in pass_scores(run.result.arms[system][-1], bench)]
+        found += _ranking_scores(gate.get("ranking"), f"gate ranking ({replayed})")
     if trust:
         bench = f"trust ({Path(str(run.setting('experiment.records'))).stem})"
         for system, row in trust["systems"].items():
@@ -368,6 +412,19 @@ def scores(run: Run) -> list[Score]:
             found += [Score(bench, measure, row["mean"], unit=unit, population=where,
                             system=system) for system, row in search[key].items()]
     return found
+
+
+def _ranking_scores(ranking: Mapping[str, Any] | None, bench: str) -> list[Score]:
+    """Each system's weighed write-gate cost (lower is better); none in a run from before the
+    ranking."""
+    if not ranking:
+        return []
+    w = ranking["weights"]
+    where = (f"{ranking['entries']} entries, cost {w['missed']:g}·missed + {w['noise']:g}·noise "
+             f"+ {w['judged']:g}·judged")
+    return [Score(bench, "cost", row["cost"], as_ci(row["cost_ci95"]), higher_is_better=False,
+                  population=where, system=system)
+            for system, row in ranking["systems"].items()]
 
 
 @register("compare_systems", CompareSystemsConfig, Outputs(Compared, figures, report, scores))

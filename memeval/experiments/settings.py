@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from memeval.data.base import ChosenInput
 from memeval.engine.gate.gate import GateConfig
+from memeval.entry import Entry
 from memeval.registry import SEEDS, Chosen, bounded
 from memeval.reporting.phoenix.config import PhoenixConfig
 
@@ -51,6 +52,15 @@ class ChecksInputs(Protocol):
 
     def check_inputs(self, dataset: ChosenInput) -> None:
         """Raise ConfigError naming the input to choose instead."""
+
+
+@runtime_checkable
+class ReplaysPart(Protocol):
+    """An experiment's settings that replay only some of the dataset's entries (compare_systems'
+    write gate, its splits): what the cost said before a run and `memeval embed` count."""
+
+    def replayed(self, entries: list[Entry]) -> list[Entry]:
+        """The entries the run embeds and replays, in order."""
 
 
 @dataclass

@@ -11,9 +11,22 @@ def bootstrap_ci(values: np.ndarray, resamples: int, seed: int,
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, values.size, size=(resamples, values.size))
-    return percentile_interval(values[draws].mean(axis=1), level)
+    return percentile_interval(values[_draws(values.size, resamples, seed)].mean(axis=1), level)
+
+
+def _draws(size: int, resamples: int, seed: int) -> np.ndarray:
+    """Each resample's item indices, drawn with replacement: one row per resample."""
+    return np.random.default_rng(seed).integers(0, size, size=(resamples, size))
+
+
+def resample_counts(size: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each of `size` items is drawn in each resample (one row per resample), the
+    draws `bootstrap_ci` makes with the same seed: several measures weighted by the same rows
+    are resampled together, paired, and a ratio of two sums is one matrix product away."""
+    draws = _draws(size, resamples, seed)
+    rows = np.repeat(np.arange(resamples), size)
+    return np.bincount(rows * size + draws.ravel(), minlength=resamples * size).reshape(
+        resamples, size)
 
 
 def percentile_interval(estimates: np.ndarray | list[float],

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memeval.reporting.outputs import NUMBER
 from memeval.reporting.table import Block, Note, Table, ci_suffix, pct, printed, wrapped
 from memeval.results.sections import (
     Comparison,
     ConflictTable,
+    GateRanking,
     Paired,
     SearchTable,
     TrustTable,
@@ -53,11 +55,37 @@ def _write_gate(table: WriteGateTable) -> list[Block]:
         paired.append((name, _delta(entry.recall if entry else None, points=True),
                        _num(entry.mcnemar_p if entry else None),
                        _num(entry.decisions_mcnemar_p if entry else None)))
-    title = f"write gate (pass {table.pass_no})"
+    splits = f"splits {'+'.join(table.splits)}, " if table.splits else ""
+    title = f"write gate ({splits}pass {table.pass_no})"
     return [Table(title, header, tuple(rows), WRITE_GATE_LEGEND),
             Table(f"{title}, against the first system",
                   ("system", "recall Δ [95% CI]", "McNemar p, recall", "McNemar p, keep/drop"),
-                  tuple(paired), PAIRED_LEGEND)]
+                  tuple(paired), PAIRED_LEGEND),
+            *(_ranking(table.ranking, title) if table.ranking else [])]
+
+
+RANKING_LEGEND = ("cost: the weights times missed (substantive entries dropped), noise (noise "
+                  "entries stored) and judged (entries sent to the judge), lower is better; same "
+                  "rank: share of bootstrap resamples of the entries in which the system holds "
+                  "its rank")
+
+
+def _ranking(ranking: GateRanking, title: str) -> list[Block]:
+    """The systems cheapest first, then how far apart each two neighbours are."""
+    w = ranking.weights
+    weights = f"{w['missed']:g}·missed + {w['noise']:g}·noise + {w['judged']:g}·judged"
+    rows = [(str(r.rank), name, NUMBER.shown(r.cost, r.cost_ci95), pct(r.missed), pct(r.noise),
+             pct(r.judged), pct(r.keeps_rank)) for name, r in ranking.systems.items()]
+    apart = [(f"{n.worse} − {n.better}", NUMBER.difference(n.delta, n.delta_ci95),
+              "yes" if n.separated else "no") for n in ranking.neighbours]
+    blocks: list[Block] = [Table(
+        f"{title}, ranked by cost = {weights}",
+        ("rank", "system", "cost [95% CI]", "missed", "noise", "judged", "same rank"),
+        tuple(rows), RANKING_LEGEND)]
+    if apart:
+        blocks.append(Table(f"{title}, ranking neighbours (paired over the same resamples)",
+                            ("pair", "cost Δ [95% CI]", "CI excludes 0"), tuple(apart)))
+    return blocks
 
 
 def _trust(table: TrustTable) -> list[Block]:

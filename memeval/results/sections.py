@@ -154,13 +154,58 @@ class GatePaired:
 
 
 @dataclass(frozen=True)
+class RankedGate:
+    """A system's place in the write gates' ranking (metrics/gate_cost.py)."""
+
+    rank: int
+    cost: float
+    cost_ci95: CI
+    missed: float  # share of substantive entries dropped
+    noise: float  # share of noise entries stored
+    judged: float  # share of entries sent to the judge
+    keeps_rank: float  # share of bootstrap resamples in which it holds `rank`
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Two systems next to each other in the ranking: the later one's cost minus the earlier's,
+    paired; `separated` when its 95% CI excludes 0."""
+
+    better: str
+    worse: str
+    delta: float
+    delta_ci95: CI
+    separated: bool
+
+
+@dataclass(frozen=True)
+class GateRanking:
+    weights: Mapping[str, float]  # missed, noise, judged
+    entries: int
+    systems: Mapping[str, RankedGate]  # cheapest first
+    neighbours: tuple[Neighbours, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateRanking:
+        return cls(dict(data["weights"]), int(data["entries"]),
+                   {name: RankedGate(int(r["rank"]), r["cost"], as_ci(r["cost_ci95"]),
+                                     r["missed"], r["noise"], r["judged"], r["keeps_rank"])
+                    for name, r in data["systems"].items()},
+                   tuple(Neighbours(n["better"], n["worse"], n["delta"], as_ci(n["delta_ci95"]),
+                                    bool(n["separated"])) for n in data["neighbours"]))
+
+
+@dataclass(frozen=True)
 class WriteGateTable:
     pass_no: int  # the last pass, which every system's row is
     systems: Mapping[str, PassMetrics]
     paired: Mapping[str, GatePaired]  # systems after the first
+    splits: tuple[str, ...] | None = None  # the dataset's splits replayed; None: all of it
+    ranking: GateRanking | None = None  # None in runs from before the ranking
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WriteGateTable:
+        splits, ranking = data.get("splits"), data.get("ranking")
         return cls(int(data["pass"]),
                    {name: PassMetrics.from_dict({"pass": data["pass"], **p})
                     for name, p in data["systems"].items()},
@@ -169,7 +214,9 @@ class WriteGateTable:
                                      # runs before the split named it `mcnemar`
                                      (p.get("mcnemar_decisions") or p.get("mcnemar")
                                       or {}).get("p_value"))
-                    for name, p in data["paired"].items()})
+                    for name, p in data["paired"].items()},
+                   tuple(splits) if splits else None,
+                   GateRanking.from_dict(ranking) if ranking else None)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.bootstrap import bootstrap_ci, percentile_interval, resample_counts
 
 
 def flags(n: int, rate: float, seed: int = 0) -> np.ndarray:
@@ -57,3 +57,11 @@ def test_constant_values_give_a_point() -> None:
 def test_empty_is_nan() -> None:
     low, high = bootstrap_ci(np.array([]), 100, seed=0)
     assert math.isnan(low) and math.isnan(high)
+
+
+def test_resample_counts_are_the_draws_bootstrap_ci_makes() -> None:
+    values = flags(80, 0.6)
+    counts = resample_counts(values.size, 300, seed=5)
+    assert counts.shape == (300, 80) and (counts.sum(axis=1) == 80).all()
+    means = counts @ values / values.size
+    assert percentile_interval(means, 0.95) == pytest.approx(bootstrap_ci(values, 300, seed=5))

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
+from memeval.data.labeled_jsonl import load_labeled_jsonl
+from memeval.paths import data_path
 from memeval.registry import ConfigError
 from memeval.reporting.plots import make_figures
 from memeval.results.run_dir import read_decisions
@@ -19,8 +21,9 @@ from tests.systems.fakes import KeepAllSystem, WordOverlapSystem  # noqa: F401 (
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
 ONLY_REFERENCE = "~system@experiment.systems.memledger"  # the default pair is reference, memledger
+BUNDLED = "dataset=bundled"  # the write gate's default input is 1,861 real turns
 TWO = ["+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.keep=reference",
-       "experiment.systems.keep.name=keep-all", "dataset.limit=60", "experiment.passes=2",
+       "experiment.systems.keep.name=keep-all", BUNDLED, "dataset.limit=60", "experiment.passes=2",
        "bootstrap=50"]
 
 
@@ -38,6 +41,18 @@ def test_two_systems_side_by_side(tmp_path: Path,
     # a one-rule gate keeps every long text: its recall is never below the reference's
     assert paired["recall"]["delta"] >= 0
     assert gate["systems"]["keep"]["noise_stored"] >= gate["systems"]["reference"]["noise_stored"]
+    # the ranking weighs the same last pass's figures: 1·missed + 0.5·noise + 0.1·judged
+    ranking = gate["ranking"]
+    assert ranking["entries"] == 60 and set(ranking["systems"]) == {"reference", "keep"}
+    for name, row in ranking["systems"].items():
+        figures = gate["systems"][name]
+        assert row["missed"] == pytest.approx(1 - figures["substantive_recall"])
+        assert row["noise"] * ranking["labelled"]["noise"] == figures["noise_stored"]
+        assert row["judged"] == pytest.approx(figures["judge_calls"] / 60)
+        assert row["cost"] == pytest.approx(row["missed"] + 0.5 * row["noise"]
+                                            + 0.1 * row["judged"])
+    costs = [row["cost"] for row in ranking["systems"].values()]
+    assert costs == sorted(costs) and ranking["systems"]["keep"]["judged"] == 0
     # keep-all cannot score, detect conflicts or search: those tables hold the reference only
     assert skipped["trust"] == {"keep": "lacks score_records"}
     assert skipped["search"] == {"keep": "lacks search"}
@@ -55,12 +70,30 @@ def test_a_system_against_itself_differs_by_nothing(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     metrics = run_experiment(fast_config(
         "+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.again=reference",
-        "dataset.limit=40", "experiment.passes=1", "bootstrap=50"), tmp_path / "run")
+        BUNDLED, "dataset.limit=40", "experiment.passes=1", "bootstrap=50"), tmp_path / "run")
     tables = metrics["compare"]
     for test in ("mcnemar_recall", "mcnemar_decisions"):
         assert tables["write_gate"]["paired"]["again"][test]["p_value"] == 1.0
     assert tables["trust"]["brier_vs_first"]["again"]["delta"] == 0.0
     assert tables["search"]["ndcg_vs_first"]["again"]["delta"] == 0.0
+
+
+def test_the_write_gate_replays_the_blind_splits_by_default(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    run = tmp_path / "run"
+    metrics = run_experiment(fast_config(
+        "+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.keep=reference",
+        "experiment.systems.keep.name=keep-all", "experiment.passes=1", "bootstrap=50",
+        *(f"experiment.{name}=null" for name in ("records", "pairs", "queries", "corpus"))), run)
+    gate = metrics["compare"]["write_gate"]
+    assert gate["splits"] == ["test4", "test5"] and gate["paired"]["keep"]["entries"] == 1861
+    # the card's counts of the two blind splits: 249 + 214 substantive, 670 + 641 noise
+    assert gate["ranking"]["labelled"] == {"substantive": 463, "noise": 1311}
+    split = {e.id: e.meta["split"] for e in load_labeled_jsonl(
+        data_path("labeled/claude_code_entire_v1.jsonl")).entries}
+    assert {split[i] for i in read_decisions(run)["entry_id"]} == {"test4", "test5"}
+    ranks = sorted(row["rank"] for row in gate["ranking"]["systems"].values())
+    assert ranks in ([1, 2], [1, 1])
 
 
 def test_search_needs_both_queries_and_corpus(
@@ -74,8 +107,8 @@ def test_a_system_without_a_write_gate_is_compared_on_the_rest(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     metrics = run_experiment(fast_config(
         "+experiment=compare_systems", ONLY_REFERENCE, "+system@experiment.systems.words=reference",
-        "experiment.systems.words.name=word-overlap", "dataset.limit=40", "experiment.passes=1",
-        "bootstrap=50"), tmp_path / "run")
+        "experiment.systems.words.name=word-overlap", BUNDLED, "dataset.limit=40",
+        "experiment.passes=1", "bootstrap=50"), tmp_path / "run")
     tables = metrics["compare"]
     assert metrics["skipped"]["write_gate"] == {"words": "lacks ingest, reset_memories"}
     assert set(tables["write_gate"]["systems"]) == {"reference"}
@@ -92,7 +125,7 @@ def test_a_system_without_a_write_gate_is_compared_on_the_rest(
 def test_the_default_pair_fills_every_table_for_both(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     pytest.importorskip("memledger")
-    metrics = run_experiment(fast_config("+experiment=compare_systems", "dataset.limit=60",
+    metrics = run_experiment(fast_config("+experiment=compare_systems", BUNDLED, "dataset.limit=60",
                                          "experiment.passes=2", "bootstrap=50"), tmp_path / "run")
     tables = metrics["compare"]
     both = ["reference", "memledger"]
@@ -118,7 +151,7 @@ def test_a_system_failing_one_capability_keeps_everyone_else_s_figures(
         run_experiment(fast_config(
             "+experiment=compare_systems", ONLY_REFERENCE,
             "+system@experiment.systems.gone=reference",
-            "experiment.systems.gone.name=search-goes-away", "dataset.limit=40",
+            "experiment.systems.gone.name=search-goes-away", BUNDLED, "dataset.limit=40",
             "experiment.passes=1", "bootstrap=30"), tmp_path / "run")
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())  # written first
     compare = metrics["compare"]

@@ -94,7 +94,8 @@ def test_the_template_joins_compare_systems_by_its_module_and_callable(
     """`+system@experiment.systems.NAME=module:callable`, the short form systems.md gives."""
     ran = memeval(tmp_path, capsys, "run", "+experiment=compare_systems",
                   "~system@experiment.systems.memledger",
-                  "+system@experiment.systems.mine=my_memory:build", "experiment.passes=1",
+                  "+system@experiment.systems.mine=my_memory:build", "dataset=bundled",
+                  "experiment.passes=1",
                   "experiment.pairs=null", "experiment.records=null", "experiment.queries=null",
                   "experiment.corpus=null",
                   "progress=false", "plots=false", "reporting.phoenix.endpoint=null",

@@ -37,3 +37,35 @@ def test_what_was_left_out_and_each_systems_notes_follow_the_tables() -> None:
                            {"memledger": {"search_path": "sqlite-vec via sqlean"}})
     assert text.split("\n\n") == ["not measured: search: keep-all lacks search",
                                     "notes\n  memledger, search_path: sqlite-vec via sqlean"]
+
+
+def test_the_ranking_follows_the_gate_tables_cheapest_first_with_its_neighbours() -> None:
+    row = {"substantive_recall": 0.983, "substantive_recall_ci95": [0.97, 0.99],
+           "noise_stored": 0, "prejudge_filter_rate": 0.544, "judge_calls": 848,
+           "judge_call_saving": 0.544, "entries": 1861}
+    ranking = {"weights": {"missed": 1.0, "noise": 0.5, "judged": 0.1}, "entries": 1861,
+               "systems": {
+                   "reference": {"rank": 1, "cost": 0.063, "cost_ci95": [0.052, 0.075],
+                                 "missed": 0.017, "noise": 0.0, "judged": 0.456,
+                                 "keeps_rank": 1.0},
+                   "memledger": {"rank": 2, "cost": 0.5, "cost_ci95": [0.5, 0.5],
+                                 "missed": 0.0, "noise": 1.0, "judged": 0.0,
+                                 "keeps_rank": 0.97}},
+               "neighbours": [{"better": "reference", "worse": "memledger", "delta": 0.437,
+                               "delta_ci95": [0.425, 0.448], "separated": True}]}
+    table = {"pass": 3, "splits": ["test4", "test5"], "ranking": ranking,
+             "systems": {"reference": row, "memledger": row},
+             "paired": {"memledger": {"recall": {"delta": 0.0, "delta_ci95": [0.0, 0.0]}}}}
+    blocks = systems_summary({"write_gate": table}, {}, {}).split("\n\n")
+    assert blocks[0].startswith("write gate (splits test4+test5, pass 3)\n")
+    ranked, apart = blocks[2].splitlines(), blocks[3].splitlines()
+    assert ranked[0] == ("write gate (splits test4+test5, pass 3), ranked by cost = "
+                         "1·missed + 0.5·noise + 0.1·judged")
+    assert ranked[2].split() == ["1", "reference", "0.063", "[0.052–0.075]", "1.7%", "0.0%",
+                                 "45.6%", "100.0%"]
+    assert ranked[3].split() == ["2", "memledger", "0.500", "[0.500–0.500]", "0.0%", "100.0%",
+                                 "0.0%", "97.0%"]
+    assert ranked[4].startswith("cost: the weights times missed")
+    assert apart[2].split() == ["memledger", "−", "reference", "+0.437", "[+0.425,", "+0.448]",
+                                "yes"]
+    assert max(len(line) for block in blocks for line in block.splitlines()) <= 100

@@ -417,7 +417,8 @@ class Pusher:
 def gate_figures(run_dir: Path, metrics: Mapping[str, Any]) -> dict[tuple[str, int], list[Score]]:
     """Each gated pass's figures by (arm, pass), as the run declares them (outputs.py
     `pass_scores`); an arm's last pass also carries its system's other declared figures
-    (compare_systems' trust, conflicts and search), so every headline figure has its place."""
+    (compare_systems' gate ranking, trust, conflicts and search), so every headline figure has
+    its place."""
     dataset = metrics.get("dataset") or {}
     bench = f"{metrics['experiment']} ({dataset.get('name')})"
     declared = declared_scores(run_dir)
