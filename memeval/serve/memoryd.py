@@ -8,6 +8,9 @@ whose texts match one of its entries is judged as that entry (the labels and cla
 answer by entry); any other turn is an unlabelled one. Beyond memoryd's API, POST /api/restart
 restarts the engine as a restarted daemon would (stores reloaded, scorer rebuilt), so the
 three-pass protocol can be replayed exactly; the first turn restarts it if nothing did before.
+And POST /api/index stores a memory under the caller's id, and a search given `top_k` answers
+that many with their `ids`: what `system=http` needs to search (system.index.path=/api/index
+system.search.ids_field=ids system.search.k_field=top_k).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from memeval.engine.gate.gate import Gate
-from memeval.engine.store.memory_store import MemoryStore
+from memeval.engine.store.memory_store import MemoryStore, StoredMemory
 from memeval.entry import Entry
 from memeval.serve.http import ApiError, Request, Routes
 from memeval.utils.redact import redact
@@ -31,7 +34,8 @@ STAGES = {"prefilter": ("pre_filter", 0), "length": ("length_filter", 0),
           "content_score": ("content_score_filter", 0), "judge": ("synthesizer_skip", 0),
           "noise_check": ("noise_filtered", 0), "dedup": ("stored", 0), "stored": ("stored", 1)}
 NO_JUDGE = "no_synthesizer"  # memoryd's stage for a turn written without a judge
-SEARCH_TOP_K = 5
+SEARCH_TOP_K = 5  # memoryd's; a search may ask for up to MAX_TOP_K with `top_k`
+MAX_TOP_K = 100_000
 
 
 def _text(body: dict[str, Any], name: str) -> str:
@@ -67,7 +71,7 @@ class MemorydEngine:
                 "/api/memories": {"GET": self.memories},
                 "/api/memories/{id}": {"DELETE": self.delete},
                 "/api/rejections": {"GET": self.rejections},
-                "/api/restart": {"POST": self.restart}}
+                "/api/restart": {"POST": self.restart}, "/api/index": {"POST": self.index}}
 
     def _restart(self) -> None:
         for store in self.gate.stores:
@@ -109,18 +113,33 @@ class MemorydEngine:
                      "entry": {"id": memory.id, "content": memory.text} if memory else None,
                      "summary": summary}
 
+    def index(self, request: Request) -> tuple[int, Any]:
+        """One memory stored as it is, under the caller's id: no gate, no dedup."""
+        body = _object(request)
+        text, memory_id = _text(body, "content"), _text(body, "id")
+        vector = self.gate.embedder.embed([redact(text)])[0]
+        with self._lock:
+            self.gate.memories.add(StoredMemory(memory_id, redact(text), memory_id,
+                                                self._generation), vector)
+        return 200, {"id": memory_id}
+
     def search(self, request: Request) -> tuple[int, Any]:
-        query = _text(_object(request), "query")
+        body = _object(request)
+        query = _text(body, "query")
         if not query.strip():
             raise ApiError(400, "query is required")
+        k = body.get("top_k", SEARCH_TOP_K)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_TOP_K:
+            raise ApiError(400, f"top_k must be an integer from 1 to {MAX_TOP_K}")
         with self._lock:
             store = self.gate.memories
             if not store.memories:
-                return 200, {"context": "No relevant memories found.", "scores": []}
+                return 200, {"context": "No relevant memories found.", "scores": [], "ids": []}
             cosines = store.vectors @ self.gate.embedder.embed([redact(query)])[0]
-            top = np.argsort(-cosines, kind="stable")[:SEARCH_TOP_K]
-            texts = [store.memories[i].text for i in top]
-        return 200, {"context": "\n\n".join(texts), "scores": [float(cosines[i]) for i in top]}
+            top = np.argsort(-cosines, kind="stable")[:k]
+            found = [store.memories[i] for i in top]
+        return 200, {"context": "\n\n".join(m.text for m in found),
+                     "scores": [float(cosines[i]) for i in top], "ids": [m.id for m in found]}
 
     def memories(self, request: Request) -> tuple[int, Any]:
         with self._lock:

@@ -76,6 +76,33 @@ def test_the_served_engine_through_system_http_gives_the_references_own_figures(
         served["passes"][0]["stage_counts"]["content_score"]
 
 
+@pytest.mark.integration
+def test_the_coding_benchmark_runs_through_the_served_engine_over_http(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    """Its write path over the wire keeps what the in-process engine keeps; its search, mapped
+    with ids and a depth, serves every question."""
+    base = ("+experiment=coding_memory", "experiment.limit=12", "bootstrap=30")
+    reference = run_experiment(fast_config(*base), tmp_path / "reference")
+    cfg = fast_config(*base)
+    ctx = RunContext(cfg, tmp_path / "daemon", validate(cfg))
+    engine = MemorydEngine(ReferenceSystem(ctx).ingestor(tmp_path / "daemon"),
+                           ctx.dataset.entries)
+    with serving(engine.routes) as url:
+        served = run_experiment(fast_config(
+            *base, "system=http", f"system.base_url={url}", "system.restart.path=/api/restart",
+            "system.index.path=/api/index", "system.search.ids_field=ids",
+            "system.search.k_field=top_k"), tmp_path / "http")
+    engine.close()
+    ours, theirs = reference["coding"], served["coding"]
+    assert theirs["questions"] == ours["questions"] == 12
+    assert {k: w["stored"] for k, w in theirs["write"].items()} == \
+        {k: w["stored"] for k, w in ours["write"].items()}
+    dev = theirs["by_split"]["dev"]["by_category"]["answerable"]
+    assert dev["write_recall"] == ours["by_split"]["dev"]["by_category"]["answerable"][
+        "write_recall"]
+    assert dev["recall"]["n"] == dev["questions"] and dev["recall"]["mean"] > 0
+
+
 def test_the_engine_answers_in_memoryds_shapes(tmp_path: Path,
                                                 fast_config: Callable[..., DictConfig]) -> None:
     cfg = fast_config("+experiment=three_pass", "dataset.limit=40")
@@ -104,7 +131,14 @@ def test_the_engine_answers_in_memoryds_shapes(tmp_path: Path,
         assert client.delete(f"/api/memories/{kept['entry']['id']}").status_code == 200
         assert client.get("/api/memories").json() == []
         assert client.post("/api/search", json={"query": "cache"}).json() == {
-            "context": "No relevant memories found.", "scores": []}
+            "context": "No relevant memories found.", "scores": [], "ids": []}
+        for n, text in enumerate(("retry with capped backoff", long, "schema migration")):
+            assert client.post("/api/index", json={"content": text, "id": f"m{n}"}).json() == {
+                "id": f"m{n}"}
+        found = client.post("/api/search", json={"query": "embedding cache key sha256",
+                                                 "top_k": 2}).json()
+        assert found["ids"][0] == "m1" and len(found["ids"]) == len(found["scores"]) == 2
+        assert client.post("/api/search", json={"query": "x", "top_k": 0}).status_code == 400
     engine.close()
 
 

@@ -204,7 +204,7 @@ class Daemon:
             if searched:  # a real search, read as every search will be: its shape fits
                 search = self.cfg.search
                 search_hits(search, self.call(search, "system.search",
-                                              {search.query_field: "memeval preflight"}).data)
+                                              search.body("memeval preflight", 1)).data)
         except DaemonError as err:
             raise ConfigError(f"system=http failed its preflight: {err.reason} (system.preflight"
                               f"=false skips the check)") from None

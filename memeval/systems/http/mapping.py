@@ -150,12 +150,18 @@ class RejectionsRoute(ListRoute):
 class SearchRoute(Route):
     """memoryd answers `{context, scores}` with no memory ids: search is claimed only when
     `ids_field` names the ids, parallel to `scores_field` (and `index` is mapped): two lists
-    (`ids`, `scores`), or fields of each result (`results[].id`, `results[].score`)."""
+    (`ids`, `scores`), or fields of each result (`results[].id`, `results[].score`).
+    `k_field` names the field the number of results asked for is sent in ("": not sent, and
+    the daemon's own top N is all a search can serve)."""
 
     path: str = "/api/search"
     query_field: str = "query"
     ids_field: str = ""
     scores_field: str = "scores"
+    k_field: str = ""
+
+    def body(self, query: str, k: int) -> dict[str, Any]:
+        return {self.query_field: query, **({self.k_field: k} if self.k_field else {})}
 
 
 @dataclass

@@ -220,8 +220,7 @@ class HttpSystem(Undeclared):
     def search(self, query: str, k: int) -> list[Hit]:
         route = self.cfg.search
         try:
-            data = self.daemon.call(route, "system.search",
-                                    {route.query_field: redact(query)}).data
+            data = self.daemon.call(route, "system.search", route.body(redact(query), k)).data
             hits = search_hits(route, data)
         except DaemonError as err:
             raise SystemFailure(f"search in the daemon failed: {err.reason}") from None
