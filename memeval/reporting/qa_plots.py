@@ -48,5 +48,6 @@ def category_bars(run_dir: Path, by_category: Mapping[str, Any],
     ax.set_ylim(0, 1)
     ax.set_ylabel("score, mean with 95% CI")
     ax.set_title(title, fontsize="medium")
-    ax.legend(fontsize="small")
+    if shown:
+        ax.legend(fontsize="small")
     return save(fig, out / name)
