@@ -195,8 +195,7 @@ class CodingMemory:
         times = [written[e.id] for e in stored]
         texts = {e.id: redact(e.assistant_response) for e in stored}
         if stored:
-            with ctx.loading.running():
-                system.index([IndexedMemory(e.id, texts[e.id]) for e in stored])
+            system.index([IndexedMemory(e.id, texts[e.id]) for e in stored])
         rows = []
         for question in ctx.progress(questions, len(questions), f"{system.name} questions",
                                      "question"):

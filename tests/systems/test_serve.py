@@ -51,12 +51,11 @@ def serving(routes: Routes) -> Iterator[str]:
         server.server_close()
 
 
-@pytest.mark.integration
-def test_the_served_engine_through_system_http_gives_the_references_own_figures(
-        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
-    """Every stage, judge call and rejection of every pass crosses the wire and comes back
-    unchanged: the wire mapping loses nothing memeval counts."""
-    base = ("+experiment=three_pass", "dataset.limit=80")
+def in_process_and_served(tmp_path: Path, fast_config: Callable[..., DictConfig],
+                          base: tuple[str, ...], *mapping: str
+                          ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run of `base` with the reference in process, then through system=http against the
+    served engine (its routes mapped by `mapping`)."""
     reference = run_experiment(fast_config(*base), tmp_path / "reference")
     cfg = fast_config(*base)
     ctx = RunContext(cfg, tmp_path / "daemon", validate(cfg))
@@ -64,9 +63,19 @@ def test_the_served_engine_through_system_http_gives_the_references_own_figures(
                            ctx.dataset.entries)
     with serving(engine.routes) as url:
         served = run_experiment(fast_config(*base, "system=http", f"system.base_url={url}",
-                                            "system.restart.path=/api/restart"),
+                                            "system.restart.path=/api/restart", *mapping),
                                 tmp_path / "http")
     engine.close()
+    return reference, served
+
+
+@pytest.mark.integration
+def test_the_served_engine_through_system_http_gives_the_references_own_figures(
+        tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
+    """Every stage, judge call and rejection of every pass crosses the wire and comes back
+    unchanged: the wire mapping loses nothing memeval counts."""
+    reference, served = in_process_and_served(tmp_path, fast_config,
+                                              ("+experiment=three_pass", "dataset.limit=80"))
     assert len(served["passes"]) == 3
     for ours, theirs in zip(reference["passes"], served["passes"], strict=True):
         assert {k: theirs[k] for k in COMPARED} == {k: ours[k] for k in COMPARED}
@@ -81,18 +90,11 @@ def test_the_coding_benchmark_runs_through_the_served_engine_over_http(
         tmp_path: Path, fast_config: Callable[..., DictConfig]) -> None:
     """Its write path over the wire keeps what the in-process engine keeps; its search, mapped
     with ids and a depth, serves every question."""
-    base = ("+experiment=coding_memory", "experiment.limit=12", "bootstrap=30")
-    reference = run_experiment(fast_config(*base), tmp_path / "reference")
-    cfg = fast_config(*base)
-    ctx = RunContext(cfg, tmp_path / "daemon", validate(cfg))
-    engine = MemorydEngine(ReferenceSystem(ctx).ingestor(tmp_path / "daemon"),
-                           ctx.dataset.entries)
-    with serving(engine.routes) as url:
-        served = run_experiment(fast_config(
-            *base, "system=http", f"system.base_url={url}", "system.restart.path=/api/restart",
-            "system.index.path=/api/index", "system.search.ids_field=ids",
-            "system.search.k_field=top_k"), tmp_path / "http")
-    engine.close()
+    reference, served = in_process_and_served(
+        tmp_path, fast_config,
+        ("+experiment=coding_memory", "experiment.limit=12", "bootstrap=30"),
+        "system.index.path=/api/index", "system.search.ids_field=ids",
+        "system.search.k_field=top_k")
     ours, theirs = reference["coding"], served["coding"]
     assert theirs["questions"] == ours["questions"] == 12
     assert {k: w["stored"] for k, w in theirs["write"].items()} == \

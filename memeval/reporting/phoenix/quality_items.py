@@ -338,6 +338,24 @@ def _qa_evaluations(row: Mapping[str, Any],
             for key, name in names.items() if row.get(key) is not None]
 
 
+def _answered(rows: Sequence[Mapping[str, Any]], detector: Detector,
+              evaluations: Mapping[str, str], lists: Sequence[str], inputs: Sequence[str],
+              metadata: Sequence[str]) -> list[dict[str, Any]]:
+    """A QA table's questions as examples, each row's answer (with its `lists` of memory ids)
+    and scores given to `detector`: what memory_qa and coding_memory push alike."""
+    for i, row in enumerate(rows):
+        detector.outputs[_key(i)] = {"answer": row.get("answer"),
+                                     **{name: list(row.get(name) or []) for name in lists}}
+        detector.evaluations[_key(i)] = _qa_evaluations(row, evaluations)
+    return [{"key": _key(i),
+             "input": {"question": row["question"], **{name: row.get(name) for name in inputs}},
+             "output": {"gold": row.get("gold"), "unanswerable": row.get("unanswerable")},
+             "metadata": {"question_id": row["question_id"],
+                          **{name: row.get(name) for name in metadata},
+                          "evidence": list(row.get("evidence") or [])}}
+            for i, row in enumerate(rows)]
+
+
 def qa_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     """The questions, each with the system's answer, the memories it served and its scores; the
     experiment's headline figures on the first run."""
@@ -347,16 +365,7 @@ def qa_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     detector = Detector(f"{system} answers", f"{system}'s answers on {qa.get('corpus')}",
                         {"questions": len(rows), "answerer": qa.get("answerer"),
                          "grader": qa.get("grader")}, scores=declared_scores(run_dir))
-    for i, row in enumerate(rows):
-        detector.outputs[_key(i)] = {"answer": row.get("answer"),
-                                     "served": list(row.get("served") or [])}
-        detector.evaluations[_key(i)] = _qa_evaluations(row)
-    examples = [{"key": _key(i), "input": {"question": row["question"],
-                                           "category": row.get("category")},
-                 "output": {"gold": row.get("gold"), "unanswerable": row.get("unanswerable")},
-                 "metadata": {"question_id": row["question_id"],
-                              "evidence": list(row.get("evidence") or [])}}
-                for i, row in enumerate(rows)]
+    examples = _answered(rows, detector, QA_EVALUATIONS, ("served",), ("category",), ())
     return [ItemSet(f"memory qa {qa.get('corpus')}", f"memeval memory QA on {qa.get('corpus')}",
                     examples, [detector], tuple(QA_EVALUATIONS.values()))]
 
@@ -376,19 +385,8 @@ def coding_sets(run_dir: Path, metrics: Mapping[str, Any]) -> list[ItemSet]:
     detector = Detector(f"{system} answers", f"{system} on the coding memory benchmark",
                         {"questions": len(rows), "answerer": coding.get("answerer"),
                          "k": coding.get("k")}, scores=declared_scores(run_dir))
-    for i, row in enumerate(rows):
-        detector.outputs[_key(i)] = {"answer": row.get("answer"),
-                                     "kept": list(row.get("kept") or []),
-                                     "served": list(row.get("served") or [])}
-        detector.evaluations[_key(i)] = _qa_evaluations(row, CODING_EVALUATIONS)
-    examples = [{"key": _key(i), "input": {"question": row["question"],
-                                           "category": row.get("category"),
-                                           "asked_at": row.get("asked_at")},
-                 "output": {"gold": row.get("gold"), "unanswerable": row.get("unanswerable")},
-                 "metadata": {"question_id": row["question_id"], "split": row.get("split"),
-                              "project": row.get("project"),
-                              "evidence": list(row.get("evidence") or [])}}
-                for i, row in enumerate(rows)]
+    examples = _answered(rows, detector, CODING_EVALUATIONS, ("kept", "served"),
+                         ("category", "asked_at"), ("split", "project"))
     return [ItemSet("coding memory", "memeval coding memory benchmark", examples, [detector],
                     tuple(CODING_EVALUATIONS.values()))]
 
