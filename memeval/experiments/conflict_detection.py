@@ -27,8 +27,8 @@ from memeval.metrics.bootstrap import bootstrap_ci
 from memeval.metrics.classification import per_class_report
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
-    LearnedConflictDetector,
     PairDetector,
+    Superseding,
 )
 from memeval.quality.conflicts import Conflict, ConflictDetector, ConflictRules
 from memeval.registry import bounded, input_file
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from memeval.results.run import Run
 
 CONFLICT_TYPES = CONFLICT_LABELS[:-1]
+CV_MODES = ("folds", "by_file", "by_source")
+CV_KEYS = ("cv", "cv_by_file", "cv_by_source")  # each mode's figures in the section
 
 
 @dataclass
@@ -67,6 +69,10 @@ class ConflictDetectionConfig:
     # its own. With two or more sources the detector is also scored leave-one-source-out.
     sources: dict[str, str] = field(default_factory=dict)
     folds: int = bounded(5, 2)
+    # The cross-validations run, each a fit per fold: stratified `folds`, leave-one-file-out
+    # (`by_file`, with two or more files) and leave-one-source-out (`by_source`, with two or more
+    # sources). A detector that takes minutes per fit (pair) runs by_source alone.
+    cv: list[str] = field(default_factory=lambda: list(CV_MODES))
     embed: bool = False  # add the run embedder's cosine of the two memories as a feature
     detector: dict[str, Any] = field(default_factory=lambda: {"name": "learned"})
     # memeval's own learned detector (its cross-validation on dev_pairs, minutes on a small
@@ -85,6 +91,9 @@ class ConflictDetectionConfig:
                 raise ValueError(f"outside_pairs: {Path(path).name} is also in dev_pairs, so the "
                                  "detector would be scored on pairs it learned; drop it from one "
                                  "(dev_sets=with_outside names its own outside sets)")
+        if not self.cv or set(self.cv) - set(CV_MODES):
+            raise ValueError(f"experiment.cv must name one or more of {list(CV_MODES)}, "
+                             f"got {self.cv}")
         if self.dev_pairs and self.folds < 2:
             raise ValueError(f"experiment.folds must be at least 2, got {self.folds}")
         CONFLICT_DETECTORS.validate(self.detector, "experiment.detector")
@@ -170,33 +179,38 @@ class ConflictDetection:
             return lambda splits: ctx.progress(splits, len(splits), f"conflict detector, {what}",
                                                unit="fold")
 
-        oof = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos, progress=bar("CV"))
-        dev_newer = _newer(learned, dev)
         section: dict[str, Any] = {
             "detector": self.cfg.detector["name"], "dev": dev_sources, "folds": self.cfg.folds,
             "embed": self.cfg.embed, "labels": dict(Counter(p.conflict for p in dev)),
-            "cv": score(dev, oof, dev_newer, resamples, seed),
             "rules_dev": score(dev, rules.predict(labelled_sides(dev)), None, resamples, seed),
             "rules_modes": {}}
         sizes, authors = [s["pairs"] for s in dev_sources], [s["author"] for s in dev_sources]
-        if len(dev_sources) > 1:  # each file written apart: how the detector carries to new data
-            section["cv_by_file"] = score(dev, out_of_fold(
-                learned, dev, self.cfg.folds, seed, dev_cos, by_file(sizes), bar("by file")),
-                dev_newer, resamples, seed)
-        if len(set(authors)) > 1:  # each author or dataset held out whole: its style unseen
-            folds = by_source(sizes, authors)
-            guessed = out_of_fold(learned, dev, self.cfg.folds, seed, dev_cos, folds,
-                                  bar("by source"))
-            section["cv_by_source"] = score(dev, guessed, dev_newer, resamples, seed)
-            section["by_source"] = {  # each source on its own, as a new author's data would be
-                name: score([dev[i] for i in held], [guessed[i] for i in held],
-                            None if dev_newer is None else [dev_newer[i] for i in held],
-                            resamples, seed)
-                for name, held in zip(dict.fromkeys(authors), folds, strict=True)}
+        held_out: dict[str, list[np.ndarray] | None] = {
+            "folds": None, "by_file": by_file(sizes) if len(dev_sources) > 1 else None,
+            "by_source": by_source(sizes, authors) if len(set(authors)) > 1 else None}
+        runs: dict[str, list[tuple[str, str | None]]] = {}
+        for mode, key, what in zip(CV_MODES, CV_KEYS, ("CV", "by file", "by source"),
+                                   strict=True):
+            if mode in self.cfg.cv and (mode == "folds" or held_out[mode] is not None):
+                runs[key] = out_of_fold_newer(learned, dev, self.cfg.folds, seed, dev_cos,
+                                              held_out[mode], bar(what))
+                section[key] = _scored(dev, runs[key], range(len(dev)), resamples, seed)
+        if "cv_by_source" in runs:  # each source on its own, as a new author's data would be
+            section["by_source"] = {
+                name: _scored(dev, runs["cv_by_source"], held, resamples, seed)
+                for name, held in zip(dict.fromkeys(authors), held_out["by_source"] or [],
+                                      strict=True)}
+        # the first cross-validation run: each pair's guess and newer side for the table, and the
+        # development figures a held-out set's gap is taken from
+        section["gap_from"] = next(iter(runs), None)
+        first = next(iter(runs.values()), None)
+        oof = None if first is None else [guess for guess, _ in first]
+        dev_newer = None if first is None else _sides([side for _, side in first])
         rows = self._split_rows("dev", dev, oof, dev_newer, section, resamples, seed)
         if self.cfg.test_pairs or self.cfg.outside_pairs:
             learned.fit(labelled_sides(dev), [p.conflict for p in dev], dev_cos,
-                        under(ctx.progress, "conflict detector, final fit"))
+                        under(ctx.progress, "conflict detector, final fit"),
+                        [p.newer for p in dev])
         if self.cfg.test_pairs:
             test, test_sources = self._load([self.cfg.test_pairs])
             scored, test_rows = self._held_out(ctx, "test", test, learned, rules, section)
@@ -226,14 +240,15 @@ class ConflictDetection:
                                   under(ctx.progress, split))
         newer = _newer(learned, pairs)
         figures = score(pairs, guessed, newer, resamples, seed)
-        gap = {k: _minus(section["cv"]["headline"][k], figures["headline"][k])
-               for k in section["cv"]["headline"]}
+        cv = section[section["gap_from"]]["headline"] if section["gap_from"] else {}
+        gap = {k: _minus(cv[k], figures["headline"][k]) for k in cv}
         scored = {"learned": figures,
                   "rules": score(pairs, rules.predict(labelled_sides(pairs)), None, resamples,
                                  seed), "gap": gap}
         return scored, self._split_rows(split, pairs, guessed, newer, section, resamples, seed)
 
-    def _split_rows(self, split: str, pairs: Sequence[LabelledPair], learned: Sequence[str],
+    def _split_rows(self, split: str, pairs: Sequence[LabelledPair],
+                    learned: Sequence[str] | None,
                     newer: Sequence[str] | None, section: dict[str, Any], resamples: int,
                     seed: int) -> list[dict[str, Any]]:
         """One split's pairs with the learned detector's guess and both rule modes' (whose
@@ -242,7 +257,8 @@ class ConflictDetection:
                  for mode, found in self._rules_both_ways(pairs).items()}
         section["rules_modes"][split] = {mode: score(pairs, guessed, None, resamples, seed)
                                          for mode, guessed in modes.items()}
-        return [{"split": split, **pair_row(p), "learned_predicted": learned[i],
+        return [{"split": split, **pair_row(p),
+                 "learned_predicted": None if learned is None else learned[i],
                  "learned_newer": None if newer is None else newer[i],
                  **{f"{mode}_predicted": guessed[i] for mode, guessed in modes.items()}}
                 for i, p in enumerate(pairs)]
@@ -284,9 +300,21 @@ def pair_row(pair: LabelledPair) -> dict[str, Any]:
             "b_timestamp": pair.b.timestamp, "note": pair.note}
 
 
+def _sides(newer: Sequence[str | None]) -> list[str] | None:
+    """Each pair's newer side, or None when the detector said none."""
+    return None if any(side is None for side in newer) else [str(side) for side in newer]
+
+
+def _scored(pairs: Sequence[LabelledPair], found: Sequence[tuple[str, str | None]],
+            rows: Iterable[int], resamples: int, seed: int) -> dict[str, Any]:
+    """`score` of the given rows of one cross-validation's (guess, newer side) per pair."""
+    picked = list(rows)
+    return score([pairs[i] for i in picked], [found[i][0] for i in picked],
+                 _sides([found[i][1] for i in picked]), resamples, seed)
+
+
 def _newer(detector: PairDetector, pairs: Sequence[LabelledPair]) -> list[str] | None:
-    return detector.newer(labelled_sides(pairs)) if isinstance(detector, LearnedConflictDetector) \
-        else None
+    return detector.newer(labelled_sides(pairs)) if isinstance(detector, Superseding) else None
 
 
 def _minus(a: float | None, b: float | None) -> float | None:
@@ -325,17 +353,31 @@ def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: in
                 progress: Callable[[list[Split]], Iterable[Split]] = iter) -> list[str]:
     """Each pair's label from a model fitted on the other folds only: stratified, seeded folds,
     or the given ones (e.g. `by_file`); `progress` wraps the folds (a bar)."""
+    return [label for label, _ in out_of_fold_newer(detector, pairs, folds, seed, cosines,
+                                                     held_out, progress)]
+
+
+def out_of_fold_newer(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int,
+                      seed: int, cosines: Sequence[float] | None = None,
+                      held_out: Sequence[np.ndarray] | None = None,
+                      progress: Callable[[list[Split]], Iterable[Split]] = iter
+                      ) -> list[tuple[str, str | None]]:
+    """`out_of_fold`, with each pair's newer side from the same fold's model (None when the
+    detector does not say): a learned newer side is scored only on pairs it never saw."""
     sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
 
-    def predict(train: np.ndarray, held: np.ndarray) -> list[str]:
+    def predict(train: np.ndarray, held: np.ndarray) -> list[tuple[str, str | None]]:
         detector.fit([sides[i] for i in train], [labels[i] for i in train],
-                     None if cosines is None else [cosines[i] for i in train])
-        return detector.predict([sides[i] for i in held],
-                                None if cosines is None else [cosines[i] for i in held])
+                     None if cosines is None else [cosines[i] for i in train],
+                     newer=[pairs[i].newer for i in train])
+        asked = [sides[i] for i in held]
+        guessed = detector.predict(asked, None if cosines is None else [cosines[i] for i in held])
+        newer = detector.newer(asked) if isinstance(detector, Superseding) else [None] * len(held)
+        return [(str(label), side) for label, side in zip(guessed, newer, strict=True)]
 
     splits = held_out_splits(len(pairs), held_out if held_out is not None
                              else folds_of(labels, folds, seed))
-    return [str(label) for label in held_out_values(progress(splits), len(pairs), predict)]
+    return held_out_values(progress(splits), len(pairs), predict)
 
 
 def _reports(truth: Sequence[str], predicted: Sequence[str], resamples: int,
@@ -401,7 +443,7 @@ def _learned_rows(columns: Mapping[str, Mapping[str, Any]]) -> tuple[tuple[str, 
 def learned_blocks(section: Mapping[str, Any]) -> list[Block]:
     """The development figures (CV and the rules'), then the test split's beside the rules' (two
     tables, as one would not fit a terminal), then the CV − test gap and the outside sets."""
-    dev_columns = {f"{section['detector']} CV": section["cv"]}
+    dev_columns = {f"{section['detector']} CV": section["cv"]} if "cv" in section else {}
     if "cv_by_file" in section:
         dev_columns[f"{section['detector']} by file"] = section["cv_by_file"]
     if "cv_by_source" in section:
@@ -409,15 +451,16 @@ def learned_blocks(section: Mapping[str, Any]) -> list[Block]:
     dev_columns["rules dev"] = section["rules_dev"]
     dev = sum(d["pairs"] for d in section["dev"])
     test = f"{section['test']['pairs']} pairs" if "test" in section else "skipped"
-    by_file_note = (f" and leave-one-file-out over its {len(section['dev'])} files"
-                    if "cv_by_file" in section else "")
+    ways = [f"{section['folds']}-fold CV on {dev} development pairs"] if "cv" in section \
+        else [f"{dev} development pairs"]
+    if "cv_by_file" in section:
+        ways.append(f"leave-one-file-out over its {len(section['dev'])} files")
     if "cv_by_source" in section:
-        by_file_note += (" and leave-one-source-out over its "
-                         f"{len({d['author'] for d in section['dev']})} sources")
+        ways.append(f"leave-one-source-out over its "
+                    f"{len({d['author'] for d in section['dev']})} sources")
     blocks: list[Block] = [Table(
-        f"{section['detector']} detector: {section['folds']}-fold CV on {dev} development "
-        f"pairs{by_file_note}, test split {test}", ("", *dev_columns),
-        _learned_rows(dev_columns))]
+        f"{section['detector']} detector: {' and '.join(ways)}, test split {test}",
+        ("", *dev_columns), _learned_rows(dev_columns))]
     if "test" in section:
         columns = {f"{section['detector']} test": section["test"],
                    "rules test": section["rules_test"]}

@@ -1,7 +1,8 @@
-"""Conflict detectors an experiment can name: `rules` (the reference word rules, unchanged) and
+"""Conflict detectors an experiment can name: `rules` (the reference word rules, unchanged),
 `learned` (a classifier over pair features, trained on labelled pairs: gradient-boosted trees by
 default, which weigh features together, e.g. "values differ" only counts when the scopes agree;
-or a multinomial logistic regression).
+or a multinomial logistic regression) and `pair` (a cross-encoder fine-tuned on the labelled
+pairs, reading both memories together: quality/pair_model.py).
 
 Both take pairs of `Memory` and give one label per pair (none | contradiction | temporal |
 semantic); `fit` is a no-op for the rules.
@@ -13,7 +14,7 @@ import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from memeval.quality.conflict_features import (
 from memeval.quality.conflict_values import ConflictWords, ValueReader
 from memeval.quality.conflicts import ConflictDetector, ConflictRules
 from memeval.quality.difference_words import DifferenceWords
+from memeval.quality.pair_model import PairConflictDetector, PairModelConfig
 from memeval.registry import Registry, bounded
 from memeval.utils.fit_cache import FitCache
 from memeval.utils.progress import Progress, quiet, step
@@ -34,13 +36,22 @@ Pair = tuple[ConflictSide, ConflictSide]
 
 
 class PairDetector(Protocol):
-    """`progress` wraps the loop over pairs, the long part of fitting and predicting."""
+    """`progress` wraps the loop over pairs, the long part of fitting and predicting; `newer`,
+    per training pair, the side a temporal pair's label says supersedes (a or b, or None)."""
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None: ...
+            cosines: Sequence[float] | None = None, progress: Progress = quiet,
+            newer: Sequence[str | None] | None = None) -> None: ...
 
     def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
                 progress: Progress = quiet) -> list[str]: ...
+
+
+@runtime_checkable
+class Superseding(Protocol):
+    """A detector that also says which memory of a pair supersedes the other."""
+
+    def newer(self, pairs: Sequence[Pair]) -> list[str]: ...
 
 
 CONFLICT_DETECTORS: Registry[PairDetector] = Registry("conflict detector")
@@ -109,7 +120,8 @@ class RulesDetector:
         self.detector = ConflictDetector(rules)
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None:
+            cosines: Sequence[float] | None = None, progress: Progress = quiet,
+            newer: Sequence[str | None] | None = None) -> None:
         """Nothing to learn."""
 
     def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
@@ -163,7 +175,9 @@ class LearnedConflictDetector:
         return np.hstack([rows.reshape(len(pairs), -1), words])
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None:
+            cosines: Sequence[float] | None = None, progress: Progress = quiet,
+            newer: Sequence[str | None] | None = None) -> None:
+        """`newer` is not read: the newer side comes from the memories' cues and dates."""
         if self.fits is None:
             self.model, self.words = self._fitted(pairs, labels, cosines, progress)
             return
@@ -238,3 +252,8 @@ def build_rules(cfg: ConflictRules, **_: object) -> PairDetector:
 @CONFLICT_DETECTORS.register("learned", LearnedConflictConfig)
 def build_learned(cfg: LearnedConflictConfig, fits: FitCache | None = None) -> PairDetector:
     return LearnedConflictDetector(cfg, fits)
+
+
+@CONFLICT_DETECTORS.register("pair", PairModelConfig)
+def build_pair(cfg: PairModelConfig, fits: FitCache | None = None) -> PairDetector:
+    return PairConflictDetector(cfg, fits)

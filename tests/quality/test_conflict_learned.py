@@ -164,6 +164,35 @@ def test_each_source_is_held_out_whole_beside_each_file(
     assert section["by_source"]["team"]["pairs"] == 24  # with its CIs, as every other figure
 
 
+def test_only_the_cross_validations_asked_for_are_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        fast_config: Callable[..., DictConfig]) -> None:
+    """A detector that takes minutes per fit is cross-validated by source alone: one fit per
+    source, then the final one; held-out sets' gaps are taken from that run."""
+    spy = _spying(monkeypatch)
+    files = [_write(tmp_path / f"{name}.jsonl", _rows(name, 12)) for name in ("a", "b", "c")]
+    outside = _write(tmp_path / "elsewhere.jsonl", _rows("outside", 6))
+    metrics = run_experiment(fast_config(
+        "+experiment=conflict_detection", "bootstrap=20", "experiment.test_pairs=null",
+        f"experiment.outside_pairs=[{outside}]", f"experiment.dev_pairs=[{','.join(files)}]",
+        "experiment.cv=[by_source]"), tmp_path / "run")
+    section = metrics["conflicts_learned"]
+    assert len(spy.fits) == 3 + 1
+    assert "cv" not in section and "cv_by_file" not in section
+    assert section["gap_from"] == "cv_by_source" and set(section["by_source"]) == {"a", "b", "c"}
+    (scored,) = section["outside"]
+    assert set(scored["gap"]) == set(section["cv_by_source"]["headline"])
+    dev = read_table(tmp_path / "run", "conflict_learned").query("split == 'dev'")
+    assert len(dev) == 36 and dev["learned_predicted"].notna().all()
+
+
+@pytest.mark.bad_input
+def test_an_unknown_cross_validation_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path / "team.jsonl", _rows("team", 8))
+    with pytest.raises(ValueError, match=r"experiment.cv must name one or more of \['folds', "):
+        ConflictDetectionConfig(pairs=path, cv=["loo"]).validate()
+
+
 def test_a_none_probability_floor_trades_conflicts_for_none() -> None:
     """At floor 0 every pair is none (P(none) >= 0 always); at 1 only a certain none is."""
     train, labels = _toy(10)
@@ -236,7 +265,8 @@ class Spy:
         self.asked: list[set[str]] = []
 
     def fit(self, pairs: Sequence[Pair], labels: Sequence[str],
-            cosines: Sequence[float] | None = None, progress: Progress = quiet) -> None:
+            cosines: Sequence[float] | None = None, progress: Progress = quiet,
+            newer: Sequence[str | None] | None = None) -> None:
         self.fits.append({a.content for a, _ in pairs})
 
     def predict(self, pairs: Sequence[Pair], cosines: Sequence[float] | None = None,
@@ -275,9 +305,8 @@ def _rows(prefix: str, n: int) -> list[dict[str, Any]]:
              "newer": "b" if kinds[i % 4] == "temporal" else None} for i in range(n)]
 
 
-def test_the_test_and_outside_sets_are_never_trained_on(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        fast_config: Callable[..., DictConfig]) -> None:
+def _spying(monkeypatch: pytest.MonkeyPatch) -> Spy:
+    """The experiment builds a spy wherever it would build the learned detector."""
     spy = Spy()
     real = experiment.CONFLICT_DETECTORS
 
@@ -289,6 +318,13 @@ def test_the_test_and_outside_sets_are_never_trained_on(
             return spy if node["name"] == "learned" else real.build(node, **deps)
 
     monkeypatch.setattr(experiment, "CONFLICT_DETECTORS", Detectors())
+    return spy
+
+
+def test_the_test_and_outside_sets_are_never_trained_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        fast_config: Callable[..., DictConfig]) -> None:
+    spy = _spying(monkeypatch)
     dev = _write(tmp_path / "dev.jsonl", _rows("dev", 20))
     test = _write(tmp_path / "test.jsonl", _rows("test", 8))
     outside = _write(tmp_path / "elsewhere.jsonl", _rows("outside", 6))

@@ -35,9 +35,9 @@ from memeval.metrics.trust_fit import TrustModel, TrustScoreConfig, fit_trust_mo
 from memeval.quality.conflict_features import ConflictSide
 from memeval.quality.conflict_model import (
     CONFLICT_DETECTORS,
-    LearnedConflictDetector,
     Pair,
     PairDetector,
+    Superseding,
 )
 from memeval.quality.content_signals import ContentSignals
 from memeval.quality.mqs import MQSConstants
@@ -118,7 +118,8 @@ def _fit(cfg: StoredModelsConfig, mqs: MQSConstants, progress: Progress) -> Stor
                                     "file")
              for p in load_conflict_pairs(path, cfg.on_error)[0]]
     detector = CONFLICT_DETECTORS.build(cfg.detector)
-    detector.fit(labelled_sides(pairs), [p.conflict for p in pairs], progress=progress)
+    detector.fit(labelled_sides(pairs), [p.conflict for p in pairs], progress=progress,
+                 newer=[p.newer for p in pairs])
     signals = ContentSignals(cfg.trust.content)
     files = [load_memory_records(path, cfg.on_error)[0] for path in cfg.dev_records]
     trusted = [item.trusted for items in files for item in items]
@@ -139,7 +140,7 @@ def _superseder(detector: PairDetector, pairs: Sequence[Pair], kinds: Sequence[s
     """Per pair, the id of the memory that supersedes the other (temporal conflicts only)."""
     temporal = [i for i, kind in enumerate(kinds) if kind == "temporal"]
     found: list[str | None] = [None] * len(pairs)
-    if not isinstance(detector, LearnedConflictDetector) or not temporal:
+    if not isinstance(detector, Superseding) or not temporal:
         return found  # the rules say which kind, not which side
     for i, side in zip(temporal, detector.newer([pairs[i] for i in temporal]), strict=True):
         found[i] = earlier[i] if side == "a" else later[i]
