@@ -31,8 +31,10 @@ PAIRS_OUTSIDE_3 = "conflicts/agents_md_history_codexbar_v1.jsonl"
 PAIRS_OUTSIDE_4 = "conflicts/agents_md_history_openai_agents_v1.jsonl"
 PAIRS_OUTSIDE_5 = "conflicts/agents_md_history_mcp_python_sdk_v1.jsonl"
 PAIRS_OUTSIDE_6 = "conflicts/agents_md_history_fastmcp_v1.jsonl"
+PAIRS_OUTSIDE_7 = "conflicts/agents_md_history_prefect_v1.jsonl"
+PAIRS_OUTSIDE_8 = "conflicts/claude_md_history_mcp_typescript_sdk_v1.jsonl"
 PAIRS_OUTSIDE_ALL = [PAIRS_OUTSIDE, PAIRS_OUTSIDE_2, PAIRS_OUTSIDE_3, PAIRS_OUTSIDE_4,
-                     PAIRS_OUTSIDE_5, PAIRS_OUTSIDE_6]
+                     PAIRS_OUTSIDE_5, PAIRS_OUTSIDE_6, PAIRS_OUTSIDE_7, PAIRS_OUTSIDE_8]
 RECORDS_DEV = ["mqs/memory_records_v1.jsonl", "mqs/memory_records_v2.jsonl"]
 RECORDS_TEST = "mqs/memory_records_heldout_v1.jsonl"
 SCENARIOS_DEV = ["mai/attribution_scenarios_v1.jsonl", "mai/attribution_scenarios_v2.jsonl"]
@@ -124,7 +126,8 @@ def test_the_later_conflict_splits_are_whole_and_balanced(name: str, nones: int,
 @pytest.mark.parametrize(("name", "counts", "agreed", "edits"), [
     (PAIRS_OUTSIDE, (85, 29, 1), 114, 70), (PAIRS_OUTSIDE_2, (52, 13, 3), 67, 47),
     (PAIRS_OUTSIDE_3, (41, 8, 1), 50, 34), (PAIRS_OUTSIDE_4, (41, 6, 2), 45, 29),
-    (PAIRS_OUTSIDE_5, (54, 7, 2, 2), 65, 45), (PAIRS_OUTSIDE_6, (19, 15, 0), 34, 26)])
+    (PAIRS_OUTSIDE_5, (54, 7, 2, 2), 65, 45), (PAIRS_OUTSIDE_6, (19, 15, 0), 34, 26),
+    (PAIRS_OUTSIDE_7, (60, 8, 0, 2), 69, 60), (PAIRS_OUTSIDE_8, (39, 38, 1, 1), 75, 59)])
 def test_the_outside_pairs_are_the_cards(name: str, counts: tuple[int, ...], agreed: int,
                                          edits: int) -> None:
     """Counts (none, semantic, contradiction, temporal), the second labeller's agreement and the
