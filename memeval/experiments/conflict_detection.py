@@ -43,7 +43,7 @@ from memeval.systems.reference.stored_models import labelled_sides
 from memeval.systems.reference.system import ReferenceSystem
 from memeval.utils.folds import Split, held_out_splits
 from memeval.utils.folds import out_of_fold as held_out_values
-from memeval.utils.progress import under
+from memeval.utils.progress import Progress, quiet, under
 
 if TYPE_CHECKING:
     from memeval.results.run import Run
@@ -192,8 +192,9 @@ class ConflictDetection:
         for mode, key, what in zip(CV_MODES, CV_KEYS, ("CV", "by file", "by source"),
                                    strict=True):
             if mode in self.cfg.cv and (mode == "folds" or held_out[mode] is not None):
-                runs[key] = out_of_fold_newer(learned, dev, self.cfg.folds, seed, dev_cos,
-                                              held_out[mode], bar(what))
+                runs[key] = out_of_fold_newer(
+                    learned, dev, self.cfg.folds, seed, dev_cos, held_out[mode], bar(what),
+                    under(ctx.progress, f"conflict detector, {what}"))
                 section[key] = _scored(dev, runs[key], range(len(dev)), resamples, seed)
         if "cv_by_source" in runs:  # each source on its own, as a new author's data would be
             section["by_source"] = {
@@ -360,16 +361,17 @@ def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: in
 def out_of_fold_newer(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int,
                       seed: int, cosines: Sequence[float] | None = None,
                       held_out: Sequence[np.ndarray] | None = None,
-                      progress: Callable[[list[Split]], Iterable[Split]] = iter
-                      ) -> list[tuple[str, str | None]]:
+                      progress: Callable[[list[Split]], Iterable[Split]] = iter,
+                      fitting: Progress = quiet) -> list[tuple[str, str | None]]:
     """`out_of_fold`, with each pair's newer side from the same fold's model (None when the
-    detector does not say): a learned newer side is scored only on pairs it never saw."""
+    detector does not say): a learned newer side is scored only on pairs it never saw.
+    `fitting` shows each fold's fit inside the folds' bar (a pair model's takes minutes)."""
     sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
 
     def predict(train: np.ndarray, held: np.ndarray) -> list[tuple[str, str | None]]:
         detector.fit([sides[i] for i in train], [labels[i] for i in train],
-                     None if cosines is None else [cosines[i] for i in train],
-                     newer=[pairs[i].newer for i in train])
+                     None if cosines is None else [cosines[i] for i in train], fitting,
+                     [pairs[i].newer for i in train])
         asked = [sides[i] for i in held]
         guessed = detector.predict(asked, None if cosines is None else [cosines[i] for i in held])
         newer = detector.newer(asked) if isinstance(detector, Superseding) else [None] * len(held)
