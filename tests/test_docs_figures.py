@@ -98,7 +98,8 @@ ATTRIBUTION = ("well_attributed", "partially_attributed", "unattributed")
 # the cards of the real agent-file pairs: one table, conflict by how the pair was drawn
 OUTSIDE_PAIRS = ("agents_md_history_codexbar_v1", "agents_md_history_fastmcp_v1",
                  "agents_md_history_mcp_python_sdk_v1", "agents_md_history_openai_agents_v1",
-                 "agents_md_history_pydantic_ai_v1", "claude_md_history_entire_v1")
+                 "agents_md_history_prefect_v1", "agents_md_history_pydantic_ai_v1",
+                 "claude_md_history_entire_v1", "claude_md_history_mcp_typescript_sdk_v1")
 # the later held-out conflict splits: each written in two halves, by id prefix
 HALVES = {"memory_pairs_heldout_v2": "jk", "memory_pairs_heldout_v3": "rs",
           "memory_pairs_heldout_v4": "tu", "memory_pairs_heldout_v5": "vw"}
