@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from memeval.backends.embedders.sentence_transformer import (
+    BUNDLED,
     PAD_STEP,
     SentenceTransformerConfig,
     SentenceTransformerEmbedder,
+    model_path,
 )
 
 pytestmark = pytest.mark.slow
@@ -49,3 +51,10 @@ def test_vectors_are_unit_length_and_the_identity_names_the_padding(
     assert vectors.shape == (5, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert embedder.identity == f"st:all-MiniLM-L6-v2:pad{PAD_STEP}"
+
+
+def test_a_local_models_width_is_known_before_anything_is_embedded() -> None:
+    """A gate sizes its memory store at start; with every text in a warm cache nothing embeds
+    first, so another model's width must come from the model itself, not stay 0."""
+    local = SentenceTransformerEmbedder(SentenceTransformerConfig(model=model_path(BUNDLED)))
+    assert local.dim == 384

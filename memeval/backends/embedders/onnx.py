@@ -124,7 +124,7 @@ class OnnxEmbedder:
         if cfg.max_seq_length:
             self.identity += f":len{cfg.max_seq_length}"
         self.identity += f":pad{PAD_STEP}"
-        self.dim = 384 if cfg.model == BUNDLED else 0
+        self._dim = 384 if cfg.model == BUNDLED else 0  # another model's: known once loaded
         self._session: Any = None
         self._tokenizer: Any = None
         self._limit = 0
@@ -136,6 +136,14 @@ class OnnxEmbedder:
         folder = Path(self.cfg.export_dir).expanduser()
         fp32 = exported(folder / f"{name}-fp32.onnx", partial(export_fp32, source))
         return PRECISIONS[self.cfg.precision](fp32, folder / f"{name}-{self.cfg.precision}.onnx")
+
+    @property
+    def dim(self) -> int:
+        """The vectors' width. Another model than the bundled one is loaded to learn it: a store
+        sized before anything is embedded (every text found in a warm cache) needs it."""
+        if not self._dim:
+            self._load()
+        return self._dim
 
     def _load(self) -> Any:
         if self._session is None:
@@ -158,7 +166,7 @@ class OnnxEmbedder:
                 raise EmbeddingError(f"cannot load the ONNX model of '{self.cfg.model}': "
                                      f"{err}") from err
             self._limit = self.cfg.max_seq_length or _max_seq_length(source)
-            self.dim = int(self._session.get_outputs()[0].shape[-1])
+            self._dim = int(self._session.get_outputs()[0].shape[-1])
         return self._session
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

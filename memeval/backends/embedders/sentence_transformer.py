@@ -74,7 +74,15 @@ class SentenceTransformerEmbedder:
         self.identity += f":pad{PAD_STEP}"
         self._model: Any = None
         self._fillers: dict[int, str] = {}
-        self.dim = 384 if cfg.model == BUNDLED else 0
+        self._dim = 384 if cfg.model == BUNDLED else 0  # another model's: known once loaded
+
+    @property
+    def dim(self) -> int:
+        """The vectors' width. Another model than the bundled one is loaded to learn it: a store
+        sized before anything is embedded (every text found in a warm cache) needs it."""
+        if not self._dim:
+            self._load()
+        return self._dim
 
     def _load(self) -> Any:
         if self._model is None:
@@ -89,7 +97,7 @@ class SentenceTransformerEmbedder:
                                      f"'{self.cfg.model}': {err}") from err
             if self.cfg.max_seq_length:
                 self._model.max_seq_length = self.cfg.max_seq_length
-            self.dim = int(self._model.get_embedding_dimension())
+            self._dim = int(self._model.get_embedding_dimension())
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
