@@ -5,6 +5,7 @@ every turn comes back as a decision or as a counted error."""
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -244,10 +245,16 @@ def test_an_interrupted_run_resumes_by_wiping_and_replaying_the_unfinished_pass(
             return real(self, payload)
 
         broken = tmp_path / "broken"
-        with monkeypatch.context() as patch:
-            patch.setattr(Daemon, "send_turn", send_turn)
-            with pytest.raises(KeyboardInterrupt):
-                run_experiment(fast_config(*settings), broken)
+        # a session started in the background inherits SIGINT ignored, and then a simulated
+        # Ctrl-C does nothing: Python's own handler stands in for a terminal's
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            with monkeypatch.context() as patch:
+                patch.setattr(Daemon, "send_turn", send_turn)
+                with pytest.raises(KeyboardInterrupt):
+                    run_experiment(fast_config(*settings), broken)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         assert len(fake.memories) > 0  # the unfinished pass left memories behind
         run_experiment(fast_config(*settings, "resume=true"), broken)
         resumed = read_metrics(broken)
