@@ -192,7 +192,7 @@ class ConflictDetection:
         for mode, key, what in zip(CV_MODES, CV_KEYS, ("CV", "by file", "by source"),
                                    strict=True):
             if mode in self.cfg.cv and (mode == "folds" or held_out[mode] is not None):
-                runs[key] = out_of_fold_newer(
+                runs[key] = out_of_fold(
                     learned, dev, self.cfg.folds, seed, dev_cos, held_out[mode], bar(what),
                     under(ctx.progress, f"conflict detector, {what}"))
                 section[key] = _scored(dev, runs[key], range(len(dev)), resamples, seed)
@@ -351,21 +351,13 @@ def by_source(sizes: Sequence[int], sources: Iterable[object]) -> list[np.ndarra
 def out_of_fold(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int, seed: int,
                 cosines: Sequence[float] | None = None,
                 held_out: Sequence[np.ndarray] | None = None,
-                progress: Callable[[list[Split]], Iterable[Split]] = iter) -> list[str]:
-    """Each pair's label from a model fitted on the other folds only: stratified, seeded folds,
-    or the given ones (e.g. `by_file`); `progress` wraps the folds (a bar)."""
-    return [label for label, _ in out_of_fold_newer(detector, pairs, folds, seed, cosines,
-                                                     held_out, progress)]
-
-
-def out_of_fold_newer(detector: PairDetector, pairs: Sequence[LabelledPair], folds: int,
-                      seed: int, cosines: Sequence[float] | None = None,
-                      held_out: Sequence[np.ndarray] | None = None,
-                      progress: Callable[[list[Split]], Iterable[Split]] = iter,
-                      fitting: Progress = quiet) -> list[tuple[str, str | None]]:
-    """`out_of_fold`, with each pair's newer side from the same fold's model (None when the
-    detector does not say): a learned newer side is scored only on pairs it never saw.
-    `fitting` shows each fold's fit inside the folds' bar (a pair model's takes minutes)."""
+                progress: Callable[[list[Split]], Iterable[Split]] = iter,
+                fitting: Progress = quiet) -> list[tuple[str, str | None]]:
+    """Each pair's label from a model fitted on the other folds only (stratified, seeded folds,
+    or the given ones, e.g. `by_file`; `progress` wraps the folds, a bar), with its newer side
+    from the same model (None when the detector does not say): a learned newer side is scored
+    only on pairs it never saw. `fitting` shows each fold's fit inside the folds' bar (a pair
+    model's takes minutes)."""
     sides, labels = labelled_sides(pairs), [p.conflict for p in pairs]
 
     def predict(train: np.ndarray, held: np.ndarray) -> list[tuple[str, str | None]]:
