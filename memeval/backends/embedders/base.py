@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,6 +25,24 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class LoadedWidth:
+    """An embedder whose vectors' width is known only once its model is loaded (any model but
+    the bundled MiniLM, whose 384 is set at start): `_dim` stays 0 until `_load` sets it. A
+    store sized before anything is embedded (every text found in a warm cache) asks `dim`
+    first, so asking loads the model."""
+
+    _dim: int
+
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def dim(self) -> int:
+        if not self._dim:
+            self._load()
+        return self._dim
 
 
 def embed_available(embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray | None]:

@@ -22,7 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from memeval.backends.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
+from memeval.backends.embedders.base import (
+    EMBEDDERS,
+    EmbeddingError,
+    LoadedWidth,
+    l2_normalise,
+)
 from memeval.backends.embedders.sentence_transformer import (
     BUNDLED,
     PAD_STEP,
@@ -114,7 +119,7 @@ class OnnxConfig:
             raise ValueError("batch_size must be positive")
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(LoadedWidth):
     """Loads lazily, exporting the graph on first use: building a run pays neither."""
 
     def __init__(self, cfg: OnnxConfig) -> None:
@@ -124,7 +129,7 @@ class OnnxEmbedder:
         if cfg.max_seq_length:
             self.identity += f":len{cfg.max_seq_length}"
         self.identity += f":pad{PAD_STEP}"
-        self._dim = 384 if cfg.model == BUNDLED else 0  # another model's: known once loaded
+        self._dim = 384 if cfg.model == BUNDLED else 0  # another model's: read when loaded
         self._session: Any = None
         self._tokenizer: Any = None
         self._limit = 0
@@ -136,14 +141,6 @@ class OnnxEmbedder:
         folder = Path(self.cfg.export_dir).expanduser()
         fp32 = exported(folder / f"{name}-fp32.onnx", partial(export_fp32, source))
         return PRECISIONS[self.cfg.precision](fp32, folder / f"{name}-{self.cfg.precision}.onnx")
-
-    @property
-    def dim(self) -> int:
-        """The vectors' width. Another model than the bundled one is loaded to learn it: a store
-        sized before anything is embedded (every text found in a warm cache) needs it."""
-        if not self._dim:
-            self._load()
-        return self._dim
 
     def _load(self) -> Any:
         if self._session is None:

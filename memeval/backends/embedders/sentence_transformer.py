@@ -24,7 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from memeval.backends.embedders.base import EMBEDDERS, EmbeddingError, l2_normalise
+from memeval.backends.embedders.base import (
+    EMBEDDERS,
+    EmbeddingError,
+    LoadedWidth,
+    l2_normalise,
+)
 from memeval.registry import bounded
 from memeval.threads import size_model_pool
 
@@ -62,7 +67,7 @@ class SentenceTransformerConfig:
             raise ValueError("batch_size must be positive")
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(LoadedWidth):
     """Loads lazily: composing a config or building a run never pays the model's start-up."""
 
     def __init__(self, cfg: SentenceTransformerConfig) -> None:
@@ -74,15 +79,7 @@ class SentenceTransformerEmbedder:
         self.identity += f":pad{PAD_STEP}"
         self._model: Any = None
         self._fillers: dict[int, str] = {}
-        self._dim = 384 if cfg.model == BUNDLED else 0  # another model's: known once loaded
-
-    @property
-    def dim(self) -> int:
-        """The vectors' width. Another model than the bundled one is loaded to learn it: a store
-        sized before anything is embedded (every text found in a warm cache) needs it."""
-        if not self._dim:
-            self._load()
-        return self._dim
+        self._dim = 384 if cfg.model == BUNDLED else 0  # another model's: read when loaded
 
     def _load(self) -> Any:
         if self._model is None:
