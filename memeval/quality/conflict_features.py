@@ -37,7 +37,8 @@ FEATURES = (
 )
 
 
-def _day(stamp: str | None) -> date | None:
+def day_of(stamp: str | None) -> date | None:
+    """The date an ISO timestamp names, or None when there is none."""
     if not stamp:
         return None
     try:
@@ -62,7 +63,7 @@ def newer_side(a: MemoryValues, b: MemoryValues, ma: ConflictSide, mb: ConflictS
     cue_a, cue_b = _cue(a), _cue(b)
     if cue_a != cue_b:
         return "a" if cue_a > cue_b else "b"
-    day_a, day_b = _day(ma.timestamp), _day(mb.timestamp)
+    day_a, day_b = day_of(ma.timestamp), day_of(mb.timestamp)
     if day_a and day_b and day_a != day_b:
         return "a" if day_a > day_b else "b"
     return "b"
@@ -73,7 +74,7 @@ def pair_features(a: MemoryValues, b: MemoryValues, ma: ConflictSide, mb: Confli
     """One row in FEATURES order; symmetric in a and b."""
     shared_keys = set(a.settings) & set(b.settings)
     shared_stance = set(a.stance) & set(b.stance)
-    day_a, day_b = _day(ma.timestamp), _day(mb.timestamp)
+    day_a, day_b = day_of(ma.timestamp), day_of(mb.timestamp)
     days = abs((day_a - day_b).days) if day_a and day_b else 0
     cue_a, cue_b = _cue(a) > 0, _cue(b) > 0
     later = (day_a > day_b) if day_a and day_b and day_a != day_b else None

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from memeval.backends.embedders.sentence_transformer import BUNDLED, model_path
-from memeval.quality.conflict_features import ConflictSide
+from memeval.quality.conflict_features import ConflictSide, day_of
 from memeval.registry import bounded
 from memeval.threads import size_model_pool
 from memeval.utils.fit_cache import FitCache
@@ -59,8 +59,13 @@ class PairModelConfig:
 
 def side_text(side: ConflictSide, dates: bool) -> str:
     """A memory as the model reads it: `YYYY-MM-DD | text` when its date is known."""
-    day = (side.timestamp or "")[:10]
-    return f"{day} | {side.content}" if dates and len(day) == 10 else side.content
+    day = day_of(side.timestamp) if dates else None
+    return f"{day.isoformat()} | {side.content}" if day else side.content
+
+
+def texts_of(pairs: Sequence[Pair], dates: bool) -> list[tuple[str, str]]:
+    """Both memories of each pair as the model reads them."""
+    return [(side_text(a, dates), side_text(b, dates)) for a, b in pairs]
 
 
 def target(label: str, newer: str | None, a: ConflictSide, b: ConflictSide) -> int:
@@ -69,7 +74,7 @@ def target(label: str, newer: str | None, a: ConflictSide, b: ConflictSide) -> i
     if label != TEMPORAL:
         return CLASSES.index(label)
     if newer not in ("a", "b"):
-        day_a, day_b = (a.timestamp or "")[:10], (b.timestamp or "")[:10]
+        day_a, day_b = day_of(a.timestamp), day_of(b.timestamp)
         newer = "a" if day_a and day_b and day_a > day_b else "b"
     return CLASSES.index("temporal_first" if newer == "a" else "temporal_second")
 
@@ -94,10 +99,10 @@ class PairConflictDetector:
             cosines: Sequence[float] | None = None, progress: Progress = quiet,
             newer: Sequence[str | None] | None = None) -> None:
         """`cosines` are not read: the model compares the texts itself."""
-        sides = [newer[i] if newer is not None else None for i in range(len(pairs))]
+        sides = newer if newer is not None else [None] * len(pairs)
         classes = [target(label, side, a, b)
                    for (a, b), label, side in zip(pairs, labels, sides, strict=True)]
-        texts = [(side_text(a, self.cfg.dates), side_text(b, self.cfg.dates)) for a, b in pairs]
+        texts = texts_of(pairs, self.cfg.dates)
         # the cut is applied to the fitted model's probabilities: it does not refit
         key = (repr(replace(self.cfg, none_probability=0.0)), repr(texts), classes)
         if self.fits is None:
@@ -139,9 +144,7 @@ class PairConflictDetector:
             second = [texts[i][1 - flip] for i, flip in shown]
             wanted = torch.tensor([FLIPPED[classes[i]] if flip else classes[i]
                                    for i, flip in shown])
-            encoded = tokenizer(first, second, padding=True, truncation="longest_first",
-                                max_length=self.cfg.max_length, return_tensors="pt")
-            loss = loss_of(model(**encoded).logits, wanted)
+            loss = loss_of(model(**self._encoded(tokenizer, first, second)).logits, wanted)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimiser.step()
@@ -149,6 +152,12 @@ class PairConflictDetector:
             optimiser.zero_grad()
         model.eval()
         return {name: tensor.detach().half() for name, tensor in model.state_dict().items()}
+
+    def _encoded(self, tokenizer: Any, first: list[str], second: list[str]) -> Any:
+        """Each pair's two texts as one input, cut to `max_length` tokens from the longer side,
+        the same in training and prediction."""
+        return tokenizer(first, second, padding=True, truncation="longest_first",
+                         max_length=self.cfg.max_length, return_tensors="pt")
 
     def _fresh(self) -> Any:
         """The encoder with a new head. Its libraries' notes on loading (a sentence-transformers
@@ -189,7 +198,7 @@ class PairConflictDetector:
         """One row of class probabilities per pair, averaged over both orders of its sides."""
         import torch
 
-        texts = [(side_text(a, self.cfg.dates), side_text(b, self.cfg.dates)) for a, b in pairs]
+        texts = texts_of(pairs, self.cfg.dates)
         if self._last is not None and self._last[0] == texts:
             return self._last[1]
         encoder = self._loaded()
@@ -201,10 +210,7 @@ class PairConflictDetector:
                 for flip in (False, True):
                     first = [b if flip else a for a, b in chunk]
                     second = [a if flip else b for a, b in chunk]
-                    encoded = encoder.tokenizer(first, second, padding=True,
-                                                truncation="longest_first",
-                                                max_length=self.cfg.max_length,
-                                                return_tensors="pt")
+                    encoded = self._encoded(encoder.tokenizer, first, second)
                     p = torch.softmax(encoder.model(**encoded).logits, dim=-1).numpy()
                     out[start:start + len(chunk)] += p[:, FLIPPED] if flip else p
         self._last = (texts, out / 2)
