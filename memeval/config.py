@@ -22,6 +22,7 @@ from memeval.paths import data_path
 from memeval.registry import ConfigError, did_you_mean, to_dataclass
 from memeval.reporting.phoenix.config import PhoenixConfig
 from memeval.systems.base import SYSTEMS
+from memeval.systems.reference.content_encoder import CONTENT_ENCODERS
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
@@ -235,6 +236,8 @@ def validate(cfg: DictConfig, experiment: bool = True) -> Validated:
         dataset=INPUTS.choose(resolved["dataset"], key="dataset"),
         labeller=LABELLERS.choose(resolved["labeller"], key="labeller"),
         embedder=EMBEDDERS.choose(resolved["embedder"], key="embedder"),
+        content_encoder=CONTENT_ENCODERS.choose(resolved["content_encoder"],
+                                                key="content_encoder"),
         scorer=SCORERS.choose(resolved["scorer"], key="scorer"),
         judge=JUDGES.choose(resolved["judge"], key="judge"),
         gate=_gate(resolved),

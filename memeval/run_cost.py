@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memeval.backends.embedders.base import EmbeddingError
+from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.cache_warm_up import run_texts
+from memeval.data.base import CORPUS
 from memeval.experiments.base import RunContext
 from memeval.experiments.settings import ReplaysPart
 from memeval.user_errors import complain
@@ -46,12 +48,18 @@ class Estimate:
         return self.uncached / self.rate
 
 
+def embedder_of(ctx: RunContext) -> CachedEmbedder:
+    """What embeds the texts counted: a corpus's memories, the run's embedder; the entries' views,
+    the write gate's content stage's (`content_encoder`)."""
+    return ctx.embedder if ctx.input_kind == CORPUS else ctx.content_encoder.embedder
+
+
 def uncached_texts(ctx: RunContext) -> tuple[int, list[str]]:
     """The distinct texts every such run embeds, and those the cache lacks. Not the texts only
     some entries reach (`memeval embed` warms those too): a run that never reaches them would
     count them, and embed a sample of them, at every start."""
     texts = run_texts(ctx, every=False)
-    embedder = ctx.embedder
+    embedder = embedder_of(ctx)
     keyed = {content_key(embedder.identity, text): text for text in texts}
     cached = embedder.store.get_many(sorted(keyed))
     return len(keyed), [text for key, text in keyed.items() if key not in cached]
@@ -63,7 +71,7 @@ def estimate(ctx: RunContext) -> Estimate | None:
     texts, missing = uncached_texts(ctx)
     if not missing:
         return None
-    embedder = ctx.embedder
+    embedder = embedder_of(ctx)
     by_length = sorted(missing, key=len)
     embedder.embed(by_length[:1])  # loads the model, untimed
     rest = by_length[1:]
@@ -121,6 +129,12 @@ def say_cost(ctx: RunContext, overrides: list[str] | None) -> Estimate | None:
     when it exceeds `cost_warning_s`."""
     budget = ctx.settings.cost_warning_s
     if budget is None:
+        return None
+    fitting = "" if ctx.input_kind == CORPUS else ctx.content_encoder.to_fit()
+    if fitting:  # a sample would be embedded by the encoder, so fitted: said without one
+        texts, missing = uncached_texts(ctx)
+        complain(f"memeval: {fitting}; then it embeds the {len(missing):,} of the run's "
+                 f"{texts:,} texts not in the embedding cache")
         return None
     try:
         found = estimate(ctx)

@@ -218,7 +218,7 @@ def _run_experiment(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     timing = {"dataset_load_s": round(ctx.loading.seconds, 3),
               "experiment_s": round(experiment_s, 3)}
     if ctx.built("embedder"):
-        timing["embedding_s"] = round(ctx.embedder.spent.seconds, 3)
+        timing["embedding_s"] = round(ctx.embedding_seconds(), 3)
     if ctx.built("fits"):  # quality models fitted (not found in the fit cache) during the run
         timing["fitting_s"] = round(ctx.fits.spent.seconds, 3)
     if ctx.scoring.seconds:  # scoring each pass's stored memories (their models' fit apart)

@@ -24,12 +24,13 @@ from memeval.experiments.base import EXPERIMENTS
 from memeval.paths import CONF_DIR
 from memeval.registry import Registry
 from memeval.systems.base import SYSTEMS
+from memeval.systems.reference.content_encoder import CONTENT_ENCODERS
 
 pytestmark = pytest.mark.slow  # runs whole experiments or commands: not the quick tier
 
 REGISTRIES: dict[str, Registry[Any] | Inputs] = {
     "dataset": INPUTS, "embedder": EMBEDDERS, "scorer": SCORERS, "judge": JUDGES,
-    "labeller": LABELLERS, "system": SYSTEMS}
+    "labeller": LABELLERS, "system": SYSTEMS, "content_encoder": CONTENT_ENCODERS}
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,7 @@ from memeval.data.base import (
     redacted_names,
 )
 from memeval.data.memory_corpus import redacted_corpus
+from memeval.engine.gate.base import Candidate
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.experiments.checkpoint import Checkpoints
 from memeval.experiments.settings import Settings, Validated
@@ -40,6 +41,7 @@ from memeval.reporting.table import WIDTH, headline
 from memeval.results.findings import Findings
 from memeval.systems.base import SYSTEMS, Capability, Components, Ingestor, System, require
 from memeval.systems.boundary import GuardedSystem, as_system, guarded, limits_of
+from memeval.systems.reference.content_encoder import CONTENT_ENCODERS, ContentEncoder
 from memeval.systems.reference.system import REFERENCE, ReferenceSystem
 from memeval.utils.fit_cache import FitCache, fits_dir
 from memeval.utils.http_retry import preflight
@@ -195,6 +197,26 @@ class RunContext:
         inner = EMBEDDERS.make(self.validated.embedder)
         preflight(inner)
         return CachedEmbedder(inner, self.cache_dir / EMBEDDING_CACHE)
+
+    @cached_property
+    def content_encoder(self) -> ContentEncoder:
+        """What the write gate's content stage embeds with; a fine-tuned one is fitted on first
+        use (or taken from the fit cache)."""
+        return CONTENT_ENCODERS.make(
+            self.validated.content_encoder, embedder=self.embedder, gate=self.validated.gate,
+            fits=self.fits, cache_file=self.cache_dir / EMBEDDING_CACHE, progress=self.progress)
+
+    @property
+    def content_embedder(self) -> CachedEmbedder:
+        """The content stage's embedder, fitted first if it must be."""
+        return self.content_encoder.ready()
+
+    def embedding_seconds(self) -> float:
+        """Time spent embedding: by the run's embedder, and the content stage's own if apart."""
+        spent = self.embedder.spent.seconds
+        if self.built("content_encoder") and self.content_encoder.embedder is not self.embedder:
+            spent += self.content_encoder.embedder.spent.seconds
+        return spent
 
     @cached_property
     def checkpoints(self) -> Checkpoints:
@@ -379,7 +401,10 @@ def register(name: str, schema: type, outputs: Outputs
 def replay(ctx: RunContext, gate: Ingestor, entries: list[Any], pass_no: int, phase: str,
            arm: str = "main") -> list[Decision]:
     """Run one pass of prepared candidates through the gate, with a progress bar (a system
-    behind the boundary has each decision checked there)."""
+    behind the boundary has each decision checked there). Evaluated turns that the content
+    encoder was fitted on are refused before any is replayed."""
+    if phase == "eval" and ctx.built("content_encoder"):
+        ctx.content_encoder.refuse_seen([c.entry for c in entries if isinstance(c, Candidate)])
     decisions = []
     for decision in ctx.progress(gate.run_pass(entries, pass_no, phase), len(entries),
                                  f"{arm} pass {pass_no} ({phase})"):

@@ -73,6 +73,7 @@ class Validated:
     dataset: ChosenInput  # its kind: entries or a memory corpus
     labeller: Chosen
     embedder: Chosen
+    content_encoder: Chosen
     scorer: Chosen
     judge: Chosen
     gate: GateConfig

@@ -16,7 +16,6 @@ settings and training pairs, as the half-precision weights (about 45 MB).
 
 from __future__ import annotations
 
-import logging
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from memeval.backends.embedders.sentence_transformer import BUNDLED, model_path
+from memeval.backends.embedders.sentence_transformer import BUNDLED, model_path, quiet_loading
+from memeval.backends.fine_tuning import half_weights, update
 from memeval.quality.conflict_features import ConflictSide, day_of
 from memeval.registry import bounded
 from memeval.threads import size_model_pool
@@ -144,14 +144,9 @@ class PairConflictDetector:
             second = [texts[i][1 - flip] for i, flip in shown]
             wanted = torch.tensor([FLIPPED[classes[i]] if flip else classes[i]
                                    for i, flip in shown])
-            loss = loss_of(model(**self._encoded(tokenizer, first, second)).logits, wanted)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimiser.step()
-            schedule.step()
-            optimiser.zero_grad()
-        model.eval()
-        return {name: tensor.detach().half() for name, tensor in model.state_dict().items()}
+            update(model, loss_of(model(**self._encoded(tokenizer, first, second)).logits,
+                                  wanted), optimiser, schedule)
+        return half_weights(model)
 
     def _encoded(self, tokenizer: Any, first: list[str], second: list[str]) -> Any:
         """Each pair's two texts as one input, cut to `max_length` tokens from the longer side,
@@ -160,26 +155,13 @@ class PairConflictDetector:
                          max_length=self.cfg.max_length, return_tensors="pt")
 
     def _fresh(self) -> Any:
-        """The encoder with a new head. Its libraries' notes on loading (a sentence-transformers
-        folder read as a cross-encoder, the head's weights "missing") describe what is meant
-        here and would only clutter the run's output, so they are held back."""
+        """The encoder with a new head (its libraries' notes on loading a sentence-transformers
+        folder as a cross-encoder, the head's weights "missing", describe what is meant)."""
         from sentence_transformers import CrossEncoder
-        from transformers.utils import logging as hf_logging
 
-        was, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        quiet_loader = logging.getLogger("sentence_transformers")
-        level = quiet_loader.level
-        quiet_loader.setLevel(logging.ERROR)
-        try:
+        with quiet_loading():
             encoder = CrossEncoder(model_path(self.cfg.model), num_labels=len(CLASSES),
                                    max_length=self.cfg.max_length, device="cpu")
-        finally:
-            hf_logging.set_verbosity(was)
-            if bars:
-                hf_logging.enable_progress_bar()
-            quiet_loader.setLevel(level)
         size_model_pool()
         return encoder
 

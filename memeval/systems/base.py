@@ -210,6 +210,11 @@ class Components(Protocol):
     def embedder(self) -> Embedder: ...
 
     @property
+    def content_embedder(self) -> Embedder:
+        """What the write gate's content stage embeds with (`content_encoder=`)."""
+        ...
+
+    @property
     def judge(self) -> Judge: ...
 
     @property

@@ -122,14 +122,26 @@ class FitCache:
     def digest(self, kind: str, key: Any) -> str:
         return hashlib.sha256(repr((FORMAT, kind, key, self.code)).encode()).hexdigest()
 
+    def _entry(self, kind: str, digest: str) -> Path | None:
+        """Where a fit is kept on disk; None when fits are kept in this process only (no
+        directory, or no signing key)."""
+        return self.directory / kind / f"{digest[:32]}.fit" \
+            if self.directory and signing_key() else None
+
+    def has(self, kind: str, key: Any) -> bool:
+        """Whether `fit` would find the model without fitting (an entry on disk is trusted to
+        read back; a damaged one is refitted then)."""
+        digest = self.digest(kind, key)
+        path = self._entry(kind, digest)
+        return digest in _MEMORY or (path is not None and path.is_file())
+
     def fit(self, kind: str, key: Any, make: Callable[[], T]) -> T:
         digest = self.digest(kind, key)
         if digest in _MEMORY:
             self.hits += 1
             return _MEMORY[digest]
         signing = signing_key() if self.directory else None
-        path = self.directory / kind / f"{digest[:32]}.fit" \
-            if self.directory and signing else None  # no key: this process only
+        path = self._entry(kind, digest)
         found = self._read(path, signing, kind, digest) if path and signing else None
         if found is not None:
             self.hits += 1

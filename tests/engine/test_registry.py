@@ -37,13 +37,14 @@ from memeval.registry import (
     to_dataclass,
 )
 from memeval.systems.base import SYSTEMS
+from memeval.systems.reference.content_encoder import CONTENT_ENCODERS
 from tests.engine.fakes import CONF
 
 load_builtin_components()
 
 REGISTRIES: dict[str, Registry[Any] | Inputs] = {
     "embedder": EMBEDDERS, "scorer": SCORERS, "judge": JUDGES, "dataset": INPUTS,
-    "system": SYSTEMS,
+    "system": SYSTEMS, "content_encoder": CONTENT_ENCODERS,
 }
 COMPONENT_YAMLS = sorted(p for group in REGISTRIES for p in (CONF / group).glob("*.yaml"))
 

@@ -17,8 +17,10 @@ they are not (less padding).
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,27 @@ def model_path(model: str) -> str:
 
         return str(get_model_path())
     return model
+
+
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Hold back the libraries' notes and progress bars while a model loads: they land among a
+    run's own bars and say nothing a user can act on (a failure still raises)."""
+    from transformers.utils import logging as hf_logging
+
+    was, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    loader = logging.getLogger("sentence_transformers")
+    level = loader.level
+    loader.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(was)
+        if bars:
+            hf_logging.enable_progress_bar()
+        loader.setLevel(level)
 
 
 def by_padded_length(token_counts: Sequence[int], limit: int) -> dict[int, list[int]]:
@@ -86,8 +109,9 @@ class SentenceTransformerEmbedder(LoadedWidth):
             try:
                 from sentence_transformers import SentenceTransformer
 
-                self._model = SentenceTransformer(model_path(self.cfg.model),
-                                                  device=self.cfg.device)
+                with quiet_loading():
+                    self._model = SentenceTransformer(model_path(self.cfg.model),
+                                                      device=self.cfg.device)
                 size_model_pool()
             except Exception as err:
                 raise EmbeddingError(f"cannot load sentence-transformers model "

@@ -183,21 +183,25 @@ def _views(cfg: GateConfig, responses: list[str]) -> list[str]:
 
 class Gate:
     def __init__(self, cfg: GateConfig, *, embedder: Embedder, judge: Judge,
-                 scorer: ContentScorer, redact: Callable[[str], str], state_dir: Path) -> None:
+                 scorer: ContentScorer, redact: Callable[[str], str], state_dir: Path,
+                 content_embedder: Embedder | None = None) -> None:
+        """`content_embedder`: what the content stage embeds with, when not `embedder` (which
+        deduplicates what is written)."""
         self.cfg = cfg
         self.embedder = embedder
         self.redact = redact
         self.state_dir = state_dir
         self.rejections = self._store(state_dir / "rejection_store.jsonl", cfg.rejection_store)
         self.accepts = self._store(state_dir / "accept_store.jsonl", cfg.accept_store)
-        deps = {"embedder": embedder, "judge": judge, "scorer": scorer, "threshold": cfg.threshold,
-                "rejections": self.rejections, "accepts": self.accepts,
+        deps = {"embedder": content_embedder or embedder, "judge": judge, "scorer": scorer,
+                "threshold": cfg.threshold, "rejections": self.rejections, "accepts": self.accepts,
                 "narration": Narration(cfg.narration)}
         self.stages: list[Stage] = [
             STAGES.build({"name": name, **(cfg.stages[name] or {})}, **deps) for name in cfg.order
         ]
         self.memories = MemoryStore(embedder.dim)
-        self.writer = WritePipeline(cfg.write, embedder, redact, self.memories)
+        self.writer = WritePipeline(cfg.write, embedder, redact, self.memories,
+                                    reuse_vectors=content_embedder in (None, embedder))
         self._learning = True
         self._embedding_errors: dict[str, str] = {}  # entry id -> why it could not be embedded
 
@@ -254,7 +258,7 @@ class Gate:
         content = self.content_gate
         views = [content.view(text) for text in texts] if content is not None else texts
         if content is not None:
-            recorder = _FirstError(self.embedder)
+            recorder = _FirstError(content.embedder)
             vectors = embed_available(recorder, views)
             reason = self.redact(recorder.error)
             for entry, vector in zip(entries, vectors, strict=True):

@@ -47,9 +47,12 @@ def alnum_ratio(text: str) -> float:
 
 class WritePipeline:
     def __init__(self, cfg: WriteConfig, embedder: Embedder, redact: Callable[[str], str],
-                 store: MemoryStore) -> None:
+                 store: MemoryStore, reuse_vectors: bool = True) -> None:
+        """`reuse_vectors`: whether a candidate's vector lies in `embedder`'s space (false when
+        the content stage embeds with its own encoder)."""
         self.cfg = cfg
         self.embedder = embedder
+        self.reuse_vectors = reuse_vectors
         self.redact = redact
         self.store = store
         self.dedup_cosine = to_cosine(cfg.dedup_threshold, cfg.dedup_scale)
@@ -78,7 +81,7 @@ class WritePipeline:
     def _vector(self, item: Candidate, text: str) -> tuple[np.ndarray, str]:
         """The candidate's own text was embedded at gate entry: reuse that vector. Hashing the
         text and looking it up in the cache again took about 45% of the write stage."""
-        if text == item.embedded and item.vector is not None:
+        if self.reuse_vectors and text == item.embedded and item.vector is not None:
             return item.vector, ""
         try:
             return self.embedder.embed([text])[0], ""

@@ -93,8 +93,9 @@ class ReferenceSystem(Undeclared):
     def ingestor(self, state_dir: Path, gate_cfg: GateConfig | None = None) -> ReferenceIngestor:
         ctx = self._ctx
         return ReferenceIngestor(gate_cfg or ctx.gate_config(), embedder=ctx.embedder,
-                                 judge=ctx.judge, scorer=SCORERS.make(ctx.scorer),
-                                 redact=redact, state_dir=state_dir)
+                                 content_embedder=ctx.content_embedder, judge=ctx.judge,
+                                 scorer=SCORERS.make(ctx.scorer), redact=redact,
+                                 state_dir=state_dir)
 
     def score_records(self, records: Sequence[MemoryRecord]) -> list[float]:
         ledger = {r.id: r for r in records}
