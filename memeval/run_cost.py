@@ -93,20 +93,23 @@ def duration(seconds: float) -> str:
 
 
 def warning(found: Estimate, overrides: list[str] | None, limit: str | None, rows: int,
-            budget_s: float) -> str:
-    """The line said before the run: its numbers, how to warm the cache, and which setting cuts
-    the run (to about `budget_s` of embedding, when `rows` counts what the setting cuts; None:
-    no cut, as cutting the dataset's rows would cut the part the run replays)."""
+            budget_s: float, warmable: bool = True) -> str:
+    """The line said before the run: its numbers, how to warm the cache (when `memeval embed`
+    can: not the vectors of a fine-tuned content encoder, which only the run makes), and which
+    setting cuts the run (to about `budget_s` of embedding, when `rows` counts what the setting
+    cuts; None: no cut, as cutting the dataset's rows would cut the part the run replays)."""
     command = "python -m memeval embed " + (
         " ".join(shlex.quote(o) for o in overrides) if overrides is not None
         else "with this run's overrides")
     share = max(1, int(rows * budget_s / found.seconds))
     cut = "" if limit is None else \
-        f"; or cut the run: dataset.{limit}={share if share < rows else 'N'}"
+        f"{'; or' if warmable else ' Or'} cut the run: " \
+        f"dataset.{limit}={share if share < rows else 'N'}"
+    warm = f" Warm the cache first: {command.strip()}" if warmable else ""
     return (f"memeval: {found.uncached:,} of the run's {found.texts:,} texts are not in the "
             f"embedding cache: about {duration(found.seconds)} to embed at "
-            f"{found.rate:.1f} texts/s (measured on {found.sampled}, {found.cores} cores). "
-            f"Warm the cache first: {command.strip()}{cut}")
+            f"{found.rate:.1f} texts/s (measured on {found.sampled}, {found.cores} cores)."
+            f"{warm}{cut}")
 
 
 def limit_setting(params: Any) -> str:
@@ -149,5 +152,6 @@ def say_cost(ctx: RunContext, overrides: list[str] | None) -> Estimate | None:
     experiment = ctx.validated.experiment
     part = experiment is not None and isinstance(experiment.params, ReplaysPart)
     limit = None if part else limit_setting(ctx.validated.dataset.chosen.params)
-    complain(warning(found, overrides, limit, rows, budget))
+    complain(warning(found, overrides, limit, rows, budget,
+                     warmable=embedder_of(ctx) is ctx.embedder))
     return found

@@ -90,6 +90,10 @@ def test_the_line_follows_from_the_counts_and_names_the_cut() -> None:
     assert "python -m memeval embed +experiment=retrieval_replay dataset=locomo;" in line
     assert line.endswith("or cut the run: dataset.limit=1")  # one conversation of ten: 84 s
     assert warning(found, None, "corpus_rows", 1000, 60).endswith("dataset.corpus_rows=71")
+    # a fine-tuned content encoder's vectors only a run makes: no warm-up is offered
+    unwarmable = warning(found, None, "limit", 10, 60, warmable=False)
+    assert "memeval embed" not in unwarmable
+    assert unwarmable.endswith("(measured on 16, 2 cores). Or cut the run: dataset.limit=1")
 
 
 def test_a_run_says_it_before_its_work_and_a_run_after_it_does_not(

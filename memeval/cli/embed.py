@@ -41,6 +41,7 @@ def main(argv: Sequence[str]) -> int:
     from memeval.backends.embedders.warm_up import Engine
     from memeval.cache_warm_up import summary, warm_up
     from memeval.config import check_overrides, compose, quote_values
+    from memeval.systems.reference.content_encoder import SHARED
     from memeval.user_errors import report_user_error, user_error_types
 
     engine = Engine("ray", args.address, args.workers) if args.ray else Engine("local")
@@ -54,6 +55,10 @@ def main(argv: Sequence[str]) -> int:
         report_user_error(err)
         return 2
     print(summary(result, engine, shards))
+    encoder = cfg.content_encoder.name
+    if encoder != SHARED:
+        print(f"content_encoder={encoder}: the content stage embeds with its own model, whose "
+              f"vectors only a run makes; this warmed the run's embedder")
     return 1 if result.imported.damaged else 0
 
 

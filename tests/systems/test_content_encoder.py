@@ -80,15 +80,15 @@ def test_training_turns_are_the_chosen_splits_that_reach_the_content_stage(
     assert [e.id for e in read] == ["t0", "t1", "t2"]  # every chosen turn, kept or not
 
 
-@pytest.mark.parametrize(("rows", "values", "match"), [
-    ([(FINDING, "substantive", "learn")], ["other"], "no turn has split in"),
-    ([(FINDING, "substantive", "learn")], ["learn"], "needs turns of both classes"),
-])
 def test_a_missing_file_names_the_setting_that_points_at_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"content_encoder.data: labelled file not found"):
         training_turns(finetuned(tmp_path / "none.jsonl"), config())
 
 
+@pytest.mark.parametrize(("rows", "values", "match"), [
+    ([(FINDING, "substantive", "learn")], ["other"], "no turn has split in"),
+    ([(FINDING, "substantive", "learn")], ["learn"], "needs turns of both classes"),
+])
 def test_turns_that_cannot_fine_tune_are_a_config_error(
         tmp_path: Path, rows: list[tuple[str, str, str]], values: list[str],
         match: str) -> None:

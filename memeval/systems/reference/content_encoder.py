@@ -45,6 +45,7 @@ from memeval.utils.progress import Progress, step
 from memeval.utils.redact import redact
 
 KIND = "content_encoder"  # its fits' kind in the fit cache
+SHARED = "shared"  # the option that embeds with the run's embedder
 SUBSTANTIVE = "substantive"  # the class the gate's recall counts; noise and low_value the other
 
 
@@ -253,7 +254,7 @@ class Finetuned:
         return self.embedder
 
 
-@CONTENT_ENCODERS.register("shared", SharedConfig)
+@CONTENT_ENCODERS.register(SHARED, SharedConfig)
 def build_shared(cfg: SharedConfig, *, embedder: CachedEmbedder, **_: object) -> Shared:
     return Shared(embedder)
 
