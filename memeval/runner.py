@@ -61,6 +61,12 @@ def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
                                 "cache_hits": ctx.embedder.hits,
                                 "cache_misses": ctx.embedder.misses,
                                 "cache_invalid": ctx.embedder.invalid}
+    if ctx.built("content_encoder"):  # what the gate's content stage embedded with
+        encoder = ctx.content_encoder.embedder
+        sections["content_encoder"] = {"name": checked.content_encoder.name,
+                                       "identity": redact(encoder.identity),
+                                       "cache_hits": encoder.hits,
+                                       "cache_misses": encoder.misses}
     if ctx.built("system"):  # what a reader must know of the system under test
         system = ctx.system
         sections["system"] = {"name": system.name,

@@ -23,7 +23,7 @@ from memeval.engine.gate.gate import Gate
 from memeval.entry import Entry
 from memeval.experiments.base import RunContext
 from memeval.registry import ConfigError
-from memeval.results.run_dir import read_decisions
+from memeval.results.run_dir import read_decisions, read_metrics
 from memeval.run_cost import say_cost
 from memeval.runner import run_experiment
 from memeval.systems.reference.content_encoder import (
@@ -174,6 +174,9 @@ def test_a_run_evaluating_turns_the_encoder_read_fails_before_any_replay(
                                "content_encoder.values=[learn]"), tmp_path / "run")
     decisions = read_decisions(tmp_path / "run")
     assert (decisions["phase"] == "eval").sum() > 0
+    encoder = read_metrics(tmp_path / "run")["content_encoder"]
+    assert encoder["name"] == "finetuned" and "tuned" in encoder["identity"]
+    assert encoder["cache_misses"] > 0  # the run embedded the content stage's texts with it
 
 
 @pytest.mark.slow

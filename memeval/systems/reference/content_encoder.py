@@ -215,8 +215,9 @@ class TunedEmbedder(SentenceTransformerEmbedder):
 
     def __init__(self, fit: str, weights: Callable[[], dict[str, Any]]) -> None:
         super().__init__(SentenceTransformerConfig())
+        # ":" apart, so no piece reads as a random token to the redactor (a report keeps it)
         self.identity = self.identity.replace("all-MiniLM-L6-v2",
-                                              f"all-MiniLM-L6-v2-tuned-{fit[:16]}")
+                                              f"all-MiniLM-L6-v2:tuned:{fit[:16]}")
         self.weights = weights
 
     def _load(self) -> Any:
