@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig
 
+from memeval.backends.embedders.cache import CachedEmbedder
 from memeval.backends.embedders.hashing import HashingEmbedder
 from memeval.backends.embedders.sentence_transformer import (
     SentenceTransformerConfig,
@@ -28,8 +29,11 @@ from memeval.run_cost import say_cost
 from memeval.runner import run_experiment
 from memeval.systems.reference.content_encoder import (
     ContentEncoder,
+    Finetuned,
     FinetunedConfig,
+    TunedEmbedder,
     build_finetuned,
+    fingerprint,
     setfit_pairs,
     training_turns,
 )
@@ -137,6 +141,7 @@ def tiny_fit(tmp_path_factory: pytest.TempPathFactory) -> TinyFit:
                    fits, root)
 
 
+@pytest.mark.slow  # loads the real model
 def test_a_fine_tuned_encoder_moves_the_vectors_and_is_fitted_once(tiny_fit: TinyFit) -> None:
     texts = [FINDING, NARRATION]
     tuned = tiny_fit.built.embedder.embed(texts)
@@ -153,12 +158,15 @@ def test_a_fine_tuned_encoder_moves_the_vectors_and_is_fitted_once(tiny_fit: Tin
     assert tiny_fit.fits.misses == 1 and tiny_fit.fits.hits == 1
 
 
-def test_a_fine_tuned_encoder_refuses_to_evaluate_a_turn_it_read(tiny_fit: TinyFit) -> None:
+def test_a_fine_tuned_encoder_refuses_to_evaluate_a_turn_it_read(tmp_path: Path) -> None:
     read = Entry("t0", "q", SUBST.assistant_response, "substantive", "human")
+    unloaded = TunedEmbedder("0" * 64, lambda: {})  # never loaded: nothing is embedded here
+    encoder = Finetuned(CachedEmbedder(unloaded, tmp_path / "emb.sqlite"), unloaded,
+                        frozenset({fingerprint(read)}), lambda: True, 1)
     elsewhere = replace(read, id="another-session:t0")  # the same words, another turn
-    tiny_fit.built.refuse_seen([elsewhere, SUBST])
+    encoder.refuse_seen([elsewhere, SUBST])
     with pytest.raises(ConfigError, match="fitted on 1 of the 2 turns"):
-        tiny_fit.built.refuse_seen([elsewhere, read])
+        encoder.refuse_seen([elsewhere, read])
 
 
 @pytest.mark.slow
