@@ -133,8 +133,11 @@ def test_a_judge_that_dies_mid_run_keeps_the_entries_and_counts_the_errors(
     written, fails naming the cause."""
     with LoopbackServer(down_after(60, chat_verdict)) as server:
         with pytest.raises(JudgeError) as info:
+            # a deadline no loaded machine misses on loopback: only the server's 503s may fail
+            # (a 0.5 s write that timed out under a busy suite broke the run of failures)
             run_experiment(fast_config("+experiment=three_pass", "plots=false",
-                                       *judge_overrides(server, **{"judge.max_retries": 0})),
+                                       *judge_overrides(server, **{"judge.max_retries": 0,
+                                                                   "judge.timeout_s": 10.0})),
                            tmp_path / "run")
         # the preflight, 59 verdicts, 5 failures; then nothing, passes 2-3 included (what the
         # judge answered before comes from its cache)
