@@ -69,6 +69,17 @@ def quiet_loading() -> Iterator[None]:
         loader.setLevel(level)
 
 
+def load_model(model: str, device: str) -> Any:
+    """A sentence-transformers model (`model`: bundled or a folder), loaded quietly, and the
+    model pool sized for it."""
+    from sentence_transformers import SentenceTransformer
+
+    with quiet_loading():
+        loaded = SentenceTransformer(model_path(model), device=device)
+    size_model_pool()
+    return loaded
+
+
 def by_padded_length(token_counts: Sequence[int], limit: int) -> dict[int, list[int]]:
     """Row indices by the length each text is padded to (its tokens, as the model truncates
     them, rounded up to PAD_STEP, at most the model's maximum `limit`)."""
@@ -107,12 +118,7 @@ class SentenceTransformerEmbedder(LoadedWidth):
     def _load(self) -> Any:
         if self._model is None:
             try:
-                from sentence_transformers import SentenceTransformer
-
-                with quiet_loading():
-                    self._model = SentenceTransformer(model_path(self.cfg.model),
-                                                      device=self.cfg.device)
-                size_model_pool()
+                self._model = load_model(self.cfg.model, self.cfg.device)
             except Exception as err:
                 raise EmbeddingError(f"cannot load sentence-transformers model "
                                      f"'{self.cfg.model}': {err}") from err

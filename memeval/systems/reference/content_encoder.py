@@ -28,8 +28,7 @@ from memeval.backends.embedders.sentence_transformer import (
     BUNDLED,
     SentenceTransformerConfig,
     SentenceTransformerEmbedder,
-    model_path,
-    quiet_loading,
+    load_model,
 )
 from memeval.backends.fine_tuning import half_weights, update
 from memeval.data.labeled_jsonl import load_labeled_jsonl
@@ -39,7 +38,6 @@ from memeval.engine.gate.gate import GateConfig
 from memeval.engine.gate.narration import Narration
 from memeval.entry import Entry
 from memeval.registry import SEEDS, ConfigError, Registry, bounded
-from memeval.threads import size_model_pool
 from memeval.utils.fit_cache import FitCache
 from memeval.utils.progress import Progress, step
 from memeval.utils.redact import redact
@@ -163,7 +161,7 @@ def fine_tune(cfg: FinetunedConfig, pairs: Sequence[tuple[str, str, float]],
     from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
 
     torch.manual_seed(cfg.seed)
-    model = step(progress, "content encoder: load", _bundled)
+    model = step(progress, "content encoder: load", lambda: load_model(BUNDLED, "cpu"))
     full_length = model.max_seq_length
     model.max_seq_length = cfg.train_tokens
     loss_of = CosineSimilarityLoss(model)
@@ -198,20 +196,12 @@ def _undecayed(name: str) -> bool:
     return any(part in name for part in ("bias", "LayerNorm.weight", "LayerNorm.bias"))
 
 
-def _bundled() -> Any:
-    from sentence_transformers import SentenceTransformer
-
-    with quiet_loading():
-        model = SentenceTransformer(model_path(BUNDLED), device="cpu")
-    size_model_pool()
-    return model
-
-
 class TunedEmbedder(SentenceTransformerEmbedder):
-    """The bundled MiniLM with fitted weights, fitted when a text is first embedded: a replay
-    whose texts the embedding cache already holds never fits. Its identity names the fit (its
-    settings, training texts and code), so its vectors are cached apart from the bundled
-    model's and from any other fit's, and known before fitting (what a run's cost counts)."""
+    """The bundled MiniLM with fitted weights, taken from `weights` (the fit, or the fit cache)
+    when the model loads; a run asks for them before its gate embeds (`Finetuned.ready`), so
+    the fit is timed as fitting. Its identity names the fit (its settings, training texts and
+    code), so its vectors are cached apart from the bundled model's and from any other fit's,
+    and known before fitting (what a run's cost counts)."""
 
     def __init__(self, fit: str, weights: Callable[[], dict[str, Any]]) -> None:
         super().__init__(SentenceTransformerConfig())
