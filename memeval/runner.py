@@ -62,11 +62,11 @@ def _components(ctx: RunContext, checked: Validated) -> dict[str, Any]:
                                 "cache_misses": ctx.embedder.misses,
                                 "cache_invalid": ctx.embedder.invalid}
     if ctx.built("content_encoder"):  # what the gate's content stage embedded with
-        encoder = ctx.content_encoder.embedder
+        apart = ctx.content_apart
         sections["content_encoder"] = {"name": checked.content_encoder.name} \
-            if encoder is ctx.embedder else {  # its own model: its own cache use
-                "name": checked.content_encoder.name, "identity": redact(encoder.identity),
-                "cache_hits": encoder.hits, "cache_misses": encoder.misses}
+            if apart is None else {  # its own model: its own cache use
+                "name": checked.content_encoder.name, "identity": redact(apart.identity),
+                "cache_hits": apart.hits, "cache_misses": apart.misses}
     if ctx.built("system"):  # what a reader must know of the system under test
         system = ctx.system
         sections["system"] = {"name": system.name,

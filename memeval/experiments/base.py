@@ -211,12 +211,19 @@ class RunContext:
         """The content stage's embedder, fitted first if it must be."""
         return self.content_encoder.ready()
 
+    @property
+    def content_apart(self) -> CachedEmbedder | None:
+        """The content stage's embedder when it is its own model, not the run's (None when it
+        is the run's, or was never built): what reports count apart."""
+        if not self.built("content_encoder"):
+            return None
+        encoder = self.content_encoder.embedder
+        return None if encoder is self.embedder else encoder
+
     def embedding_seconds(self) -> float:
         """Time spent embedding: by the run's embedder, and the content stage's own if apart."""
-        spent = self.embedder.spent.seconds
-        if self.built("content_encoder") and self.content_encoder.embedder is not self.embedder:
-            spent += self.content_encoder.embedder.spent.seconds
-        return spent
+        apart = self.content_apart
+        return self.embedder.spent.seconds + (apart.spent.seconds if apart else 0.0)
 
     @cached_property
     def checkpoints(self) -> Checkpoints:

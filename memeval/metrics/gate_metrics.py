@@ -13,6 +13,7 @@ from memeval.backends.judges.base import NOT_SENT, JudgeError
 from memeval.engine.gate.gate import Decision, GateConfig
 from memeval.entry import LABELS
 from memeval.metrics.bootstrap import bootstrap_ci
+from memeval.metrics.separation import separation
 
 PREJUDGE_STAGES = ("prefilter", "length", "content_score")
 OUTCOMES = (*PREJUDGE_STAGES, "judge", "noise_check", "dedup", "stored")
@@ -83,6 +84,7 @@ def pass_metrics(decisions: Sequence[Decision], *, resamples: int, seed: int) ->
                          "output": sum(d.judge_tokens_out for d in decisions)},
         "content_score_threshold": {"first": thresholds[0], "last": thresholds[-1]}
         if thresholds else None,
+        "content_score_separation": _content_separation(human, resamples, seed),
         "degraded": _degraded(decisions),
         "latency": _latency(decisions),
         "by_label_source": {
@@ -107,6 +109,18 @@ def _degraded(decisions: Sequence[Decision]) -> dict[str, Any]:
                       for d in decisions if d.scorer_note.startswith("skipped: "))
     return {"content_score_skipped": dict(skipped),
             "stored_without_embedding": sum(not d.embedded for d in decisions)}
+
+
+def _content_separation(human: Sequence[Decision], resamples: int,
+                        seed: int) -> dict[str, Any] | None:
+    """How well the content score ranks findings above the rest, apart from where its cut lies:
+    AUROC over the human-labelled entries it scored (None when it scored none). A scorer that
+    only moves its cut changes the pre-judge rate and recall together, not this."""
+    scored = [(d.score, d.label) for d in human if d.score is not None]
+    if not scored:
+        return None
+    return separation([score for score, _ in scored], [label for _, label in scored],
+                      resamples=resamples, seed=seed)
 
 
 def _substantive_retained(rows: Sequence[Decision]) -> float | None:

@@ -129,3 +129,22 @@ def test_empty_pass() -> None:
     assert metrics["prejudge_filter_rate"] is None and metrics["judge_call_saving"] is None
     assert metrics["content_score_threshold"] is None
     assert metrics["per_label"]["noise"]["retained_rate"] is None
+
+
+def test_content_score_separation_ranks_the_scored_human_rows() -> None:
+    rows = [d("s1", "substantive", "stored", score=0.9),
+            d("s2", "substantive", "stored", score=0.2),
+            d("l1", "low_value", "judge", score=0.5), d("n1", "noise", "content_score", score=0.1),
+            d("x1", "noise", "content_score", source="llm", score=0.95),  # not ground truth
+            d("n2", "noise", "prefilter")]  # never scored
+    found = pass_metrics(rows, resamples=200, seed=0)["content_score_separation"]
+    # findings above the rest in 3 of the 4 (finding, other) pairs: 0.9 > 0.5, 0.1; 0.2 > 0.1
+    assert found["auroc"] == pytest.approx(3 / 4)
+    assert (found["substantive"], found["low_value"]) == (2, 2)
+
+
+def test_content_score_separation_needs_both_classes_scored(metrics: dict[str, Any]) -> None:
+    found = metrics["content_score_separation"]  # s1 and s3 scored: findings only
+    assert found["auroc"] is None and found["substantive"] == 2 and found["low_value"] == 0
+    unscored = pass_metrics([d("n1", "noise", "prefilter")], resamples=10, seed=0)
+    assert unscored["content_score_separation"] is None
