@@ -27,6 +27,7 @@ from memeval.reporting.table import pass_table, threshold_footer
 from memeval.results.result import (
     SCHEMA_VERSION,
     ContentThreshold,
+    PassMetrics,
     RunResult,
     UnreadableResult,
     UnsupportedSchema,
@@ -60,6 +61,7 @@ def test_schema_1_runs_load_typed() -> None:
     assert isinstance(first.content_score_threshold, ContentThreshold) and first.gated
     assert first.failures["judge"].errors == 0 and first.stored_mqs is not None
     assert first.stored_mqs.memories == 111 and first.stored_mqs.mqs.auroc is None
+    assert first.content_score_auroc is None  # written before runs kept it
 
     calibration = load_result(CALIBRATION)
     assert calibration.passes == () and calibration.dataset is None
@@ -267,3 +269,13 @@ def test_gate_paths_reach_typed_attributes() -> None:
     assert regression_gate.lookup(result, "passes.*.judge_calls", check) == 123
     assert regression_gate.lookup(result, "passes.-1.judge_calls", check) == 123
     assert regression_gate.lookup(result, "passes.0.stage_counts.stored", check) == 111
+
+
+def test_a_pass_reads_its_content_score_separation() -> None:
+    written = {"pass": 1, "content_score_threshold": None, "content_score_separation": {
+        "auroc": 0.91, "auroc_ci95": [0.89, 0.93], "substantive": 460, "low_value": 542,
+        "unlabelled": 0}}
+    read = PassMetrics.from_dict(written)
+    assert read.content_score_auroc == 0.91 and read.content_score_auroc_ci95 == (0.89, 0.93)
+    assert PassMetrics.from_dict({"pass": 2, "content_score_separation": None}
+                                 ).content_score_auroc_ci95 == (None, None)

@@ -241,6 +241,9 @@ class PassMetrics:
     judge_call_saving: float | None = None
     stage_counts: Mapping[str, int] = field(default_factory=dict)
     content_score_threshold: ContentThreshold | None = None
+    # how well the content score ranks findings above the rest, whatever its cut (AUROC)
+    content_score_auroc: float | None = None
+    content_score_auroc_ci95: CI = NO_CI
     content_score_skipped: Mapping[str, int] = field(default_factory=dict)  # by reason
     recall_by_label_source: Mapping[str, float | None] = field(default_factory=dict)
     failures: Mapping[str, ComponentFailures] = field(default_factory=dict)  # by component
@@ -254,6 +257,7 @@ class PassMetrics:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PassMetrics:
         threshold = data.get("content_score_threshold")
+        separation = data.get("content_score_separation") or {}  # absent before it was kept
         stored, models = data.get("stored_mqs"), data.get("stored_models")
         return cls(
             pass_no=int(data["pass"]), arm=data.get("arm"),
@@ -268,6 +272,8 @@ class PassMetrics:
             stage_counts=as_map(data.get("stage_counts")),
             content_score_threshold=ContentThreshold(threshold["first"], threshold["last"])
             if threshold else None,
+            content_score_auroc=separation.get("auroc"),
+            content_score_auroc_ci95=as_ci(separation.get("auroc_ci95")),
             content_score_skipped=as_map((data.get("degraded") or {}).get("content_score_skipped")),
             recall_by_label_source={source: stats.get("substantive_retained_rate") for source,
                                     stats in (data.get("by_label_source") or {}).items()},
