@@ -153,5 +153,5 @@ def say_cost(ctx: RunContext, overrides: list[str] | None) -> Estimate | None:
     part = experiment is not None and isinstance(experiment.params, ReplaysPart)
     limit = None if part else limit_setting(ctx.validated.dataset.chosen.params)
     complain(warning(found, overrides, limit, rows, budget,
-                     warmable=embedder_of(ctx) is ctx.embedder))
+                     warmable=ctx.content_apart is None))
     return found

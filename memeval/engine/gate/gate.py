@@ -156,12 +156,11 @@ def embedded_texts(cfg: GateConfig, redact: Callable[[str], str],
     texts = [written if written == text else redact(written)
              for text in responses for written in [clean(text, cfg.write.max_chars)]]
     if "content_score" in cfg.order:
-        stage = STAGES.validate({"name": "content_score", **(cfg.stages["content_score"] or {})})
-        narration = Narration(cfg.narration)
+        view = content_view(cfg)
         kept = {cfg.rejection_store.text_chars, cfg.accept_store.text_chars}
-        texts = _views(cfg, responses) + [
-            scored_view(stage, narration, text[:chars])
-            for chars in sorted(kept) for text in responses if len(text) > chars] + texts
+        texts = [view(text) for text in responses] + [
+            view(text[:chars]) for chars in sorted(kept) for text in responses
+            if len(text) > chars] + texts
     return list(dict.fromkeys(texts))
 
 
@@ -172,13 +171,21 @@ def prepared_texts(cfg: GateConfig, redact: Callable[[str], str],
     return list(dict.fromkeys(_views(cfg, [redact(e.assistant_response) for e in entries])))
 
 
+def content_view(cfg: GateConfig) -> Callable[[str], str]:
+    """The part of a text the content stage, as `cfg` sets it, embeds and scores (its settings
+    read whether or not the gate runs it, unlike `stage_config`: the content encoder's fit
+    reads them too)."""
+    stage = STAGES.validate({"name": "content_score", **(cfg.stages.get("content_score") or {})})
+    narration = Narration(cfg.narration)
+    return lambda text: scored_view(stage, narration, text)
+
+
 def _views(cfg: GateConfig, responses: list[str]) -> list[str]:
     """The content stage's view of each response; none without a content stage."""
     if "content_score" not in cfg.order:
         return []
-    stage = STAGES.validate({"name": "content_score", **(cfg.stages["content_score"] or {})})
-    narration = Narration(cfg.narration)
-    return [scored_view(stage, narration, text) for text in responses]
+    view = content_view(cfg)
+    return [view(text) for text in responses]
 
 
 class Gate:

@@ -32,9 +32,7 @@ from memeval.backends.embedders.sentence_transformer import (
 )
 from memeval.backends.fine_tuning import half_weights, update
 from memeval.data.labeled_jsonl import load_labeled_jsonl
-from memeval.engine.gate.base import STAGES
-from memeval.engine.gate.content_score import scored_view
-from memeval.engine.gate.gate import GateConfig
+from memeval.engine.gate.gate import GateConfig, content_view
 from memeval.engine.gate.narration import Narration
 from memeval.entry import Entry
 from memeval.registry import SEEDS, ConfigError, Registry, bounded
@@ -121,13 +119,12 @@ def training_turns(cfg: FinetunedConfig, gate: GateConfig) -> tuple[list[str], l
     if not chosen:
         raise ConfigError(f"content_encoder.data {cfg.data}: no turn has {cfg.split_field} in "
                           f"{cfg.values}")
-    stage = STAGES.validate({"name": "content_score", **(gate.stages.get("content_score") or {})})
-    narration = Narration(gate.narration)
+    view, narration = content_view(gate), Narration(gate.narration)
     texts, positive = [], []
     for entry in chosen:
         text = redact(entry.assistant_response)
         if len(narration.claims(text).strip()) >= cfg.min_chars:
-            texts.append(scored_view(stage, narration, text))
+            texts.append(view(text))
             positive.append(entry.label == SUBSTANTIVE)
     if len(set(positive)) < 2:
         raise ConfigError(f"content_encoder.data {cfg.data}: fine-tuning needs turns of both "
